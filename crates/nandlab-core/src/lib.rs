@@ -1,0 +1,4 @@
+//! nandlab-core: trace-driven, reliability-aware NAND-flash SSD simulator.
+pub mod api;
+pub mod config;
+pub mod trace;
