@@ -51,3 +51,26 @@ pub fn parse_only(path: &Path, opts: &TraceOptions) -> Result<String, NandlabErr
     let _ = (path, opts);
     todo!("trace")
 }
+
+/// Table-II-style statistics of a trace (see `trace::stats`), as JSON.
+pub fn trace_stats(
+    path: &Path,
+    opts: &TraceOptions,
+    page_size_bytes: u64,
+) -> Result<String, NandlabError> {
+    let _ = (path, opts, page_size_bytes);
+    todo!("trace")
+}
+
+/// Convert a trace to canonical CSV (gzip when `output` ends in `.gz`); returns requests written.
+pub fn trace_convert(input: &Path, opts: &TraceOptions, output: &Path) -> Result<u64, NandlabError> {
+    let _ = (input, opts, output);
+    todo!("trace")
+}
+
+/// Generate a synthetic trace from `GenParams` given as JSON (missing keys take defaults);
+/// returns requests written.
+pub fn trace_generate(params_json: &str, output: &Path) -> Result<u64, NandlabError> {
+    let _ = (params_json, output);
+    todo!("trace")
+}
