@@ -1,4 +1,12 @@
 //! nandlab-core: trace-driven, reliability-aware NAND-flash SSD simulator.
 pub mod api;
 pub mod config;
+pub mod engine;
+pub mod flash;
+pub mod ftl;
+pub mod hil;
+pub mod host;
+pub mod sched;
+pub mod scheme;
+pub mod stats;
 pub mod trace;

@@ -5,6 +5,11 @@
 
 use std::path::{Path, PathBuf};
 
+use std::time::Instant;
+
+use crate::config::{Config, Fill};
+use crate::engine::Engine;
+use crate::host::{prepass, RequestSource};
 use crate::trace::{TraceError, TraceOptions};
 
 /// Top-level error of the public API. Maps to Python `nandlab.TraceError`,
@@ -40,10 +45,58 @@ pub struct RunRequest {
 /// Progress of a run: `(done, total)` in host requests; `total` is 0 when unknown.
 pub type ProgressFn<'a> = dyn FnMut(u64, u64) + 'a;
 
-/// Run one simulation and return the JSON report (see `stats::RunReport`).
+/// Run one simulation and return the JSON report (see `engine::report`).
 pub fn run(req: &RunRequest, progress: &mut ProgressFn<'_>) -> Result<String, NandlabError> {
     let _ = (req, progress);
     todo!("engine")
+}
+
+/// Run a simulation of `cfg` over the requests `open()` yields (called once or twice: a
+/// pre-pass for device sizing and the touched-page fill, then the replay). `trace` is echoed
+/// into the report. Returns the report as a JSON value.
+///
+/// # Errors
+/// Whatever `open` or the source returns, and [`NandlabError::Sim`] from the engine.
+pub fn simulate_source<S: RequestSource>(
+    cfg: Config,
+    open: &mut dyn FnMut() -> Result<S, NandlabError>,
+    trace: serde_json::Value,
+    progress: &mut ProgressFn<'_>,
+) -> Result<serde_json::Value, NandlabError> {
+    let t0 = Instant::now();
+    let auto_size = cfg.device.blocks_per_plane == 0 && cfg.device.logical_capacity_bytes == 0;
+    let want_touched = cfg.precondition.fill == Fill::Touched;
+    let ps = cfg.device.page_size_bytes as u64;
+    let (geo, logical_pages, pre) = if auto_size {
+        let pre = prepass(&mut open()?, want_touched.then_some(ps), None)?;
+        let (g, l) = cfg.size_device(pre.max_end_bytes)?;
+        (g, l, Some(pre))
+    } else {
+        let (g, l) = cfg.size_device(0)?;
+        let pre = if want_touched {
+            let wrap = cfg.ftl.wrap_offsets.then_some(l);
+            Some(prepass(&mut open()?, Some(ps), wrap)?)
+        } else {
+            None
+        };
+        (g, l, pre)
+    };
+    let scheme = crate::scheme::registry(
+        &cfg.scheme.name,
+        &cfg.scheme.params,
+        &cfg.timing()?,
+        cfg.ftl.streams,
+    )?;
+    let mut engine = Engine::new(cfg, geo, logical_pages, scheme)?;
+    engine.precondition(pre.as_ref())?;
+    debug_assert_eq!(engine.check_invariants(), Ok(()));
+    let total = pre.as_ref().map_or(0, |p| p.requests);
+    let t1 = Instant::now();
+    engine.run(&mut open()?, total, progress)?;
+    debug_assert_eq!(engine.check_invariants(), Ok(()));
+    let replay = t1.elapsed().as_secs_f64();
+    let wall = t0.elapsed().as_secs_f64();
+    Ok(engine.report(trace, wall, replay))
 }
 
 /// Parse a trace without simulating: returns `{"requests": n, "wall_s": s}` as JSON.
@@ -63,7 +116,11 @@ pub fn trace_stats(
 }
 
 /// Convert a trace to canonical CSV (gzip when `output` ends in `.gz`); returns requests written.
-pub fn trace_convert(input: &Path, opts: &TraceOptions, output: &Path) -> Result<u64, NandlabError> {
+pub fn trace_convert(
+    input: &Path,
+    opts: &TraceOptions,
+    output: &Path,
+) -> Result<u64, NandlabError> {
     let _ = (input, opts, output);
     todo!("trace")
 }

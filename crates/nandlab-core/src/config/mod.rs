@@ -1,9 +1,33 @@
 //! Configuration: TOML with units in key names, validated into typed structs.
+//!
+//! Every key carries its unit (`read_us`, `page_size_bytes`, `initial_age_window_s`) and is
+//! converted once into the core's units (ns, bytes). Unknown keys are errors, never ignored.
+//! `--set dotted.key=value` overrides are applied to the TOML tree before validation, so they
+//! are checked exactly like file contents.
+//!
+//! # Over-provisioning
+//!
+//! The literature uses two definitions. nandlab accepts either, under a name that says which:
+//!
+//! * `op_percent_of_logical` = ρ·100 with ρ = (T − U)/U (physical T, logical U): physical =
+//!   logical × (1 + ρ). This is the definition of Xia & Xiao, Desnoyers and Agarwal & Marrow.
+//! * `op_percent_of_physical` = (T − U)/T·100, MQSim's `Overprovisioning_Ratio`.
+//!
+//! Conversion: of_physical = of_logical / (1 + of_logical) (as fractions). Giving both is an
+//! error. The report echoes both.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::flash::{
+    BlockLayout, CellType, EccTiming, Geometry, PageOrder, ProgramModeTiming, Timing,
+};
 
 /// A configuration error names the key, the value and the allowed range.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    /// TOML syntax error.
+    /// TOML syntax error or unknown key.
     #[error("{file}: {msg}")]
     Syntax { file: String, msg: String },
     /// A key's value is invalid.
@@ -13,4 +37,831 @@ pub enum ConfigError {
         value: String,
         msg: String,
     },
+}
+
+fn invalid(key: &str, value: impl std::fmt::Display, msg: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        key: key.to_string(),
+        value: value.to_string(),
+        msg: msg.into(),
+    }
+}
+
+/// The whole configuration.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Master seed; every random stream of a run derives from it.
+    pub seed: u64,
+    /// Device geometry and capacity.
+    pub device: DeviceConfig,
+    /// Flash operation timing.
+    pub timing: TimingConfig,
+    /// Flash translation layer.
+    pub ftl: FtlConfig,
+    /// Transaction scheduler.
+    pub sched: SchedConfig,
+    /// Host replay.
+    pub host: HostConfig,
+    /// Preconditioning before replay.
+    pub precondition: PreconditionConfig,
+    /// The flash-management scheme and its parameters.
+    pub scheme: SchemeConfig,
+    /// Statistics options.
+    pub stats: StatsConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            seed: 42,
+            device: DeviceConfig::default(),
+            timing: TimingConfig::default(),
+            ftl: FtlConfig::default(),
+            sched: SchedConfig::default(),
+            host: HostConfig::default(),
+            precondition: PreconditionConfig::default(),
+            scheme: SchemeConfig::default(),
+            stats: StatsConfig::default(),
+        }
+    }
+}
+
+/// Geometry and capacity.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct DeviceConfig {
+    /// `slc`, `mlc`, `tlc` or `qlc`.
+    pub cell: CellType,
+    /// Channels (≥ 1).
+    pub channels: u32,
+    /// Chips (packages) per channel (≥ 1).
+    pub chips_per_channel: u32,
+    /// Dies per chip (≥ 1).
+    pub dies_per_chip: u32,
+    /// Planes per die (≥ 1).
+    pub planes_per_die: u32,
+    /// Pages per block (a multiple of bits per cell).
+    pub pages_per_block: u32,
+    /// Page size in bytes (512 B … 64 KiB, multiple of 512).
+    pub page_size_bytes: u32,
+    /// Blocks per plane; 0 = size the device from the trace's address space plus
+    /// over-provisioning.
+    pub blocks_per_plane: u32,
+    /// Logical capacity in bytes; 0 = the trace's address space rounded up to a block stripe.
+    /// Ignored when `blocks_per_plane` is set (then logical = physical / (1 + ρ)).
+    pub logical_capacity_bytes: u64,
+    /// Over-provisioning ρ = (T − U)/U in percent (see module doc). Default 15.
+    pub op_percent_of_logical: Option<f64>,
+    /// Over-provisioning (T − U)/T in percent (MQSim's definition). Exclusive with the above.
+    pub op_percent_of_physical: Option<f64>,
+    /// Page-to-word-line order.
+    pub page_order: PageOrder,
+}
+
+impl Default for DeviceConfig {
+    fn default() -> Self {
+        DeviceConfig {
+            cell: CellType::Mlc,
+            channels: 8,
+            chips_per_channel: 1,
+            dies_per_chip: 1,
+            planes_per_die: 1,
+            pages_per_block: 128,
+            page_size_bytes: 8192,
+            blocks_per_plane: 0,
+            logical_capacity_bytes: 0,
+            op_percent_of_logical: None,
+            op_percent_of_physical: None,
+            page_order: PageOrder::Sequential,
+        }
+    }
+}
+
+/// One program mode (ISPP setting).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ProgramModeConfig {
+    /// Name in reports.
+    pub name: String,
+    /// Program latency per page type (LSB, CSB, MSB, TSB), µs; one value applies to all.
+    pub program_us: Vec<f64>,
+}
+
+/// One ECC kind's fixed timing.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct EccConfig {
+    /// Name in reports.
+    pub name: String,
+    /// Decode latency, µs.
+    #[serde(default)]
+    pub decode_us: f64,
+    /// Extra array sensing per read, µs (e.g. soft sensing).
+    #[serde(default)]
+    pub extra_sense_us: f64,
+}
+
+/// Operation timing.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct TimingConfig {
+    /// Array read latency per page type (LSB, CSB, MSB, TSB), µs; one value applies to all.
+    pub read_us: Vec<f64>,
+    /// Program latency per page type of the default mode, µs; one value applies to all.
+    pub program_us: Vec<f64>,
+    /// Block erase latency, µs.
+    pub erase_us: f64,
+    /// Channel rate, mega-transfers per second.
+    pub channel_mt_s: f64,
+    /// Channel width, bytes per transfer.
+    pub channel_width_bytes: u32,
+    /// ECC decode latency of the default ECC, µs.
+    pub ecc_decode_us: f64,
+    /// Additional program modes (ids 1, 2, …; id 0 is `program_us`, named `normal`).
+    pub program_modes: Vec<ProgramModeConfig>,
+    /// Additional ECC kinds (ids 1, 2, …; id 0 uses `ecc_decode_us`, named `default`).
+    pub ecc: Vec<EccConfig>,
+}
+
+impl Default for TimingConfig {
+    fn default() -> Self {
+        TimingConfig {
+            read_us: vec![45.0],
+            program_us: vec![1300.0],
+            erase_us: 3800.0,
+            channel_mt_s: 400.0,
+            channel_width_bytes: 1,
+            ecc_decode_us: 0.0,
+            program_modes: Vec::new(),
+            ecc: Vec::new(),
+        }
+    }
+}
+
+/// Where host writes are placed.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Allocation {
+    /// Static striping over LPN: channel first, then chip, die, plane (CWDP).
+    Static,
+    /// Dynamic: each page program goes to the next plane round-robin.
+    Dynamic,
+}
+
+/// GC victim selection policy.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum VictimPolicy {
+    /// Fewest valid pages.
+    Greedy,
+    /// Oldest full block (in the order blocks were filled).
+    Fifo,
+    /// Maximise age·(1 − u)/(2u) (Kawaguchi et al.; age = time since the block filled).
+    CostBenefit,
+}
+
+/// FTL options.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct FtlConfig {
+    /// `static` (CWDP) or `dynamic` allocation.
+    pub allocation: Allocation,
+    /// GC runs on a plane while its free blocks are fewer than this percent of its blocks.
+    pub gc_threshold_pct: f64,
+    /// Victim selection.
+    pub gc_victim: VictimPolicy,
+    /// Valid-page moves use copyback (no channel transfer) when true.
+    pub copyback: bool,
+    /// Offsets beyond the logical capacity wrap around (DiskSim habit) instead of failing.
+    pub wrap_offsets: bool,
+    /// Number of write streams (open blocks per plane). Stream 0 = host, 1 = GC by default.
+    pub streams: u32,
+}
+
+impl Default for FtlConfig {
+    fn default() -> Self {
+        FtlConfig {
+            allocation: Allocation::Static,
+            gc_threshold_pct: 5.0,
+            gc_victim: VictimPolicy::Greedy,
+            copyback: false,
+            wrap_offsets: false,
+            streams: 2,
+        }
+    }
+}
+
+/// Scheduling priority.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Priority {
+    /// Host reads first, then background (GC, refresh, migration), then host writes.
+    ReadFirst,
+    /// First come, first served across all kinds.
+    Fifo,
+}
+
+/// Scheduler options.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct SchedConfig {
+    /// `read_first` or `fifo`.
+    pub priority: Priority,
+}
+
+impl Default for SchedConfig {
+    fn default() -> Self {
+        SchedConfig {
+            priority: Priority::ReadFirst,
+        }
+    }
+}
+
+/// Replay mode.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum ReplayMode {
+    /// Open loop: requests arrive at their (scaled) timestamps.
+    Open,
+    /// Closed loop: `queue_depth` requests outstanding, timestamps ignored.
+    Closed,
+}
+
+/// Host replay options.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct HostConfig {
+    /// `open` or `closed`.
+    pub mode: ReplayMode,
+    /// Open loop: inter-arrival times are multiplied by this (FlexECC's "ioscale"; > 1 slows
+    /// the trace down).
+    pub time_scale: f64,
+    /// Closed loop: outstanding requests.
+    pub queue_depth: u32,
+    /// Replay at most this many requests (0 = all).
+    pub max_requests: u64,
+}
+
+impl Default for HostConfig {
+    fn default() -> Self {
+        HostConfig {
+            mode: ReplayMode::Open,
+            time_scale: 1.0,
+            queue_depth: 32,
+            max_requests: 0,
+        }
+    }
+}
+
+/// What to write before replay.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Fill {
+    /// Nothing: reads of never-written pages are served without a flash access.
+    None,
+    /// Every logical page the trace touches (read or written), in LPN order.
+    Touched,
+    /// The first `fill_fraction` of the logical space, sequentially.
+    Fraction,
+}
+
+/// Preconditioning (untimed; not in the reported latencies or counters).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct PreconditionConfig {
+    /// `none`, `touched` or `fraction`.
+    pub fill: Fill,
+    /// For `fill = "fraction"`: fraction of the logical pages, 0…1.
+    pub fill_fraction: f64,
+    /// Random page overwrites over the filled pages, as a multiple of the number of filled
+    /// pages (0 = none).
+    pub age_overwrites: f64,
+    /// Keep overwriting in rounds of 10 % of the filled pages until a round's write
+    /// amplification is within 1 % of the previous round's (capped by `age_overwrites`
+    /// when that is > 0, else by 10×).
+    pub age_until_steady: bool,
+    /// Initial P/E cycles of every block.
+    pub initial_pe_cycles: u32,
+    /// Blocks get initial P/E uniformly in `initial_pe_cycles ± initial_pe_spread`.
+    pub initial_pe_spread: u32,
+    /// Program ages of preconditioned data are spread uniformly over this window before the
+    /// trace starts, seconds.
+    pub initial_age_window_s: f64,
+}
+
+impl Default for PreconditionConfig {
+    fn default() -> Self {
+        PreconditionConfig {
+            fill: Fill::Touched,
+            fill_fraction: 1.0,
+            age_overwrites: 0.0,
+            age_until_steady: false,
+            initial_pe_cycles: 0,
+            initial_pe_spread: 0,
+            initial_age_window_s: 0.0,
+        }
+    }
+}
+
+/// Scheme selection.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct SchemeConfig {
+    /// Scheme name (see `scheme::registry`).
+    pub name: String,
+    /// Scheme parameters (each scheme declares and validates its own).
+    pub params: toml::Table,
+}
+
+impl Default for SchemeConfig {
+    fn default() -> Self {
+        SchemeConfig {
+            name: "baseline".into(),
+            params: toml::Table::new(),
+        }
+    }
+}
+
+/// Statistics options.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct StatsConfig {
+    /// Write a per-request CSV log (arrival, op, offset, size, wait, service, response; ns)
+    /// to this path (gzip when it ends in `.gz`).
+    pub request_log: Option<String>,
+}
+
+/// Parse TOML text, apply `key=value` overrides, deserialize and validate.
+///
+/// `origin` names the source in errors (a path or `"<string>"`).
+///
+/// # Errors
+/// [`ConfigError::Syntax`] for TOML errors and unknown keys, [`ConfigError::Invalid`] for
+/// out-of-range values.
+pub fn load(text: &str, origin: &str, overrides: &[String]) -> Result<Config, ConfigError> {
+    let mut table: toml::Table =
+        text.parse()
+            .map_err(|e: toml::de::Error| ConfigError::Syntax {
+                file: origin.to_string(),
+                msg: e.to_string().trim().replace('\n', " "),
+            })?;
+    for o in overrides {
+        apply_override(&mut table, o)?;
+    }
+    let cfg: Config =
+        Config::deserialize(toml::Value::Table(table)).map_err(|e| ConfigError::Syntax {
+            file: origin.to_string(),
+            msg: e.to_string().trim().replace('\n', " "),
+        })?;
+    cfg.validate()?;
+    Ok(cfg)
+}
+
+/// Load a config file.
+pub fn load_file(path: &Path, overrides: &[String]) -> Result<Config, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Syntax {
+        file: path.display().to_string(),
+        msg: e.to_string(),
+    })?;
+    load(&text, &path.display().to_string(), overrides)
+}
+
+/// Apply one `dotted.key=value` override; `value` is a TOML literal, or a bare string.
+pub fn apply_override(table: &mut toml::Table, kv: &str) -> Result<(), ConfigError> {
+    let Some((key, value)) = kv.split_once('=') else {
+        return Err(invalid(kv, "", "an override must be `key=value`"));
+    };
+    let key = key.trim();
+    let value = value.trim();
+    if key.is_empty() || key.split('.').any(|p| p.is_empty()) {
+        return Err(invalid(key, value, "empty key segment in override"));
+    }
+    let parsed: toml::Value = match format!("v = {value}").parse::<toml::Table>() {
+        Ok(mut t) => t.remove("v").unwrap_or(toml::Value::String(value.into())),
+        Err(_) => toml::Value::String(value.to_string()),
+    };
+    let parts: Vec<&str> = key.split('.').collect();
+    let mut cur = table;
+    for p in &parts[..parts.len() - 1] {
+        let entry = cur
+            .entry(p.to_string())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        cur = match entry {
+            toml::Value::Table(t) => t,
+            _ => return Err(invalid(key, value, format!("`{p}` is not a table"))),
+        };
+    }
+    cur.insert(parts[parts.len() - 1].to_string(), parsed);
+    Ok(())
+}
+
+fn check_range<T: PartialOrd + std::fmt::Display + Copy>(
+    key: &str,
+    v: T,
+    lo: T,
+    hi: T,
+) -> Result<(), ConfigError> {
+    if v < lo || v > hi {
+        return Err(invalid(key, v, format!("allowed range is {lo} ..= {hi}")));
+    }
+    Ok(())
+}
+
+fn check_us(key: &str, v: f64) -> Result<(), ConfigError> {
+    if !v.is_finite() || !(0.0..=1e9).contains(&v) {
+        return Err(invalid(key, v, "must be a finite time in 0 ..= 1e9 µs"));
+    }
+    Ok(())
+}
+
+fn us_to_ns(v: f64) -> u64 {
+    (v * 1000.0).round() as u64
+}
+
+fn per_type_ns(key: &str, v: &[f64], bits: usize) -> Result<[u64; 4], ConfigError> {
+    if v.len() != 1 && v.len() != bits {
+        return Err(invalid(
+            key,
+            format!("{v:?}"),
+            format!("give one value or one per page type ({bits} for this cell type)"),
+        ));
+    }
+    let mut out = [0u64; 4];
+    for (i, o) in out.iter_mut().enumerate() {
+        let x = if v.len() == 1 {
+            v[0]
+        } else {
+            v[i.min(bits - 1)]
+        };
+        check_us(key, x)?;
+        *o = us_to_ns(x);
+    }
+    Ok(out)
+}
+
+impl Config {
+    /// Check every value's range.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let d = &self.device;
+        check_range("device.channels", d.channels, 1, 1024)?;
+        check_range("device.chips_per_channel", d.chips_per_channel, 1, 1024)?;
+        check_range("device.dies_per_chip", d.dies_per_chip, 1, 64)?;
+        check_range("device.planes_per_die", d.planes_per_die, 1, 64)?;
+        check_range("device.pages_per_block", d.pages_per_block, 1, 65536)?;
+        check_range("device.page_size_bytes", d.page_size_bytes, 512, 65536)?;
+        if !d.page_size_bytes.is_multiple_of(512) {
+            return Err(invalid(
+                "device.page_size_bytes",
+                d.page_size_bytes,
+                "must be a multiple of 512",
+            ));
+        }
+        let bits = d.cell.bits() as u32;
+        if !d.pages_per_block.is_multiple_of(bits) {
+            return Err(invalid(
+                "device.pages_per_block",
+                d.pages_per_block,
+                format!("must be a multiple of the bits per cell ({bits})"),
+            ));
+        }
+        match (d.op_percent_of_logical, d.op_percent_of_physical) {
+            (Some(_), Some(_)) => {
+                return Err(invalid(
+                    "device.op_percent_of_physical",
+                    d.op_percent_of_physical.unwrap_or(0.0),
+                    "give either op_percent_of_logical or op_percent_of_physical, not both",
+                ))
+            }
+            (Some(v), None) => {
+                if !(v.is_finite() && (0.0..=1000.0).contains(&v)) {
+                    return Err(invalid(
+                        "device.op_percent_of_logical",
+                        v,
+                        "allowed range is 0 ..= 1000",
+                    ));
+                }
+            }
+            (None, Some(v)) => {
+                if !(v.is_finite() && (0.0..95.0).contains(&v)) {
+                    return Err(invalid(
+                        "device.op_percent_of_physical",
+                        v,
+                        "allowed range is 0 ..< 95",
+                    ));
+                }
+            }
+            (None, None) => {}
+        }
+        let t = &self.timing;
+        per_type_ns("timing.read_us", &t.read_us, bits as usize)?;
+        per_type_ns("timing.program_us", &t.program_us, bits as usize)?;
+        check_us("timing.erase_us", t.erase_us)?;
+        check_us("timing.ecc_decode_us", t.ecc_decode_us)?;
+        if !(t.channel_mt_s.is_finite() && t.channel_mt_s > 0.0 && t.channel_mt_s <= 1e6) {
+            return Err(invalid(
+                "timing.channel_mt_s",
+                t.channel_mt_s,
+                "allowed range is 0 < x ≤ 1e6",
+            ));
+        }
+        check_range("timing.channel_width_bytes", t.channel_width_bytes, 1, 64)?;
+        for (i, m) in t.program_modes.iter().enumerate() {
+            per_type_ns(
+                &format!("timing.program_modes[{i}].program_us"),
+                &m.program_us,
+                bits as usize,
+            )?;
+        }
+        for (i, e) in t.ecc.iter().enumerate() {
+            check_us(&format!("timing.ecc[{i}].decode_us"), e.decode_us)?;
+            check_us(&format!("timing.ecc[{i}].extra_sense_us"), e.extra_sense_us)?;
+        }
+        if t.program_modes.len() > 254 || t.ecc.len() > 254 {
+            return Err(invalid(
+                "timing.program_modes",
+                t.program_modes.len(),
+                "at most 254 extra modes / ECC kinds",
+            ));
+        }
+        let f = &self.ftl;
+        if !(f.gc_threshold_pct.is_finite() && (0.0..=50.0).contains(&f.gc_threshold_pct)) {
+            return Err(invalid(
+                "ftl.gc_threshold_pct",
+                f.gc_threshold_pct,
+                "allowed range is 0 ..= 50",
+            ));
+        }
+        check_range("ftl.streams", f.streams, 1, 16)?;
+        let h = &self.host;
+        if !(h.time_scale.is_finite() && h.time_scale > 0.0 && h.time_scale <= 1e6) {
+            return Err(invalid(
+                "host.time_scale",
+                h.time_scale,
+                "allowed range is 0 < x ≤ 1e6",
+            ));
+        }
+        check_range("host.queue_depth", h.queue_depth, 1, 1 << 20)?;
+        let p = &self.precondition;
+        if !(p.fill_fraction.is_finite() && (0.0..=1.0).contains(&p.fill_fraction)) {
+            return Err(invalid(
+                "precondition.fill_fraction",
+                p.fill_fraction,
+                "allowed range is 0 ..= 1",
+            ));
+        }
+        if !(p.age_overwrites.is_finite() && (0.0..=100.0).contains(&p.age_overwrites)) {
+            return Err(invalid(
+                "precondition.age_overwrites",
+                p.age_overwrites,
+                "allowed range is 0 ..= 100",
+            ));
+        }
+        if !(p.initial_age_window_s.is_finite() && (0.0..=2.0e9).contains(&p.initial_age_window_s))
+        {
+            return Err(invalid(
+                "precondition.initial_age_window_s",
+                p.initial_age_window_s,
+                "allowed range is 0 ..= 2e9 s",
+            ));
+        }
+        if p.initial_pe_spread > p.initial_pe_cycles {
+            return Err(invalid(
+                "precondition.initial_pe_spread",
+                p.initial_pe_spread,
+                format!(
+                    "must not exceed initial_pe_cycles ({})",
+                    p.initial_pe_cycles
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Over-provisioning as the fraction ρ = (T − U)/U.
+    pub fn op_fraction_of_logical(&self) -> f64 {
+        match (
+            self.device.op_percent_of_logical,
+            self.device.op_percent_of_physical,
+        ) {
+            (Some(v), _) => v / 100.0,
+            (None, Some(p)) => {
+                let p = p / 100.0;
+                p / (1.0 - p)
+            }
+            (None, None) => 0.15,
+        }
+    }
+
+    /// Resolve the timing in ns for the core.
+    pub fn timing(&self) -> Result<Timing, ConfigError> {
+        let bits = self.device.cell.bits();
+        let t = &self.timing;
+        let mut modes = vec![ProgramModeTiming {
+            name: "normal".into(),
+            program_ns: per_type_ns("timing.program_us", &t.program_us, bits)?,
+        }];
+        for (i, m) in t.program_modes.iter().enumerate() {
+            modes.push(ProgramModeTiming {
+                name: m.name.clone(),
+                program_ns: per_type_ns(
+                    &format!("timing.program_modes[{i}].program_us"),
+                    &m.program_us,
+                    bits,
+                )?,
+            });
+        }
+        let mut eccs = vec![EccTiming {
+            name: "default".into(),
+            decode_ns: us_to_ns(t.ecc_decode_us),
+            extra_sense_ns: 0,
+        }];
+        for e in &t.ecc {
+            eccs.push(EccTiming {
+                name: e.name.clone(),
+                decode_ns: us_to_ns(e.decode_us),
+                extra_sense_ns: us_to_ns(e.extra_sense_us),
+            });
+        }
+        let bytes_per_s = t.channel_mt_s * 1e6 * t.channel_width_bytes as f64;
+        let transfer_ns = (self.device.page_size_bytes as f64 / bytes_per_s * 1e9).round() as u64;
+        Ok(Timing {
+            read_ns: per_type_ns("timing.read_us", &t.read_us, bits)?,
+            modes,
+            eccs,
+            erase_ns: us_to_ns(t.erase_us),
+            transfer_ns,
+        })
+    }
+
+    /// Block layout for the configured cell type and page order.
+    pub fn layout(&self) -> BlockLayout {
+        BlockLayout::new(
+            self.device.pages_per_block as usize,
+            self.device.cell.bits(),
+            self.device.page_order,
+        )
+    }
+
+    /// Size the geometry. `trace_max_end_bytes` is the end of the highest byte the trace
+    /// touches (used when neither `blocks_per_plane` nor `logical_capacity_bytes` is set).
+    ///
+    /// Returns the geometry and the logical capacity in pages. Logical capacity is rounded up
+    /// to a block stripe (one block in every plane); physical blocks per plane =
+    /// ⌈logical blocks per plane × (1 + ρ)⌉.
+    pub fn size_device(&self, trace_max_end_bytes: u64) -> Result<(Geometry, u64), ConfigError> {
+        let d = &self.device;
+        let planes = d.channels as u64
+            * d.chips_per_channel as u64
+            * d.dies_per_chip as u64
+            * d.planes_per_die as u64;
+        let ps = d.page_size_bytes as u64;
+        let ppb = d.pages_per_block as u64;
+        let rho = self.op_fraction_of_logical();
+        let stripe_pages = planes * ppb;
+        let (bpp, logical_pages) = if d.blocks_per_plane > 0 {
+            let bpp = d.blocks_per_plane as u64;
+            let logical = ((bpp * stripe_pages) as f64 / (1.0 + rho)).floor() as u64;
+            (bpp, logical)
+        } else {
+            let bytes = if d.logical_capacity_bytes > 0 {
+                d.logical_capacity_bytes
+            } else {
+                trace_max_end_bytes.max(1)
+            };
+            let pages = bytes.div_ceil(ps);
+            let lbpp = pages.div_ceil(stripe_pages).max(1);
+            let bpp = ((lbpp as f64) * (1.0 + rho)).ceil() as u64;
+            (bpp, lbpp * stripe_pages)
+        };
+        // GC needs spare blocks beyond its free-block reserve and the open blocks.
+        let lbpp = logical_pages.div_ceil(stripe_pages);
+        let thr = (((bpp as f64) * self.ftl.gc_threshold_pct / 100.0).ceil() as u64).max(2);
+        let needed = lbpp + thr + self.ftl.streams as u64;
+        if bpp < needed {
+            return Err(invalid(
+                "device.op_percent_of_logical",
+                rho * 100.0,
+                format!(
+                    "{bpp} blocks per plane for {lbpp} logical blocks leave no room for GC: it \
+                     keeps {thr} free blocks and {} open; at least {needed} blocks per plane \
+                     are needed (raise over-provisioning or the device size)",
+                    self.ftl.streams
+                ),
+            ));
+        }
+        let total_pages = bpp * stripe_pages;
+        if total_pages >= u32::MAX as u64 {
+            return Err(invalid(
+                "device.blocks_per_plane",
+                bpp,
+                format!(
+                    "the device would have {total_pages} pages; at most {} fit the 32-bit PPN",
+                    u32::MAX - 1
+                ),
+            ));
+        }
+        if bpp > u32::MAX as u64 / 2 {
+            return Err(invalid("device.blocks_per_plane", bpp, "too many blocks"));
+        }
+        Ok((
+            Geometry {
+                channels: d.channels,
+                chips_per_channel: d.chips_per_channel,
+                dies_per_chip: d.dies_per_chip,
+                planes_per_die: d.planes_per_die,
+                blocks_per_plane: bpp as u32,
+                pages_per_block: d.pages_per_block,
+                page_size_bytes: d.page_size_bytes,
+                cell: d.cell,
+            },
+            logical_pages,
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_validate() {
+        let c = load("", "<s>", &[]).unwrap();
+        assert_eq!(c.device.channels, 8);
+        assert!((c.op_fraction_of_logical() - 0.15).abs() < 1e-12);
+        let t = c.timing().unwrap();
+        assert_eq!(t.read_ns[0], 45_000);
+        assert_eq!(t.transfer_ns, 20_480);
+    }
+
+    #[test]
+    fn unknown_key_is_an_error_naming_it() {
+        let e = load("[device]\nchanels = 4\n", "x.toml", &[]).unwrap_err();
+        let s = e.to_string();
+        assert!(s.contains("x.toml") && s.contains("chanels"), "{s}");
+    }
+
+    #[test]
+    fn out_of_range_names_key_value_range() {
+        let e = load("[device]\nchannels = 0\n", "x.toml", &[]).unwrap_err();
+        let s = e.to_string();
+        assert!(
+            s.contains("device.channels") && s.contains("= 0") && s.contains("1 ..= 1024"),
+            "{s}"
+        );
+        let e = load("", "x", &["ftl.gc_threshold_pct=80".into()]).unwrap_err();
+        assert!(e.to_string().contains("ftl.gc_threshold_pct"), "{e}");
+    }
+
+    #[test]
+    fn overrides_apply() {
+        let c = load(
+            "[device]\nchannels = 4\n",
+            "x",
+            &[
+                "device.channels=2".into(),
+                "scheme.name=foo".into(),
+                "timing.read_us=[50, 100]".into(),
+            ],
+        )
+        .unwrap();
+        assert_eq!(c.device.channels, 2);
+        assert_eq!(c.scheme.name, "foo");
+        assert_eq!(c.timing().unwrap().read_ns[1], 100_000);
+        let e = load("", "x", &["device.channels".into()]).unwrap_err();
+        assert!(e.to_string().contains("key=value"), "{e}");
+    }
+
+    #[test]
+    fn op_definitions_convert() {
+        let c = load("[device]\nop_percent_of_physical = 20\n", "x", &[]).unwrap();
+        assert!((c.op_fraction_of_logical() - 0.25).abs() < 1e-12);
+        let e = load(
+            "[device]\nop_percent_of_physical = 20\nop_percent_of_logical = 25\n",
+            "x",
+            &[],
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("not both"), "{e}");
+    }
+
+    #[test]
+    fn sizing_rounds_to_stripe_and_adds_op() {
+        let c = load(
+            "[device]\nchannels = 2\npages_per_block = 4\npage_size_bytes = 4096\n",
+            "x",
+            &[],
+        )
+        .unwrap();
+        // 1000 pages of data -> 125 blocks per plane logical (2 planes × 4 pages per stripe).
+        let (g, logical) = c.size_device(1000 * 4096 - 5).unwrap();
+        assert_eq!(logical, 125 * 8);
+        assert_eq!(g.blocks_per_plane, 144); // ceil(125 × 1.15) = 144
+                                             // A tiny device has no room for GC: an error, not a silent enlargement.
+        let e = c.size_device(100 * 4096).unwrap_err().to_string();
+        assert!(
+            e.contains("op_percent_of_logical") && e.contains("at least"),
+            "{e}"
+        );
+    }
 }

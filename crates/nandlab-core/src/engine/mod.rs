@@ -1,0 +1,933 @@
+//! The discrete-event engine: owns simulated time and drives host, FTL, scheme, scheduler and
+//! flash timing.
+//!
+//! ```text
+//!  RequestSource ──► on_arrival ──► hil::span ──► scheme hooks ──► Sched (per-die queues)
+//!                                                                    │ pick (priority)
+//!      heap of (time, seq, event) ◄── die phases: Array │ Bus(channel) │ Ctrl
+//!                                                                    │ complete
+//!           host request done (response = last page done − arrival) ◄┘ GC moves / erase
+//! ```
+//!
+//! One binary heap of `(time_ns, seq, payload)` (seq keeps ties in insertion order, so runs are
+//! deterministic). Host arrivals are not in the heap: the next request is pulled lazily from the
+//! source and compared with the heap top, so traces stream in constant memory.
+//!
+//! A die executes one transaction at a time as a short list of phases: `Array` (the die alone:
+//! sense, program, erase), `Bus` (the die and its channel: page transfer; dies wait FIFO for a
+//! busy channel) and `Ctrl` (the die waits for the controller: ECC decode of a GC move). A host
+//! read completes `decode` after its transfer ends (decoding holds neither die nor channel); a
+//! write completes when its program ends.
+
+mod precondition;
+mod report;
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+use std::io::Write;
+
+use crate::api::NandlabError;
+use crate::config::{Allocation, Config, ReplayMode};
+use crate::flash::{BlockLayout, Timing};
+use crate::ftl::{Ftl, PageState, NONE, UNMAPPED};
+use crate::host::RequestSource;
+use crate::sched::{Sched, TxnKind};
+use crate::scheme::{Action, Ctx, Placement, Scheme, Source};
+use crate::stats::Stats;
+use crate::trace::{HostRequest, Op};
+
+pub use precondition::PreconditionReport;
+
+const EV_DIE: u64 = 1 << 32;
+const EV_HOST: u64 = 2 << 32;
+const EV_TICK: u64 = 3 << 32;
+const ID_MASK: u64 = (1 << 32) - 1;
+const PROGRESS_EVERY: u64 = 1 << 16;
+
+#[derive(Clone, Copy, Debug)]
+enum Phase {
+    Array(u64),
+    Bus(u64),
+    Ctrl(u64),
+}
+
+#[derive(Clone, Copy, Debug)]
+struct DieRun {
+    txn: u32,
+    phases: [Phase; 5],
+    n: u8,
+    i: u8,
+}
+
+impl DieRun {
+    const IDLE: DieRun = DieRun {
+        txn: NONE,
+        phases: [Phase::Array(0); 5],
+        n: 0,
+        i: 0,
+    };
+}
+
+#[derive(Clone, Copy, Debug)]
+struct HostSlot {
+    arrival_ns: u64,
+    offset_bytes: u64,
+    len_bytes: u64,
+    op: Op,
+    pending: u32,
+    done_ns: u64,
+    service_ns: u64,
+}
+
+/// A simulation of one device, one scheme, one run.
+pub struct Engine {
+    cfg: Config,
+    /// FTL state (public for tests and reports).
+    pub ftl: Ftl,
+    timing: Timing,
+    layout: BlockLayout,
+    scheme: Box<dyn Scheme>,
+    sched: Sched,
+    /// Statistics of the timed replay.
+    pub stats: Stats,
+    heap: BinaryHeap<Reverse<(u64, u64, u64)>>,
+    ev_seq: u64,
+    now: u64,
+    dies: Vec<DieRun>,
+    chan_busy: Vec<bool>,
+    chan_wait: Vec<VecDeque<u32>>,
+    slots: Vec<HostSlot>,
+    free_slots: Vec<u32>,
+    gc_active: Vec<bool>,
+    gc_pending: Vec<u32>,
+    gc_victim: Vec<u32>,
+    gc_zero_gain: Vec<u32>,
+    actions: Vec<Action>,
+    scratch: Vec<u32>,
+    completed: u64,
+    in_flight: u64,
+    to_issue: u64,
+    input_done: bool,
+    error: Option<NandlabError>,
+    log: Option<Box<dyn Write>>,
+    logical_pages: u64,
+    page_size: u64,
+    last_arrival_ns: u64,
+    /// Preconditioning summary.
+    pub precondition: PreconditionReport,
+}
+
+impl Engine {
+    /// Build an engine for a sized device. `logical_pages` is the host-visible capacity.
+    pub fn new(
+        cfg: Config,
+        geo: crate::flash::Geometry,
+        logical_pages: u64,
+        scheme: Box<dyn Scheme>,
+    ) -> Result<Engine, NandlabError> {
+        let timing = cfg.timing()?;
+        let layout = cfg.layout();
+        let ftl = Ftl::new(
+            geo.clone(),
+            logical_pages,
+            cfg.ftl.streams,
+            cfg.ftl.allocation,
+            cfg.ftl.gc_victim,
+            cfg.ftl.gc_threshold_pct,
+        );
+        let dies = geo.dies();
+        let planes = geo.planes() as usize;
+        let stats = Stats {
+            programs_by_mode: vec![0; timing.modes.len()],
+            reads_by_ecc: vec![0; timing.eccs.len()],
+            die_busy_ns: vec![0; dies as usize],
+            channel_busy_ns: vec![0; geo.channels as usize],
+            ..Stats::default()
+        };
+        let log: Option<Box<dyn Write>> = match &cfg.stats.request_log {
+            None => None,
+            Some(path) => {
+                let f = std::fs::File::create(path).map_err(|e| {
+                    NandlabError::Sim(format!("stats.request_log: cannot create {path}: {e}"))
+                })?;
+                let w: Box<dyn Write> = if path.ends_with(".gz") {
+                    Box::new(flate2::write::GzEncoder::new(
+                        std::io::BufWriter::with_capacity(1 << 20, f),
+                        flate2::Compression::fast(),
+                    ))
+                } else {
+                    Box::new(std::io::BufWriter::with_capacity(1 << 20, f))
+                };
+                Some(w)
+            }
+        };
+        let mut e = Engine {
+            page_size: geo.page_size_bytes as u64,
+            sched: Sched::new(
+                dies,
+                geo.planes_per_die,
+                cfg.sched.priority,
+                cfg.ftl.allocation == Allocation::Dynamic,
+            ),
+            ftl,
+            timing,
+            layout,
+            scheme,
+            stats,
+            heap: BinaryHeap::with_capacity(1024),
+            ev_seq: 0,
+            now: 0,
+            dies: vec![DieRun::IDLE; dies as usize],
+            chan_busy: vec![false; geo.channels as usize],
+            chan_wait: (0..geo.channels)
+                .map(|_| VecDeque::with_capacity(dies as usize))
+                .collect(),
+            slots: Vec::with_capacity(1024),
+            free_slots: Vec::with_capacity(1024),
+            gc_active: vec![false; planes],
+            gc_pending: vec![0; planes],
+            gc_victim: vec![NONE; planes],
+            gc_zero_gain: vec![0; planes],
+            actions: Vec::with_capacity(16),
+            scratch: Vec::with_capacity(geo.pages_per_block as usize),
+            completed: 0,
+            in_flight: 0,
+            to_issue: 0,
+            input_done: false,
+            error: None,
+            log,
+            logical_pages,
+            last_arrival_ns: 0,
+            precondition: PreconditionReport::default(),
+            cfg,
+        };
+        if let Some(w) = e.log.as_mut() {
+            writeln!(
+                w,
+                "arrival_ns,op,offset_bytes,len_bytes,wait_ns,service_ns,response_ns"
+            )
+            .map_err(|err| NandlabError::Sim(format!("stats.request_log: {err}")))?;
+        }
+        Ok(e)
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+    /// The resolved timing.
+    pub fn timing(&self) -> &Timing {
+        &self.timing
+    }
+    /// The scheme.
+    pub fn scheme(&self) -> &dyn Scheme {
+        self.scheme.as_ref()
+    }
+    /// Simulated time now, ns.
+    pub fn now_ns(&self) -> u64 {
+        self.now
+    }
+    /// Host requests completed.
+    pub fn completed(&self) -> u64 {
+        self.completed
+    }
+    /// Logical capacity, pages.
+    pub fn logical_pages(&self) -> u64 {
+        self.logical_pages
+    }
+
+    #[inline]
+    fn push(&mut self, t: u64, payload: u64) {
+        self.heap.push(Reverse((t, self.ev_seq, payload)));
+        self.ev_seq += 1;
+    }
+
+    #[inline]
+    fn fail(&mut self, msg: String) {
+        if self.error.is_none() {
+            self.error = Some(NandlabError::Sim(msg));
+        }
+    }
+
+    // ----- replay loop -----------------------------------------------------------------
+
+    /// Replay every request of `src`. `total_hint` (0 = unknown) feeds `progress(done, total)`,
+    /// called every 65,536 completed requests and once at the end.
+    ///
+    /// # Errors
+    /// Trace errors from the source; [`NandlabError::Sim`] for a request beyond the logical
+    /// capacity (without `wrap_offsets`), a device that cannot reclaim space, or a stall.
+    pub fn run<S: RequestSource>(
+        &mut self,
+        src: &mut S,
+        total_hint: u64,
+        progress: &mut crate::api::ProgressFn<'_>,
+    ) -> Result<(), NandlabError> {
+        let max = match self.cfg.host.max_requests {
+            0 => u64::MAX,
+            n => n,
+        };
+        let total_hint = total_hint.min(max);
+        let mut pulled = 0u64;
+        let mut next_progress = PROGRESS_EVERY;
+        if let Some(p) = self.scheme.tick_period_ns() {
+            self.push(p.max(1), EV_TICK);
+        }
+        let scale = self.cfg.host.time_scale;
+        let mut pull = |src: &mut S| -> Result<Option<HostRequest>, NandlabError> {
+            if pulled >= max {
+                return Ok(None);
+            }
+            let r = src.next_request()?;
+            if let Some(mut r) = r {
+                pulled += 1;
+                if scale != 1.0 {
+                    r.arrival_ns = (r.arrival_ns as f64 * scale).round() as u64;
+                }
+                return Ok(Some(r));
+            }
+            Ok(None)
+        };
+        match self.cfg.host.mode {
+            ReplayMode::Open => {
+                let mut next = pull(src)?;
+                loop {
+                    if let Some(e) = self.error.take() {
+                        return Err(e);
+                    }
+                    if self.completed >= next_progress {
+                        progress(self.completed, total_hint);
+                        next_progress += PROGRESS_EVERY;
+                    }
+                    let ev_t = self.heap.peek().map(|Reverse((t, _, _))| *t);
+                    match (next, ev_t) {
+                        (Some(r), t) if t.is_none_or(|t| r.arrival_ns <= t) => {
+                            self.now = self.now.max(r.arrival_ns);
+                            self.on_arrival(r)?;
+                            next = pull(src)?;
+                            if next.is_none() {
+                                self.input_done = true;
+                            }
+                        }
+                        (_, Some(_)) => {
+                            if let Some(Reverse((t, _, p))) = self.heap.pop() {
+                                self.now = t;
+                                self.handle(p);
+                            }
+                        }
+                        _ => break,
+                    }
+                }
+            }
+            ReplayMode::Closed => {
+                self.to_issue = self.cfg.host.queue_depth as u64;
+                loop {
+                    if let Some(e) = self.error.take() {
+                        return Err(e);
+                    }
+                    if self.completed >= next_progress {
+                        progress(self.completed, total_hint);
+                        next_progress += PROGRESS_EVERY;
+                    }
+                    while self.to_issue > 0 && !self.input_done {
+                        match pull(src)? {
+                            Some(mut r) => {
+                                self.to_issue -= 1;
+                                r.arrival_ns = self.now;
+                                self.on_arrival(r)?;
+                            }
+                            None => self.input_done = true,
+                        }
+                    }
+                    match self.heap.pop() {
+                        Some(Reverse((t, _, p))) => {
+                            self.now = t;
+                            self.handle(p);
+                        }
+                        None => break,
+                    }
+                }
+            }
+        }
+        if let Some(e) = self.error.take() {
+            return Err(e);
+        }
+        progress(self.completed, total_hint);
+        if self.sched.queued() > 0 || self.in_flight > 0 || self.dies.iter().any(|d| d.txn != NONE)
+        {
+            return Err(NandlabError::Sim(format!(
+                "simulation stalled at t = {} ns with {} queued flash transactions and {} host \
+                 requests in flight (free blocks per plane: {:?})",
+                self.now,
+                self.sched.queued(),
+                self.in_flight,
+                (0..self.ftl.geo.planes())
+                    .map(|p| self.ftl.free_blocks(p))
+                    .take(16)
+                    .collect::<Vec<_>>()
+            )));
+        }
+        if let Some(w) = self.log.as_mut() {
+            w.flush()
+                .map_err(|err| NandlabError::Sim(format!("stats.request_log: {err}")))?;
+        }
+        self.log = None;
+        Ok(())
+    }
+
+    fn handle(&mut self, payload: u64) {
+        self.stats.events += 1;
+        let id = (payload & ID_MASK) as u32;
+        match payload & !ID_MASK {
+            EV_DIE => self.on_phase_done(id),
+            EV_HOST => self.finish_host(id),
+            EV_TICK => {
+                self.actions.clear();
+                let ctx = Ctx {
+                    now_ns: self.now,
+                    ftl: &self.ftl,
+                    timing: &self.timing,
+                };
+                self.scheme.on_tick(&ctx, &mut self.actions);
+                self.run_actions();
+                let busy = !self.heap.is_empty() || self.in_flight > 0;
+                if let Some(p) = self.scheme.tick_period_ns() {
+                    if busy || !self.input_done {
+                        self.push(self.now + p.max(1), EV_TICK);
+                    }
+                }
+            }
+            _ => self.fail(format!("internal error: unknown event {payload:#x}")),
+        }
+    }
+
+    // ----- host side -----------------------------------------------------------------
+
+    fn on_arrival(&mut self, r: HostRequest) -> Result<(), NandlabError> {
+        self.last_arrival_ns = r.arrival_ns;
+        let logical_bytes = self.logical_pages * self.page_size;
+        let mut offset = r.offset_bytes;
+        if offset.saturating_add(r.len_bytes) > logical_bytes {
+            if self.cfg.ftl.wrap_offsets {
+                offset %= logical_bytes;
+                self.stats.wrapped_requests += 1;
+            } else {
+                return Err(NandlabError::Sim(format!(
+                    "request at offset {} bytes (+{} bytes, arrival {} ns) ends beyond the \
+                     logical capacity of {} bytes; set ftl.wrap_offsets = true or a larger \
+                     device.logical_capacity_bytes",
+                    r.offset_bytes, r.len_bytes, r.arrival_ns, logical_bytes
+                )));
+            }
+        }
+        let span = crate::hil::span(offset, r.len_bytes, self.page_size);
+        let slot = self.alloc_slot(HostSlot {
+            arrival_ns: self.now,
+            offset_bytes: r.offset_bytes,
+            len_bytes: r.len_bytes,
+            op: r.op,
+            pending: 0,
+            done_ns: self.now,
+            service_ns: 0,
+        });
+        self.in_flight += 1;
+        match r.op {
+            Op::Read => {
+                self.stats.read_bytes += r.len_bytes;
+                self.stats.read_pages += span.pages;
+            }
+            Op::Write => {
+                self.stats.write_bytes += r.len_bytes;
+                self.stats.write_pages += span.pages;
+            }
+        }
+        self.actions.clear();
+        for i in 0..span.pages {
+            let lpn = ((span.first_lpn + i) % self.logical_pages) as u32;
+            match r.op {
+                Op::Read => {
+                    let ppn = self.ftl.lookup(lpn);
+                    if ppn == UNMAPPED {
+                        self.stats.unmapped_read_pages += 1;
+                        continue;
+                    }
+                    let ctx = Ctx {
+                        now_ns: self.now,
+                        ftl: &self.ftl,
+                        timing: &self.timing,
+                    };
+                    self.scheme.on_host_read(lpn, ppn, &ctx, &mut self.actions);
+                    let plane = self.ftl.plane_of_ppn(ppn);
+                    self.slots[slot as usize].pending += 1;
+                    let (_, die) = self.sched.enqueue(
+                        TxnKind::Read,
+                        Source::Host,
+                        lpn,
+                        ppn,
+                        plane,
+                        slot,
+                        Placement {
+                            stream: 0,
+                            mode: 0,
+                            ecc: 0,
+                        },
+                    );
+                    self.dispatch(die);
+                }
+                Op::Write => {
+                    let ctx = Ctx {
+                        now_ns: self.now,
+                        ftl: &self.ftl,
+                        timing: &self.timing,
+                    };
+                    self.scheme.on_host_write(lpn, &ctx);
+                    let pl = self.scheme.placement(lpn, Source::Host, &ctx);
+                    if !self.placement_ok(pl) {
+                        continue;
+                    }
+                    let plane = match self.cfg.ftl.allocation {
+                        Allocation::Static => self.ftl.plane_for_write(lpn),
+                        Allocation::Dynamic => NONE,
+                    };
+                    self.slots[slot as usize].pending += 1;
+                    let (_, die) = self.sched.enqueue(
+                        TxnKind::Program,
+                        Source::Host,
+                        lpn,
+                        NONE,
+                        plane,
+                        slot,
+                        pl,
+                    );
+                    if die == NONE {
+                        for d in 0..self.dies.len() as u32 {
+                            self.dispatch(d);
+                        }
+                    } else {
+                        self.dispatch(die);
+                    }
+                }
+            }
+        }
+        if self.slots[slot as usize].pending == 0 {
+            self.finish_host(slot);
+        }
+        self.run_actions();
+        Ok(())
+    }
+
+    fn placement_ok(&mut self, pl: Placement) -> bool {
+        if (pl.stream as u32) < self.cfg.ftl.streams
+            && (pl.mode as usize) < self.timing.modes.len()
+            && (pl.ecc as usize) < self.timing.eccs.len()
+        {
+            return true;
+        }
+        let msg = format!(
+            "scheme `{}` returned placement {pl:?} outside ftl.streams = {}, {} program modes, \
+             {} ECC kinds",
+            self.scheme.name(),
+            self.cfg.ftl.streams,
+            self.timing.modes.len(),
+            self.timing.eccs.len()
+        );
+        self.fail(msg);
+        false
+    }
+
+    fn alloc_slot(&mut self, s: HostSlot) -> u32 {
+        match self.free_slots.pop() {
+            Some(i) => {
+                self.slots[i as usize] = s;
+                i
+            }
+            None => {
+                self.slots.push(s);
+                (self.slots.len() - 1) as u32
+            }
+        }
+    }
+
+    #[inline]
+    fn host_page_done(&mut self, slot: u32, done_ns: u64, service_ns: u64) {
+        let s = &mut self.slots[slot as usize];
+        s.pending -= 1;
+        s.done_ns = s.done_ns.max(done_ns);
+        s.service_ns = s.service_ns.max(service_ns);
+        if s.pending == 0 {
+            if s.done_ns > self.now {
+                let t = s.done_ns;
+                self.push(t, EV_HOST | slot as u64);
+            } else {
+                self.finish_host(slot);
+            }
+        }
+    }
+
+    fn finish_host(&mut self, slot: u32) {
+        let s = self.slots[slot as usize];
+        let response = s.done_ns - s.arrival_ns;
+        let service = s.service_ns.min(response);
+        let wait = response - service;
+        let class = match s.op {
+            Op::Read => &mut self.stats.read,
+            Op::Write => &mut self.stats.write,
+        };
+        class.response.record(response);
+        class.wait.record(wait);
+        class.service.record(service);
+        self.stats.all.response.record(response);
+        self.stats.all.wait.record(wait);
+        self.stats.all.service.record(service);
+        if let Some(w) = self.log.as_mut() {
+            let op = if s.op == Op::Read { 'R' } else { 'W' };
+            if let Err(err) = writeln!(
+                w,
+                "{},{},{},{},{},{},{}",
+                s.arrival_ns, op, s.offset_bytes, s.len_bytes, wait, service, response
+            ) {
+                self.log = None;
+                self.fail(format!("stats.request_log: {err}"));
+            }
+        }
+        self.free_slots.push(slot);
+        self.completed += 1;
+        self.in_flight -= 1;
+        if self.cfg.host.mode == ReplayMode::Closed {
+            self.to_issue += 1;
+        }
+    }
+
+    fn run_actions(&mut self) {
+        let mut i = 0;
+        while i < self.actions.len() {
+            match self.actions[i] {
+                Action::Rewrite { lpn, source } => {
+                    let ppn = self.ftl.lookup(lpn);
+                    if ppn != UNMAPPED {
+                        let plane = self.ftl.plane_of_ppn(ppn);
+                        let (_, die) = self.sched.enqueue(
+                            TxnKind::Read,
+                            source,
+                            lpn,
+                            ppn,
+                            plane,
+                            NONE,
+                            Placement {
+                                stream: 0,
+                                mode: 0,
+                                ecc: 0,
+                            },
+                        );
+                        self.dispatch(die);
+                    }
+                }
+            }
+            i += 1;
+        }
+        self.actions.clear();
+    }
+
+    // ----- dies, channels -------------------------------------------------------------
+
+    fn dispatch(&mut self, die: u32) {
+        loop {
+            if self.dies[die as usize].txn != NONE {
+                return;
+            }
+            let Some(id) = self.sched.pick(die, &self.ftl) else {
+                return;
+            };
+            let now = self.now;
+            let t = *self.sched.txn(id);
+            let xfer = self.timing.transfer_ns;
+            let ppb = self.ftl.geo.pages_per_block;
+            let mut run = DieRun {
+                txn: id,
+                ..DieRun::IDLE
+            };
+            match t.kind {
+                TxnKind::Read => {
+                    let pt = self.layout.page_type[(t.ppn % ppb) as usize];
+                    let ecc = self.ftl.page_ecc(t.ppn);
+                    self.ftl.note_read(t.ppn);
+                    self.stats.flash_reads.add(t.source);
+                    self.stats.reads_by_ecc[ecc as usize] += 1;
+                    self.stats.reads_by_page_type[pt as usize] += 1;
+                    run.phases[0] = Phase::Array(self.timing.sense_ns(pt, ecc));
+                    run.phases[1] = Phase::Bus(xfer);
+                    run.n = 2;
+                    self.sched.txn_mut(id).placement.ecc = ecc;
+                }
+                TxnKind::Program => {
+                    let host = t.source == Source::Host;
+                    let Ok(ppn) = self.ftl.allocate(t.plane, t.placement.stream, host, now) else {
+                        self.fail(format!(
+                            "internal error: program dispatched on plane {} without space",
+                            t.plane
+                        ));
+                        return;
+                    };
+                    let time_s = (now / 1_000_000_000) as i32;
+                    self.ftl
+                        .program(ppn, t.lpn, t.placement.mode, t.placement.ecc, time_s);
+                    let pt = self.layout.page_type[(ppn % ppb) as usize];
+                    self.stats.flash_programs.add(t.source);
+                    self.stats.programs_by_mode[t.placement.mode as usize] += 1;
+                    run.phases[0] = Phase::Bus(xfer);
+                    run.phases[1] = Phase::Array(self.timing.program_ns(pt, t.placement.mode));
+                    run.n = 2;
+                    self.sched.txn_mut(id).ppn = ppn;
+                    self.maybe_gc(t.plane);
+                }
+                TxnKind::Move => {
+                    if self.ftl.page_state(t.ppn) != PageState::Valid
+                        || self.ftl.lookup(t.lpn) != t.ppn
+                    {
+                        self.stats.gc_moves_cancelled += 1;
+                        self.sched.release(id);
+                        self.move_done(t.plane);
+                        continue;
+                    }
+                    let src_pt = self.layout.page_type[(t.ppn % ppb) as usize];
+                    let ecc = self.ftl.page_ecc(t.ppn);
+                    let Ok(dst) = self.ftl.allocate(t.plane, t.placement.stream, false, now) else {
+                        self.fail(format!(
+                            "internal error: GC move dispatched on plane {} without space",
+                            t.plane
+                        ));
+                        return;
+                    };
+                    let time_s = (now / 1_000_000_000) as i32;
+                    self.ftl
+                        .program(dst, t.lpn, t.placement.mode, t.placement.ecc, time_s);
+                    let dst_pt = self.layout.page_type[(dst % ppb) as usize];
+                    self.stats.flash_reads.add(Source::Gc);
+                    self.stats.reads_by_ecc[ecc as usize] += 1;
+                    self.stats.reads_by_page_type[src_pt as usize] += 1;
+                    self.stats.flash_programs.add(Source::Gc);
+                    self.stats.programs_by_mode[t.placement.mode as usize] += 1;
+                    self.stats.gc_pages_moved += 1;
+                    run.phases[0] = Phase::Array(self.timing.sense_ns(src_pt, ecc));
+                    let mut n = 1;
+                    if !self.cfg.ftl.copyback {
+                        run.phases[1] = Phase::Bus(xfer);
+                        run.phases[2] = Phase::Ctrl(self.timing.decode_ns(ecc));
+                        run.phases[3] = Phase::Bus(xfer);
+                        n = 4;
+                    }
+                    run.phases[n] = Phase::Array(self.timing.program_ns(dst_pt, t.placement.mode));
+                    run.n = n as u8 + 1;
+                    self.sched.txn_mut(id).ppn = dst;
+                }
+                TxnKind::Erase => {
+                    self.stats.flash_erases.add(t.source);
+                    run.phases[0] = Phase::Array(self.timing.erase_ns);
+                    run.n = 1;
+                }
+            }
+            self.sched.txn_mut(id).start_ns = now;
+            self.dies[die as usize] = run;
+            self.start_phase(die);
+            return;
+        }
+    }
+
+    fn start_phase(&mut self, die: u32) {
+        let run = self.dies[die as usize];
+        match run.phases[run.i as usize] {
+            Phase::Array(d) | Phase::Ctrl(d) => self.push(self.now + d, EV_DIE | die as u64),
+            Phase::Bus(d) => {
+                let ch = self.ftl.geo.channel_of_die(die) as usize;
+                if self.chan_busy[ch] {
+                    self.chan_wait[ch].push_back(die);
+                } else {
+                    self.chan_busy[ch] = true;
+                    self.stats.channel_busy_ns[ch] += d;
+                    self.push(self.now + d, EV_DIE | die as u64);
+                }
+            }
+        }
+    }
+
+    fn on_phase_done(&mut self, die: u32) {
+        let run = &mut self.dies[die as usize];
+        let phase = run.phases[run.i as usize];
+        run.i += 1;
+        let more = run.i < run.n;
+        if let Phase::Bus(_) = phase {
+            let ch = self.ftl.geo.channel_of_die(die) as usize;
+            match self.chan_wait[ch].pop_front() {
+                Some(d2) => {
+                    let r2 = self.dies[d2 as usize];
+                    let Phase::Bus(dur) = r2.phases[r2.i as usize] else {
+                        self.fail("internal error: channel waiter not in a bus phase".into());
+                        return;
+                    };
+                    self.stats.channel_busy_ns[ch] += dur;
+                    self.push(self.now + dur, EV_DIE | d2 as u64);
+                }
+                None => self.chan_busy[ch] = false,
+            }
+        }
+        if more {
+            self.start_phase(die);
+        } else {
+            self.complete(die);
+        }
+    }
+
+    fn complete(&mut self, die: u32) {
+        let id = self.dies[die as usize].txn;
+        self.dies[die as usize] = DieRun::IDLE;
+        let t = *self.sched.txn(id);
+        self.sched.release(id);
+        let service = self.now - t.start_ns;
+        self.stats.die_busy_ns[die as usize] += service;
+        match t.kind {
+            TxnKind::Read => {
+                let done = self.now + self.timing.decode_ns(t.placement.ecc);
+                if t.source == Source::Host {
+                    self.host_page_done(t.req, done, done - t.start_ns);
+                } else if self.ftl.lookup(t.lpn) == t.ppn {
+                    // Second half of a scheme rewrite: program the data again.
+                    let ctx = Ctx {
+                        now_ns: self.now,
+                        ftl: &self.ftl,
+                        timing: &self.timing,
+                    };
+                    let pl = self.scheme.placement(t.lpn, t.source, &ctx);
+                    if self.placement_ok(pl) {
+                        let plane = self.ftl.plane_for_write(t.lpn);
+                        let (_, d2) = self.sched.enqueue(
+                            TxnKind::Program,
+                            t.source,
+                            t.lpn,
+                            NONE,
+                            plane,
+                            NONE,
+                            pl,
+                        );
+                        if d2 != die {
+                            self.dispatch(d2);
+                        }
+                    }
+                }
+            }
+            TxnKind::Program => {
+                if t.source == Source::Host {
+                    self.host_page_done(t.req, self.now, service);
+                } else {
+                    self.stats.rewrites += 1;
+                }
+            }
+            TxnKind::Move => self.move_done(t.plane),
+            TxnKind::Erase => {
+                self.ftl.erase(t.ppn);
+                let plane = t.plane as usize;
+                self.gc_active[plane] = false;
+                self.gc_victim[plane] = NONE;
+                self.maybe_gc(t.plane);
+                if self.cfg.ftl.allocation == Allocation::Dynamic {
+                    // Space came back: waiting host writes may fit any idle die now.
+                    for d in 0..self.dies.len() as u32 {
+                        self.dispatch(d);
+                    }
+                }
+            }
+        }
+        self.dispatch(die);
+    }
+
+    // ----- GC ----------------------------------------------------------------------------
+
+    fn maybe_gc(&mut self, plane: u32) {
+        let p = plane as usize;
+        if self.gc_active[p] || !self.ftl.needs_gc(plane) {
+            return;
+        }
+        let Some(victim) = self.ftl.select_victim(plane, self.now) else {
+            return;
+        };
+        let ppb = self.ftl.geo.pages_per_block;
+        if self.ftl.block_valid(victim) == ppb && self.ftl.allocation() == Allocation::Dynamic {
+            // Nothing to reclaim here now; dynamic allocation steers writes to other planes
+            // until host overwrites invalidate data in this one.
+            self.ftl.unclaim_victim(victim);
+            return;
+        }
+        if self.ftl.block_valid(victim) == ppb {
+            self.gc_zero_gain[p] += 1;
+            if self.gc_zero_gain[p] > self.ftl.geo.blocks_per_plane {
+                self.fail(format!(
+                    "GC cannot reclaim space on plane {plane}: every victim is fully valid (the \
+                     logical data does not fit the physical capacity less the GC reserve); \
+                     raise device.op_percent_of_logical or lower ftl.gc_threshold_pct"
+                ));
+                return;
+            }
+        } else {
+            self.gc_zero_gain[p] = 0;
+        }
+        self.gc_active[p] = true;
+        self.gc_victim[p] = victim;
+        self.stats.gc_invocations += 1;
+        self.stats.gc_victim_valid_sum += self.ftl.block_valid(victim) as u64;
+        self.scratch.clear();
+        self.ftl.valid_pages(victim, &mut self.scratch);
+        self.gc_pending[p] = self.scratch.len() as u32;
+        for i in 0..self.scratch.len() {
+            let src = self.scratch[i];
+            let lpn = self.ftl.page_lpn(src);
+            let ctx = Ctx {
+                now_ns: self.now,
+                ftl: &self.ftl,
+                timing: &self.timing,
+            };
+            let pl = self.scheme.gc_move(lpn, src, &ctx);
+            if !self.placement_ok(pl) {
+                return;
+            }
+            self.sched
+                .enqueue(TxnKind::Move, Source::Gc, lpn, src, plane, NONE, pl);
+        }
+        if self.gc_pending[p] == 0 {
+            self.enqueue_erase(plane);
+        }
+    }
+
+    fn move_done(&mut self, plane: u32) {
+        let p = plane as usize;
+        self.gc_pending[p] -= 1;
+        if self.gc_pending[p] == 0 {
+            self.enqueue_erase(plane);
+        }
+    }
+
+    fn enqueue_erase(&mut self, plane: u32) {
+        let victim = self.gc_victim[plane as usize];
+        self.sched.enqueue(
+            TxnKind::Erase,
+            Source::Gc,
+            0,
+            victim,
+            plane,
+            NONE,
+            Placement {
+                stream: 0,
+                mode: 0,
+                ecc: 0,
+            },
+        );
+    }
+
+    /// Check the FTL invariants (DESIGN §5).
+    pub fn check_invariants(&self) -> Result<(), String> {
+        self.ftl.check_invariants()
+    }
+
+    /// Arrival time of the last request replayed, ns.
+    pub fn last_arrival_ns(&self) -> u64 {
+        self.last_arrival_ns
+    }
+}

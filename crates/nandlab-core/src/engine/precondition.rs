@@ -1,0 +1,220 @@
+//! Preconditioning: put the device in a realistic state before replay, untimed.
+//!
+//! 1. **Fill** (`precondition.fill`): `touched` writes every LPN the trace reads or writes, in LPN
+//!    order (so reads of data the trace never wrote still hit flash, as on a used device);
+//!    `fraction` writes the first `fill_fraction` of the logical space; `none` writes nothing
+//!    (reads of never-written LPNs are then served without a flash access and counted as
+//!    `host.unmapped_read_pages`, as an SSD returns zeros for a deallocated LBA).
+//! 2. **Age** (`age_overwrites`, `age_until_steady`): uniformly random overwrites of the filled
+//!    LPNs with GC running, so that the replay starts with GC in steady state.
+//! 3. **Wear and retention** (`initial_pe_cycles ± initial_pe_spread`, `initial_age_window_s`):
+//!    each block gets an initial P/E count; each block's data gets a program time uniformly
+//!    spread over the window before the trace starts.
+//!
+//! None of this is in the reported latencies or flash counters; its own summary is the
+//! report's `precondition` section. Randomness comes from the master seed (streams 1 and 2).
+
+use rand::{Rng, SeedableRng};
+use rand_xoshiro::Xoshiro256PlusPlus;
+use serde::Serialize;
+
+use super::Engine;
+use crate::api::NandlabError;
+use crate::config::Fill;
+use crate::ftl::PageState;
+use crate::host::Prepass;
+use crate::scheme::{Ctx, Source};
+
+/// What preconditioning did.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct PreconditionReport {
+    /// Pages written by the fill step.
+    pub filled_pages: u64,
+    /// Random overwrites of the aging step.
+    pub aged_overwrites: u64,
+    /// GC relocations during aging.
+    pub aging_gc_moves: u64,
+    /// Write amplification of the last aging round (1 when no aging).
+    pub aging_last_round_wa: f64,
+    /// Aging rounds run.
+    pub aging_rounds: u64,
+    /// Mean initial P/E cycles assigned.
+    pub initial_pe_mean: f64,
+}
+
+/// Derive an independent RNG stream from the master seed (SplitMix64 of seed and stream id).
+pub fn rng_stream(seed: u64, stream: u64) -> Xoshiro256PlusPlus {
+    let mut z = seed ^ stream.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    Xoshiro256PlusPlus::seed_from_u64(z ^ (z >> 31))
+}
+
+impl Engine {
+    /// Run the configured preconditioning. `prepass` carries the touched-LPN bitmap for
+    /// `fill = "touched"`.
+    pub fn precondition(&mut self, prepass: Option<&Prepass>) -> Result<(), NandlabError> {
+        let pc = self.cfg.precondition.clone();
+        let mut filled: Vec<u32> = Vec::new();
+        match pc.fill {
+            Fill::None => {}
+            Fill::Touched => {
+                let Some(pp) = prepass else {
+                    return Err(NandlabError::Sim(
+                        "precondition.fill = \"touched\" needs a pass over the trace".into(),
+                    ));
+                };
+                for lpn in 0..self.logical_pages {
+                    if pp.is_touched(lpn) {
+                        filled.push(lpn as u32);
+                    }
+                }
+            }
+            Fill::Fraction => {
+                let n = (self.logical_pages as f64 * pc.fill_fraction).floor() as u64;
+                filled.extend(0..n as u32);
+            }
+        }
+        for &lpn in &filled {
+            self.untimed_write(lpn, &mut 0)?;
+        }
+        self.precondition.filled_pages = filled.len() as u64;
+        self.precondition.aging_last_round_wa = 1.0;
+
+        if !filled.is_empty() && (pc.age_overwrites > 0.0 || pc.age_until_steady) {
+            let mut rng = rng_stream(self.cfg.seed, 1);
+            let n = filled.len() as u64;
+            let cap = if pc.age_overwrites > 0.0 {
+                (pc.age_overwrites * n as f64) as u64
+            } else {
+                10 * n
+            };
+            let round = if pc.age_until_steady {
+                (n / 10).max(1)
+            } else {
+                cap.max(1)
+            };
+            let mut done = 0u64;
+            let mut prev_wa = f64::NAN;
+            while done < cap {
+                let this = round.min(cap - done);
+                let mut moves = 0u64;
+                for _ in 0..this {
+                    let lpn = filled[rng.gen_range(0..filled.len())];
+                    self.untimed_write(lpn, &mut moves)?;
+                }
+                done += this;
+                self.precondition.aging_rounds += 1;
+                self.precondition.aging_gc_moves += moves;
+                let wa = (this + moves) as f64 / this as f64;
+                self.precondition.aging_last_round_wa = wa;
+                if pc.age_until_steady && (wa - prev_wa).abs() <= 0.01 * prev_wa {
+                    break;
+                }
+                prev_wa = wa;
+            }
+            self.precondition.aged_overwrites = done;
+        }
+
+        if pc.initial_pe_cycles > 0 || pc.initial_age_window_s > 0.0 {
+            let mut rng = rng_stream(self.cfg.seed, 2);
+            let blocks = self.ftl.geo.blocks();
+            let ppb = self.ftl.geo.pages_per_block;
+            let mut pe_sum = 0u64;
+            for b in 0..blocks {
+                let spread = pc.initial_pe_spread as i64;
+                let pe = pc.initial_pe_cycles as i64
+                    + if spread > 0 {
+                        rng.gen_range(-spread..=spread)
+                    } else {
+                        0
+                    };
+                let pe = pe.max(0) as u32 + self.ftl.block_erases(b);
+                self.ftl.set_erase_count(b, pe);
+                pe_sum += pe as u64;
+                if pc.initial_age_window_s > 0.0 {
+                    let age = rng.gen_range(0.0..pc.initial_age_window_s);
+                    let t = -(age.round() as i64).min(i32::MAX as i64) as i32;
+                    for ppn in b * ppb..(b + 1) * ppb {
+                        if self.ftl.page_state(ppn) != PageState::Free {
+                            self.ftl.set_program_s(ppn, t);
+                        }
+                    }
+                }
+            }
+            self.precondition.initial_pe_mean = pe_sum as f64 / blocks.max(1) as f64;
+        }
+        Ok(())
+    }
+
+    /// Write one page with GC as needed, untimed; adds GC relocations to `moves`.
+    fn untimed_write(&mut self, lpn: u32, moves: &mut u64) -> Result<(), NandlabError> {
+        let ctx = Ctx {
+            now_ns: 0,
+            ftl: &self.ftl,
+            timing: &self.timing,
+        };
+        let pl = self.scheme.placement(lpn, Source::Host, &ctx);
+        if !self.placement_ok(pl) {
+            return Err(self
+                .error
+                .take()
+                .unwrap_or(NandlabError::Sim("bad placement".into())));
+        }
+        let plane = self.ftl.plane_for_write(lpn);
+        let mut guard = 0u32;
+        while self.ftl.needs_gc(plane) {
+            if !self.untimed_gc(plane, moves)? {
+                break;
+            }
+            guard += 1;
+            if guard > self.ftl.geo.blocks_per_plane {
+                return Err(NandlabError::Sim(format!(
+                    "preconditioning: GC cannot reclaim space on plane {plane} (every victim \
+                     is fully valid); raise device.op_percent_of_logical"
+                )));
+            }
+        }
+        let ppn = self.ftl.allocate(plane, pl.stream, true, 0).map_err(|_| {
+            NandlabError::Sim(format!(
+                "preconditioning: plane {plane} is full; the filled data does not fit the \
+                 device (raise device.op_percent_of_logical)"
+            ))
+        })?;
+        self.ftl.program(ppn, lpn, pl.mode, pl.ecc, 0);
+        Ok(())
+    }
+
+    fn untimed_gc(&mut self, plane: u32, moves: &mut u64) -> Result<bool, NandlabError> {
+        let Some(victim) = self.ftl.select_victim(plane, 0) else {
+            return Ok(false);
+        };
+        self.scratch.clear();
+        self.ftl.valid_pages(victim, &mut self.scratch);
+        for i in 0..self.scratch.len() {
+            let src = self.scratch[i];
+            let lpn = self.ftl.page_lpn(src);
+            let ctx = Ctx {
+                now_ns: 0,
+                ftl: &self.ftl,
+                timing: &self.timing,
+            };
+            let pl = self.scheme.gc_move(lpn, src, &ctx);
+            if !self.placement_ok(pl) {
+                return Err(self
+                    .error
+                    .take()
+                    .unwrap_or(NandlabError::Sim("bad placement".into())));
+            }
+            let dst = self.ftl.allocate(plane, pl.stream, false, 0).map_err(|_| {
+                NandlabError::Sim(format!(
+                    "preconditioning: GC on plane {plane} ran out of space"
+                ))
+            })?;
+            self.ftl.program(dst, lpn, pl.mode, pl.ecc, 0);
+            *moves += 1;
+        }
+        self.ftl.erase(victim);
+        Ok(true)
+    }
+}

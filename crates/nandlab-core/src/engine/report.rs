@@ -1,0 +1,138 @@
+//! The JSON run report (DESIGN §4, issue "report is an interface"): stable field names, fields
+//! may be added but never renamed.
+
+use serde_json::{json, Value};
+
+use super::Engine;
+use crate::scheme::Source;
+use crate::stats::{host_report, EraseDistribution};
+
+impl Engine {
+    /// Build the report. `trace` describes the input; `wall_s` is the whole run's wall time
+    /// (pre-pass, preconditioning, replay) and `replay_wall_s` the replay's alone.
+    pub fn report(&self, trace: Value, wall_s: f64, replay_wall_s: f64) -> Value {
+        let s = &self.stats;
+        let g = &self.ftl.geo;
+        let host = host_report(s);
+        let host_page_programs = s.flash_programs.host.max(1);
+        let wa = if s.flash_programs.host == 0 {
+            0.0
+        } else {
+            s.flash_programs.total() as f64 / host_page_programs as f64
+        };
+        let span_ns = self.now_ns();
+        let per_source = |b: &crate::stats::BySource| {
+            let mut m = serde_json::Map::new();
+            for src in Source::ALL {
+                let v = match src {
+                    Source::Host => b.host,
+                    Source::Gc => b.gc,
+                    Source::Refresh => b.refresh,
+                    Source::Migration => b.migration,
+                    Source::Scrub => b.scrub,
+                };
+                m.insert(src.name().into(), json!(v));
+            }
+            Value::Object(m)
+        };
+        let by_name = |names: Vec<&str>, counts: &[u64]| {
+            let mut m = serde_json::Map::new();
+            for (n, c) in names.iter().zip(counts) {
+                m.insert((*n).to_string(), json!(c));
+            }
+            Value::Object(m)
+        };
+        let t = self.timing();
+        let util = |busy: &[u64]| {
+            if busy.is_empty() || span_ns == 0 {
+                0.0
+            } else {
+                busy.iter().sum::<u64>() as f64 / busy.len() as f64 / span_ns as f64
+            }
+        };
+        let rho = self.config().op_fraction_of_logical();
+        let requests = host.requests;
+        let bits = g.cell.bits();
+        let page_types: Vec<&str> = (0..bits)
+            .map(|b| crate::flash::PageType::of_bit(b, bits).name())
+            .collect();
+        let mut by_type = serde_json::Map::new();
+        for (i, name) in page_types.iter().enumerate() {
+            let pt = crate::flash::PageType::of_bit(i, bits) as usize;
+            by_type.insert((*name).into(), json!(s.reads_by_page_type[pt]));
+        }
+        json!({
+            "nandlab_version": env!("CARGO_PKG_VERSION"),
+            "scheme": self.scheme().name(),
+            "seed": self.config().seed,
+            "trace": trace,
+            "device": {
+                "cell": g.cell,
+                "channels": g.channels,
+                "chips_per_channel": g.chips_per_channel,
+                "dies_per_chip": g.dies_per_chip,
+                "planes_per_die": g.planes_per_die,
+                "blocks_per_plane": g.blocks_per_plane,
+                "pages_per_block": g.pages_per_block,
+                "page_size_bytes": g.page_size_bytes,
+                "dies": g.dies(),
+                "planes": g.planes(),
+                "logical_pages": self.logical_pages(),
+                "logical_bytes": self.logical_pages() * g.page_size_bytes as u64,
+                "physical_bytes": g.physical_bytes(),
+                "op_percent_of_logical": rho * 100.0,
+                "op_percent_of_physical": rho / (1.0 + rho) * 100.0,
+                "gc_threshold_blocks_per_plane": self.ftl.gc_threshold_blocks,
+                "read_us": t.read_ns.iter().take(bits).map(|&x| x as f64 / 1000.0).collect::<Vec<_>>(),
+                "transfer_us": t.transfer_ns as f64 / 1000.0,
+                "erase_us": t.erase_ns as f64 / 1000.0,
+                "program_modes": t.modes.iter().map(|m| json!({
+                    "name": m.name,
+                    "program_us": m.program_ns.iter().take(bits).map(|&x| x as f64 / 1000.0).collect::<Vec<_>>(),
+                })).collect::<Vec<_>>(),
+                "ecc": t.eccs.iter().map(|e| json!({
+                    "name": e.name, "decode_us": e.decode_ns as f64 / 1000.0,
+                    "extra_sense_us": e.extra_sense_ns as f64 / 1000.0,
+                })).collect::<Vec<_>>(),
+            },
+            "config": self.config(),
+            "host": host,
+            "flash": {
+                "reads": s.flash_reads.total(),
+                "programs": s.flash_programs.total(),
+                "erases": s.flash_erases.total(),
+                "reads_by_source": per_source(&s.flash_reads),
+                "programs_by_source": per_source(&s.flash_programs),
+                "erases_by_source": per_source(&s.flash_erases),
+                "programs_by_mode": by_name(t.modes.iter().map(|m| m.name.as_str()).collect(), &s.programs_by_mode),
+                "reads_by_ecc": by_name(t.eccs.iter().map(|e| e.name.as_str()).collect(), &s.reads_by_ecc),
+                "reads_by_page_type": Value::Object(by_type),
+                "die_utilization": util(&s.die_busy_ns),
+                "channel_utilization": util(&s.channel_busy_ns),
+            },
+            "gc": {
+                "invocations": s.gc_invocations,
+                "pages_moved": s.gc_pages_moved,
+                "moves_cancelled": s.gc_moves_cancelled,
+                "victim_valid_mean": if s.gc_invocations == 0 { 0.0 } else {
+                    s.gc_victim_valid_sum as f64 / s.gc_invocations as f64 },
+            },
+            "rewrites": s.rewrites,
+            "write_amplification": wa,
+            "wear": {
+                "erase_count": EraseDistribution::of(self.ftl.erase_counts()),
+            },
+            "precondition": self.precondition,
+            "scheme_stats": self.scheme().stats(),
+            "sim": {
+                "span_s": span_ns as f64 / 1e9,
+                "last_arrival_s": self.last_arrival_ns() as f64 / 1e9,
+                "events": s.events,
+            },
+            "wall_s": wall_s,
+            "replay_wall_s": replay_wall_s,
+            "host_requests_per_s": if wall_s > 0.0 { requests as f64 / wall_s } else { 0.0 },
+            "replay_requests_per_s": if replay_wall_s > 0.0 { requests as f64 / replay_wall_s } else { 0.0 },
+        })
+    }
+}

@@ -1,0 +1,678 @@
+//! Flash translation layer: page-level mapping, allocation, garbage collection and wear.
+//!
+//! The FTL is pure state with no notion of time cost: the engine decides *when* each of its
+//! operations happens and charges the flash time; preconditioning calls the same operations
+//! untimed. A host write of one page is `allocate` + `program` (which invalidates the old copy);
+//! GC is `select_victim`, then a `relocate` per still-valid page, then `erase`.
+//!
+//! # State (DESIGN §5)
+//!
+//! Struct-of-arrays sized once from the geometry:
+//! * per page: LPN (`u32`, [`UNMAPPED`] when free), state (free / valid / invalid), program
+//!   mode, ECC id, program time (s relative to the trace start, negative for preconditioned
+//!   data);
+//! * per block: valid count, write pointer, erase count, state (free / open / full / victim),
+//!   stream, time it became full, reads since erase;
+//! * L2P `Vec<u32>` indexed by LPN.
+//!
+//! Invariants, checked by [`Ftl::check_invariants`] (debug builds and property tests): every
+//! mapped LPN points at a valid page whose LPN field is that LPN; every valid page is the target
+//! of its LPN; per-block valid counts equal the number of valid pages; pages above a block's
+//! write pointer are free and those below are not.
+//!
+//! # Garbage collection
+//!
+//! A plane needs GC while its free blocks are fewer than `gc_threshold_blocks` =
+//! max(⌈blocks_per_plane × gc_threshold_pct / 100⌉, 2). Host writes may not take a plane's last
+//! free block ([`HOST_RESERVE_BLOCKS`]); GC may, so relocation always finds space. Victims are
+//! full blocks only (never an open block). Free blocks are reused in the order they were erased
+//! (FIFO), which spreads erases without a separate wear-levelling policy.
+//!
+//! # Over-provisioning and the write-amplification model
+//!
+//! In steady state a plane keeps about `gc_threshold_blocks` free blocks, so the space that holds
+//! data is T = (blocks_per_plane − gc_threshold_blocks) × pages_per_block per plane; the
+//! analytic models (Desnoyers 2012) use α = T / U with U the plane's logical pages.
+
+use std::collections::VecDeque;
+
+use crate::config::{Allocation, VictimPolicy};
+use crate::flash::Geometry;
+
+/// L2P / page-LPN sentinel: not mapped.
+pub const UNMAPPED: u32 = u32::MAX;
+/// Block / open-block sentinel.
+pub const NONE: u32 = u32::MAX;
+/// Free blocks host writes leave to GC in each plane.
+pub const HOST_RESERVE_BLOCKS: usize = 1;
+
+/// Page state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum PageState {
+    /// Erased, programmable.
+    Free = 0,
+    /// Holds the current copy of its LPN.
+    Valid = 1,
+    /// Holds a stale copy.
+    Invalid = 2,
+}
+
+/// Block state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum BlockState {
+    /// Erased, in its plane's free list.
+    Free = 0,
+    /// Being filled by a stream.
+    Open = 1,
+    /// All pages programmed.
+    Full = 2,
+    /// Selected by GC, being emptied.
+    Victim = 3,
+}
+
+/// Allocation failure: the plane has no free page for this stream right now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NoSpace;
+
+/// The FTL state. See the module documentation.
+#[derive(Clone, Debug)]
+pub struct Ftl {
+    /// Geometry.
+    pub geo: Geometry,
+    /// Logical capacity in pages.
+    pub logical_pages: u32,
+    l2p: Vec<u32>,
+    page_lpn: Vec<u32>,
+    page_state: Vec<u8>,
+    page_mode: Vec<u8>,
+    page_ecc: Vec<u8>,
+    page_prog_s: Vec<i32>,
+    blk_valid: Vec<u32>,
+    blk_wp: Vec<u32>,
+    blk_erase: Vec<u32>,
+    blk_state: Vec<u8>,
+    blk_stream: Vec<u8>,
+    blk_full_ns: Vec<u64>,
+    blk_reads: Vec<u32>,
+    // Greedy: per (plane, valid count) intrusive doubly linked lists of full blocks.
+    bkt_head: Vec<u32>,
+    bkt_next: Vec<u32>,
+    bkt_prev: Vec<u32>,
+    // FIFO: per plane, full blocks in the order they filled.
+    fifo: Vec<VecDeque<u32>>,
+    free: Vec<VecDeque<u32>>,
+    open: Vec<u32>,
+    streams: u32,
+    rr_plane: u32,
+    allocation: Allocation,
+    victim_policy: VictimPolicy,
+    /// GC runs on a plane while it has fewer free blocks than this.
+    pub gc_threshold_blocks: usize,
+}
+
+impl Ftl {
+    /// Build an empty (all blocks free) FTL.
+    pub fn new(
+        geo: Geometry,
+        logical_pages: u64,
+        streams: u32,
+        allocation: Allocation,
+        victim_policy: VictimPolicy,
+        gc_threshold_pct: f64,
+    ) -> Ftl {
+        let pages = geo.pages() as usize;
+        let blocks = geo.blocks() as usize;
+        let planes = geo.planes() as usize;
+        let ppb = geo.pages_per_block as usize;
+        let bpp = geo.blocks_per_plane as usize;
+        let mut free = Vec::with_capacity(planes);
+        for p in 0..planes {
+            let mut q = VecDeque::with_capacity(bpp);
+            q.extend((p * bpp..(p + 1) * bpp).map(|b| b as u32));
+            free.push(q);
+        }
+        let thr = ((bpp as f64) * gc_threshold_pct / 100.0).ceil() as usize;
+        Ftl {
+            logical_pages: logical_pages as u32,
+            l2p: vec![UNMAPPED; logical_pages as usize],
+            page_lpn: vec![UNMAPPED; pages],
+            page_state: vec![PageState::Free as u8; pages],
+            page_mode: vec![0; pages],
+            page_ecc: vec![0; pages],
+            page_prog_s: vec![0; pages],
+            blk_valid: vec![0; blocks],
+            blk_wp: vec![0; blocks],
+            blk_erase: vec![0; blocks],
+            blk_state: vec![BlockState::Free as u8; blocks],
+            blk_stream: vec![0; blocks],
+            blk_full_ns: vec![0; blocks],
+            blk_reads: vec![0; blocks],
+            bkt_head: vec![NONE; planes * (ppb + 1)],
+            bkt_next: vec![NONE; blocks],
+            bkt_prev: vec![NONE; blocks],
+            fifo: (0..planes).map(|_| VecDeque::with_capacity(bpp)).collect(),
+            free,
+            open: vec![NONE; planes * streams as usize],
+            streams,
+            rr_plane: 0,
+            allocation,
+            victim_policy,
+            gc_threshold_blocks: thr.max(2),
+            geo,
+        }
+    }
+
+    // ----- read-only views -------------------------------------------------------------
+
+    /// PPN of `lpn`, or [`UNMAPPED`].
+    #[inline]
+    pub fn lookup(&self, lpn: u32) -> u32 {
+        self.l2p[lpn as usize]
+    }
+    /// State of a page.
+    #[inline]
+    pub fn page_state(&self, ppn: u32) -> PageState {
+        match self.page_state[ppn as usize] {
+            0 => PageState::Free,
+            1 => PageState::Valid,
+            _ => PageState::Invalid,
+        }
+    }
+    /// LPN stored in a page ([`UNMAPPED`] when free).
+    #[inline]
+    pub fn page_lpn(&self, ppn: u32) -> u32 {
+        self.page_lpn[ppn as usize]
+    }
+    /// Program mode id of a page.
+    #[inline]
+    pub fn page_mode(&self, ppn: u32) -> u8 {
+        self.page_mode[ppn as usize]
+    }
+    /// ECC id of a page.
+    #[inline]
+    pub fn page_ecc(&self, ppn: u32) -> u8 {
+        self.page_ecc[ppn as usize]
+    }
+    /// Program time of a page, s relative to the trace start (negative: preconditioned).
+    #[inline]
+    pub fn page_program_s(&self, ppn: u32) -> i32 {
+        self.page_prog_s[ppn as usize]
+    }
+    /// Valid pages in a block.
+    #[inline]
+    pub fn block_valid(&self, block: u32) -> u32 {
+        self.blk_valid[block as usize]
+    }
+    /// Erase (P/E) count of a block.
+    #[inline]
+    pub fn block_erases(&self, block: u32) -> u32 {
+        self.blk_erase[block as usize]
+    }
+    /// Reads since the block's last erase.
+    #[inline]
+    pub fn block_reads(&self, block: u32) -> u32 {
+        self.blk_reads[block as usize]
+    }
+    /// State of a block.
+    pub fn block_state(&self, block: u32) -> BlockState {
+        match self.blk_state[block as usize] {
+            0 => BlockState::Free,
+            1 => BlockState::Open,
+            2 => BlockState::Full,
+            _ => BlockState::Victim,
+        }
+    }
+    /// All blocks' erase counts.
+    pub fn erase_counts(&self) -> &[u32] {
+        &self.blk_erase
+    }
+    /// Free blocks in a plane.
+    #[inline]
+    pub fn free_blocks(&self, plane: u32) -> usize {
+        self.free[plane as usize].len()
+    }
+    /// True while the plane has fewer free blocks than the GC threshold.
+    #[inline]
+    pub fn needs_gc(&self, plane: u32) -> bool {
+        self.free[plane as usize].len() < self.gc_threshold_blocks
+    }
+    /// True when free space is critically low (GC must take precedence over host writes).
+    #[inline]
+    pub fn gc_urgent(&self, plane: u32) -> bool {
+        self.free[plane as usize].len() <= (self.gc_threshold_blocks / 2).max(HOST_RESERVE_BLOCKS)
+    }
+    /// Number of valid (mapped) pages.
+    pub fn mapped_pages(&self) -> u64 {
+        self.blk_valid.iter().map(|&v| v as u64).sum()
+    }
+
+    // ----- allocation ------------------------------------------------------------------
+
+    /// The plane a host write of `lpn` goes to.
+    #[inline]
+    pub fn plane_for_write(&mut self, lpn: u32) -> u32 {
+        match self.allocation {
+            Allocation::Static => self.geo.cwdp_plane(lpn),
+            Allocation::Dynamic => {
+                // Round-robin, skipping planes that are short of free blocks (unless all are),
+                // so that valid data cannot pile up in one plane.
+                let planes = self.geo.planes();
+                let start = self.rr_plane;
+                let p = (0..planes)
+                    .map(|k| (start + k) % planes)
+                    .find(|&p| !self.needs_gc(p))
+                    .unwrap_or(start);
+                self.rr_plane = (p + 1) % planes;
+                p
+            }
+        }
+    }
+
+    /// The plane a read of the data at `ppn` is served by.
+    #[inline]
+    pub fn plane_of_ppn(&self, ppn: u32) -> u32 {
+        self.geo.plane_of_block(self.geo.block_of_ppn(ppn))
+    }
+
+    /// Whether `allocate(plane, stream, host)` would succeed.
+    #[inline]
+    pub fn can_allocate(&self, plane: u32, stream: u8, host: bool) -> bool {
+        let b = self.open[(plane * self.streams + stream as u32) as usize];
+        if b != NONE {
+            return true;
+        }
+        let reserve = if host { HOST_RESERVE_BLOCKS } else { 0 };
+        self.free[plane as usize].len() > reserve
+    }
+
+    /// Take the next free page of `stream`'s open block in `plane`, opening a block from the
+    /// free list when needed. Host allocations (`host = true`) never take the last
+    /// [`HOST_RESERVE_BLOCKS`] free blocks. `now_ns` stamps a block that becomes full.
+    pub fn allocate(
+        &mut self,
+        plane: u32,
+        stream: u8,
+        host: bool,
+        now_ns: u64,
+    ) -> Result<u32, NoSpace> {
+        let slot = (plane * self.streams + stream as u32) as usize;
+        let mut b = self.open[slot];
+        if b == NONE {
+            let reserve = if host { HOST_RESERVE_BLOCKS } else { 0 };
+            if self.free[plane as usize].len() <= reserve {
+                return Err(NoSpace);
+            }
+            b = self.free[plane as usize].pop_front().ok_or(NoSpace)?;
+            self.blk_state[b as usize] = BlockState::Open as u8;
+            self.blk_stream[b as usize] = stream;
+            self.open[slot] = b;
+        }
+        let wp = self.blk_wp[b as usize];
+        let ppn = b * self.geo.pages_per_block + wp;
+        self.blk_wp[b as usize] = wp + 1;
+        if wp + 1 == self.geo.pages_per_block {
+            self.open[slot] = NONE;
+            self.blk_state[b as usize] = BlockState::Full as u8;
+            self.blk_full_ns[b as usize] = now_ns;
+            self.track_full(b);
+        }
+        Ok(ppn)
+    }
+
+    /// Record `lpn` as programmed at `ppn` (from [`Ftl::allocate`]); the previous copy, if any,
+    /// becomes invalid.
+    pub fn program(&mut self, ppn: u32, lpn: u32, mode: u8, ecc: u8, time_s: i32) {
+        let old = self.l2p[lpn as usize];
+        if old != UNMAPPED {
+            self.invalidate(old);
+        }
+        let i = ppn as usize;
+        debug_assert_eq!(self.page_state[i], PageState::Free as u8);
+        self.page_state[i] = PageState::Valid as u8;
+        self.page_lpn[i] = lpn;
+        self.page_mode[i] = mode;
+        self.page_ecc[i] = ecc;
+        self.page_prog_s[i] = time_s;
+        self.l2p[lpn as usize] = ppn;
+        let b = self.geo.block_of_ppn(ppn);
+        self.bucket_move(b, 1);
+    }
+
+    /// Make a valid page invalid (its LPN is re-mapped or trimmed by the caller).
+    fn invalidate(&mut self, ppn: u32) {
+        let i = ppn as usize;
+        debug_assert_eq!(self.page_state[i], PageState::Valid as u8);
+        self.page_state[i] = PageState::Invalid as u8;
+        let b = self.geo.block_of_ppn(ppn);
+        self.bucket_move(b, -1);
+    }
+
+    /// Count a read of a page (reads-since-erase of its block).
+    #[inline]
+    pub fn note_read(&mut self, ppn: u32) {
+        let b = self.geo.block_of_ppn(ppn) as usize;
+        self.blk_reads[b] = self.blk_reads[b].saturating_add(1);
+    }
+
+    // ----- GC -------------------------------------------------------------------------
+
+    /// Pick and claim a victim block in `plane` by the configured policy; `None` when the plane
+    /// has no full block.
+    pub fn select_victim(&mut self, plane: u32, now_ns: u64) -> Option<u32> {
+        let b = match self.victim_policy {
+            VictimPolicy::Greedy => {
+                let ppb = self.geo.pages_per_block as usize;
+                let base = plane as usize * (ppb + 1);
+                (0..=ppb)
+                    .map(|v| self.bkt_head[base + v])
+                    .find(|&h| h != NONE)?
+            }
+            VictimPolicy::Fifo => *self.fifo[plane as usize].front()?,
+            VictimPolicy::CostBenefit => {
+                let bpp = self.geo.blocks_per_plane;
+                let ppb = self.geo.pages_per_block as f64;
+                let mut best = NONE;
+                let mut best_score = f64::NEG_INFINITY;
+                for b in plane * bpp..(plane + 1) * bpp {
+                    if self.blk_state[b as usize] != BlockState::Full as u8 {
+                        continue;
+                    }
+                    let u = self.blk_valid[b as usize] as f64 / ppb;
+                    let age = now_ns.saturating_sub(self.blk_full_ns[b as usize]) as f64 + 1.0;
+                    let score = if u == 0.0 {
+                        f64::INFINITY
+                    } else {
+                        age * (1.0 - u) / (2.0 * u)
+                    };
+                    if score > best_score {
+                        best_score = score;
+                        best = b;
+                    }
+                }
+                if best == NONE {
+                    return None;
+                }
+                best
+            }
+        };
+        self.untrack_full(b);
+        self.blk_state[b as usize] = BlockState::Victim as u8;
+        Some(b)
+    }
+
+    /// Return a victim to the full blocks without collecting it.
+    pub fn unclaim_victim(&mut self, block: u32) {
+        debug_assert_eq!(self.blk_state[block as usize], BlockState::Victim as u8);
+        self.blk_state[block as usize] = BlockState::Full as u8;
+        self.track_full(block);
+    }
+
+    /// The allocation policy.
+    pub fn allocation(&self) -> Allocation {
+        self.allocation
+    }
+
+    /// PPNs of the valid pages of a block, appended to `out`.
+    pub fn valid_pages(&self, block: u32, out: &mut Vec<u32>) {
+        let ppb = self.geo.pages_per_block;
+        let base = block * ppb;
+        for ppn in base..base + ppb {
+            if self.page_state[ppn as usize] == PageState::Valid as u8 {
+                out.push(ppn);
+            }
+        }
+    }
+
+    /// Erase a block: all pages free, erase count + 1, back to its plane's free list.
+    pub fn erase(&mut self, block: u32) {
+        let ppb = self.geo.pages_per_block;
+        let b = block as usize;
+        debug_assert_eq!(self.blk_valid[b], 0, "erasing a block with valid pages");
+        if self.blk_state[b] == BlockState::Full as u8 {
+            self.untrack_full(block);
+        }
+        let base = (block * ppb) as usize;
+        self.page_state[base..base + ppb as usize].fill(PageState::Free as u8);
+        self.page_lpn[base..base + ppb as usize].fill(UNMAPPED);
+        self.blk_wp[b] = 0;
+        self.blk_valid[b] = 0;
+        self.blk_reads[b] = 0;
+        self.blk_erase[b] += 1;
+        self.blk_state[b] = BlockState::Free as u8;
+        self.free[self.geo.plane_of_block(block) as usize].push_back(block);
+    }
+
+    /// Set a block's erase count (preconditioning).
+    pub fn set_erase_count(&mut self, block: u32, n: u32) {
+        self.blk_erase[block as usize] = n;
+    }
+
+    /// Set the program time of a page (preconditioning ages).
+    pub fn set_program_s(&mut self, ppn: u32, t: i32) {
+        self.page_prog_s[ppn as usize] = t;
+    }
+
+    // ----- bucket / fifo bookkeeping ----------------------------------------------------
+
+    fn track_full(&mut self, b: u32) {
+        match self.victim_policy {
+            VictimPolicy::Greedy => self.bkt_insert(b),
+            VictimPolicy::Fifo => {
+                let p = self.geo.plane_of_block(b) as usize;
+                self.fifo[p].push_back(b);
+            }
+            VictimPolicy::CostBenefit => {}
+        }
+    }
+
+    fn untrack_full(&mut self, b: u32) {
+        match self.victim_policy {
+            VictimPolicy::Greedy => self.bkt_remove(b),
+            VictimPolicy::Fifo => {
+                let p = self.geo.plane_of_block(b) as usize;
+                if self.fifo[p].front() == Some(&b) {
+                    self.fifo[p].pop_front();
+                } else if let Some(i) = self.fifo[p].iter().position(|&x| x == b) {
+                    self.fifo[p].remove(i);
+                }
+            }
+            VictimPolicy::CostBenefit => {}
+        }
+    }
+
+    #[inline]
+    fn bucket_move(&mut self, b: u32, delta: i32) {
+        let full = self.blk_state[b as usize] == BlockState::Full as u8
+            && self.victim_policy == VictimPolicy::Greedy;
+        if full {
+            self.bkt_remove(b);
+        }
+        let v = &mut self.blk_valid[b as usize];
+        *v = (*v as i64 + delta as i64) as u32;
+        if full {
+            self.bkt_insert(b);
+        }
+    }
+
+    #[inline]
+    fn bkt_index(&self, b: u32) -> usize {
+        let ppb = self.geo.pages_per_block as usize;
+        self.geo.plane_of_block(b) as usize * (ppb + 1) + self.blk_valid[b as usize] as usize
+    }
+
+    fn bkt_insert(&mut self, b: u32) {
+        let h = self.bkt_index(b);
+        let head = self.bkt_head[h];
+        self.bkt_next[b as usize] = head;
+        self.bkt_prev[b as usize] = NONE;
+        if head != NONE {
+            self.bkt_prev[head as usize] = b;
+        }
+        self.bkt_head[h] = b;
+    }
+
+    fn bkt_remove(&mut self, b: u32) {
+        let h = self.bkt_index(b);
+        let (n, p) = (self.bkt_next[b as usize], self.bkt_prev[b as usize]);
+        if p != NONE {
+            self.bkt_next[p as usize] = n;
+        } else {
+            self.bkt_head[h] = n;
+        }
+        if n != NONE {
+            self.bkt_prev[n as usize] = p;
+        }
+        self.bkt_next[b as usize] = NONE;
+        self.bkt_prev[b as usize] = NONE;
+    }
+
+    // ----- invariants --------------------------------------------------------------------
+
+    /// Check the DESIGN §5 invariants; returns a description of the first violation.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        for (lpn, &ppn) in self.l2p.iter().enumerate() {
+            if ppn == UNMAPPED {
+                continue;
+            }
+            if self.page_state[ppn as usize] != PageState::Valid as u8 {
+                return Err(format!("LPN {lpn} maps to PPN {ppn} which is not valid"));
+            }
+            if self.page_lpn[ppn as usize] != lpn as u32 {
+                return Err(format!(
+                    "LPN {lpn} maps to PPN {ppn} whose LPN field is {}",
+                    self.page_lpn[ppn as usize]
+                ));
+            }
+        }
+        let ppb = self.geo.pages_per_block;
+        for b in 0..self.geo.blocks() {
+            let base = b * ppb;
+            let wp = self.blk_wp[b as usize];
+            let mut valid = 0;
+            for i in 0..ppb {
+                let s = self.page_state[(base + i) as usize];
+                if i >= wp && s != PageState::Free as u8 {
+                    return Err(format!(
+                        "block {b}: page {i} above write pointer {wp} not free"
+                    ));
+                }
+                if i < wp && s == PageState::Free as u8 {
+                    return Err(format!(
+                        "block {b}: page {i} below write pointer {wp} is free"
+                    ));
+                }
+                if s == PageState::Valid as u8 {
+                    valid += 1;
+                    let lpn = self.page_lpn[(base + i) as usize];
+                    if self.l2p[lpn as usize] != base + i {
+                        return Err(format!(
+                            "block {b}: valid page {i} holds LPN {lpn} which maps elsewhere"
+                        ));
+                    }
+                }
+            }
+            if valid != self.blk_valid[b as usize] {
+                return Err(format!(
+                    "block {b}: valid count {} but {valid} valid pages",
+                    self.blk_valid[b as usize]
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flash::CellType;
+    use proptest::prelude::*;
+
+    fn small(policy: VictimPolicy) -> Ftl {
+        let geo = Geometry {
+            channels: 2,
+            chips_per_channel: 1,
+            dies_per_chip: 1,
+            planes_per_die: 1,
+            blocks_per_plane: 12,
+            pages_per_block: 8,
+            page_size_bytes: 4096,
+            cell: CellType::Mlc,
+        };
+        Ftl::new(geo, 120, 2, Allocation::Static, policy, 10.0)
+    }
+
+    /// Untimed write with GC, as preconditioning does it.
+    fn write(f: &mut Ftl, lpn: u32, moves: &mut u64) {
+        let plane = f.plane_for_write(lpn);
+        let mut buf = Vec::new();
+        while f.needs_gc(plane) {
+            let v = f.select_victim(plane, 0).expect("victim");
+            buf.clear();
+            f.valid_pages(v, &mut buf);
+            for &src in &buf {
+                let l = f.page_lpn(src);
+                let dst = f.allocate(plane, 1, false, 0).expect("gc space");
+                f.program(dst, l, 0, 0, 0);
+                *moves += 1;
+            }
+            f.erase(v);
+        }
+        let ppn = f.allocate(plane, 0, true, 0).expect("host space");
+        f.program(ppn, lpn, 0, 0, 0);
+    }
+
+    proptest! {
+        #[test]
+        fn invariants_hold_under_random_writes(
+            lpns in proptest::collection::vec(0u32..120, 1..2000),
+            policy in prop_oneof![
+                Just(VictimPolicy::Greedy),
+                Just(VictimPolicy::Fifo),
+                Just(VictimPolicy::CostBenefit)
+            ],
+        ) {
+            let mut f = small(policy);
+            let mut moves = 0;
+            for (i, &l) in lpns.iter().enumerate() {
+                write(&mut f, l, &mut moves);
+                if i % 97 == 0 {
+                    prop_assert_eq!(f.check_invariants(), Ok(()));
+                }
+            }
+            prop_assert_eq!(f.check_invariants(), Ok(()));
+            let distinct: std::collections::HashSet<_> = lpns.iter().collect();
+            prop_assert_eq!(f.mapped_pages(), distinct.len() as u64);
+        }
+    }
+
+    #[test]
+    fn greedy_picks_fewest_valid() {
+        let mut f = small(VictimPolicy::Greedy);
+        let mut m = 0;
+        // Fill plane 0 (even LPNs) with 3 blocks' worth, then invalidate most of block 2.
+        for l in (0..48).step_by(2) {
+            write(&mut f, l, &mut m);
+        }
+        for l in (32..46).step_by(2) {
+            write(&mut f, l, &mut m);
+        }
+        let v = f.select_victim(0, 0).unwrap();
+        assert_eq!(f.block_valid(v), 1);
+    }
+
+    #[test]
+    fn host_cannot_take_reserve() {
+        let mut f = small(VictimPolicy::Greedy);
+        // Open host blocks until only the reserve remains in plane 0.
+        let mut n = 0;
+        while f.allocate(0, 0, true, 0).is_ok() {
+            n += 1;
+        }
+        assert_eq!(f.free_blocks(0), HOST_RESERVE_BLOCKS);
+        assert_eq!(n, (12 - HOST_RESERVE_BLOCKS) * 8);
+        assert!(f.allocate(0, 1, false, 0).is_ok());
+    }
+}

@@ -1,0 +1,157 @@
+//! Flash-management schemes: one trait, one file per scheme (DESIGN §6).
+//!
+//! A scheme never mutates FTL state. It answers questions (where does this page go, in which
+//! program mode, with which ECC) and returns [`Action`]s that the engine executes through the
+//! normal scheduled path, so every extra read, rewrite or migration costs simulated time and
+//! shows in the statistics.
+//!
+//! # Which scheme needs which hook
+//!
+//! | hook | called | used by |
+//! |---|---|---|
+//! | [`Scheme::placement`] | every page program: host write, GC move, rewrite | all: `baseline` (one mode, one ECC), `diffecc_wa` (mode + ECC from the read/write class), `agcr`/`tos18` (mode from access history), `efm`/`warm`/`hotis` (region stream), `flexlevel` (level configuration), `dpa` |
+//! | [`Scheme::on_host_read`] | each page of a host read, after its PPN is known | `diffecc_wa` (rewrite hot LDPC pages as BCH), `efm` (migration checker), `flexlevel` (AccessEval), `agcr` (history) |
+//! | [`Scheme::on_host_write`] | each page of a host write, before placement | `diffecc_wa` (Bloom filters), `agcr`, `efm` (Read/Write_TBL, MRO), `hotis` |
+//! | [`Scheme::on_tick`] | every [`Scheme::tick_period_ns`] of simulated time | `efm` (×0.2 decay every T, wear stages), `diffecc_wa` (filter decay is per request, not per tick), `flexlevel` |
+//! | [`Scheme::on_idle`] | when the device has been idle (engine support lands with FlexECC's scrubber) | `flexecc` scrubber |
+//! | [`Scheme::plan_refresh`] | per block due for data refresh (engine support lands with `ftl::refresh`) | `ida` (voltage-adjust word lines), `warm` |
+//! | [`Scheme::gc_move`] | every valid page GC relocates | `flexecc` (flushed BCH → CRC), `efm` (keep region) |
+//!
+//! Schemes are picked by name from the config (`[scheme] name = "..."`, parameters under
+//! `[scheme.params]`) through [`registry`].
+
+pub mod baseline;
+
+use crate::config::ConfigError;
+use crate::flash::Timing;
+use crate::ftl::Ftl;
+
+/// Why a page is being programmed or read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Source {
+    /// Host request.
+    Host = 0,
+    /// Garbage collection relocation.
+    Gc = 1,
+    /// Periodic data refresh.
+    Refresh = 2,
+    /// Scheme-requested migration or rewrite.
+    Migration = 3,
+    /// Idle-time scrubbing.
+    Scrub = 4,
+}
+
+impl Source {
+    /// All sources, in report order.
+    pub const ALL: [Source; 5] = [
+        Source::Host,
+        Source::Gc,
+        Source::Refresh,
+        Source::Migration,
+        Source::Scrub,
+    ];
+    /// Name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Source::Host => "host",
+            Source::Gc => "gc",
+            Source::Refresh => "refresh",
+            Source::Migration => "migration",
+            Source::Scrub => "scrub",
+        }
+    }
+}
+
+/// Where and how a page is programmed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Placement {
+    /// Write stream (open block per plane) id, `< ftl.streams`.
+    pub stream: u8,
+    /// Program mode id (index into `Timing::modes`).
+    pub mode: u8,
+    /// ECC id (index into `Timing::eccs`).
+    pub ecc: u8,
+}
+
+/// Background work a scheme asks for. Executed through the scheduler like GC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Read the current copy of `lpn` and program it again (placement asked with `source`).
+    Rewrite {
+        /// Logical page.
+        lpn: u32,
+        /// Source recorded for the read and the program.
+        source: Source,
+    },
+}
+
+/// Read-only view of the device a scheme decides from.
+pub struct Ctx<'a> {
+    /// Simulated time, ns.
+    pub now_ns: u64,
+    /// FTL state (page and block metadata).
+    pub ftl: &'a Ftl,
+    /// Operation latencies.
+    pub timing: &'a Timing,
+}
+
+/// A flash-management policy. See the module documentation for the hook table.
+pub trait Scheme: Send {
+    /// Registry name.
+    fn name(&self) -> &'static str;
+
+    /// Placement of a page program of `lpn` for `source`.
+    fn placement(&mut self, lpn: u32, source: Source, ctx: &Ctx<'_>) -> Placement;
+
+    /// A host write of `lpn` arrived (called before [`Scheme::placement`]).
+    fn on_host_write(&mut self, _lpn: u32, _ctx: &Ctx<'_>) {}
+
+    /// A host read of `lpn` stored at `ppn` arrived; push background work into `actions`.
+    fn on_host_read(&mut self, _lpn: u32, _ppn: u32, _ctx: &Ctx<'_>, _actions: &mut Vec<Action>) {}
+
+    /// Period of [`Scheme::on_tick`], ns; `None` (default) = never.
+    fn tick_period_ns(&self) -> Option<u64> {
+        None
+    }
+
+    /// Periodic work.
+    fn on_tick(&mut self, _ctx: &Ctx<'_>, _actions: &mut Vec<Action>) {}
+
+    /// Idle-time work (`idle_ns` since the device went idle).
+    fn on_idle(&mut self, _idle_ns: u64, _ctx: &Ctx<'_>, _actions: &mut Vec<Action>) {}
+
+    /// Placement of a GC relocation of `lpn` from `ppn`; default asks [`Scheme::placement`]
+    /// with [`Source::Gc`].
+    fn gc_move(&mut self, lpn: u32, _ppn: u32, ctx: &Ctx<'_>) -> Placement {
+        self.placement(lpn, Source::Gc, ctx)
+    }
+
+    /// Scheme-specific statistics for the report (a JSON object).
+    fn stats(&self) -> serde_json::Value {
+        serde_json::Value::Object(Default::default())
+    }
+}
+
+/// Build a scheme by name with its `[scheme.params]`.
+///
+/// # Errors
+/// [`ConfigError::Invalid`] for an unknown name (listing the known ones) or a bad parameter.
+pub fn registry(
+    name: &str,
+    params: &toml::Table,
+    timing: &Timing,
+    streams: u32,
+) -> Result<Box<dyn Scheme>, ConfigError> {
+    match name {
+        "baseline" => Ok(Box::new(baseline::Baseline::new(params, timing, streams)?)),
+        other => Err(ConfigError::Invalid {
+            key: "scheme.name".into(),
+            value: format!("{other:?}"),
+            msg: format!("unknown scheme; known: {}", NAMES.join(", ")),
+        }),
+    }
+}
+
+/// Names [`registry`] knows.
+pub const NAMES: &[&str] = &["baseline"];

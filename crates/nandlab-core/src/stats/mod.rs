@@ -1,0 +1,357 @@
+//! Statistics: counters and HDR latency histograms, declared beside what they count, and the
+//! JSON [`RunReport`] built from them.
+//!
+//! Latencies are recorded in ns into `hdrhistogram` histograms (3 significant digits, 1 ns …
+//! 1 hour; larger values are clamped to 1 hour and counted in `clamped`), and reported in µs:
+//! mean (exact, from the sum), p50, p90, p99, p99.9 and max.
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use crate::scheme::Source;
+
+const HIST_MAX_NS: u64 = 3_600_000_000_000;
+
+/// One latency distribution.
+#[derive(Clone, Debug)]
+pub struct Latency {
+    hist: Histogram<u64>,
+    sum_ns: u128,
+    count: u64,
+    clamped: u64,
+}
+
+impl Default for Latency {
+    fn default() -> Self {
+        Latency {
+            hist: Histogram::new_with_bounds(1, HIST_MAX_NS, 3).expect("static bounds are valid"),
+            sum_ns: 0,
+            count: 0,
+            clamped: 0,
+        }
+    }
+}
+
+/// Summary of a [`Latency`], µs.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct LatencySummary {
+    /// Samples.
+    pub count: u64,
+    /// Exact mean, µs.
+    pub mean_us: f64,
+    /// Median, µs.
+    pub p50_us: f64,
+    /// 90th percentile, µs.
+    pub p90_us: f64,
+    /// 99th percentile, µs.
+    pub p99_us: f64,
+    /// 99.9th percentile, µs.
+    pub p999_us: f64,
+    /// Maximum, µs.
+    pub max_us: f64,
+    /// Samples above 1 hour (recorded as 1 hour).
+    pub clamped: u64,
+}
+
+impl Latency {
+    /// Record one sample, ns.
+    #[inline]
+    pub fn record(&mut self, ns: u64) {
+        self.sum_ns += ns as u128;
+        self.count += 1;
+        let v = if ns > HIST_MAX_NS {
+            self.clamped += 1;
+            HIST_MAX_NS
+        } else {
+            ns.max(1)
+        };
+        // Cannot fail: v is within the histogram's bounds.
+        let _ = self.hist.record(v);
+    }
+
+    /// Exact mean in µs (0 when empty).
+    pub fn mean_us(&self) -> f64 {
+        if self.count == 0 {
+            0.0
+        } else {
+            self.sum_ns as f64 / self.count as f64 / 1000.0
+        }
+    }
+
+    /// Summary in µs.
+    pub fn summary(&self) -> LatencySummary {
+        let q = |p: f64| {
+            if self.count == 0 {
+                0.0
+            } else {
+                self.hist.value_at_quantile(p) as f64 / 1000.0
+            }
+        };
+        LatencySummary {
+            count: self.count,
+            mean_us: self.mean_us(),
+            p50_us: q(0.5),
+            p90_us: q(0.9),
+            p99_us: q(0.99),
+            p999_us: q(0.999),
+            max_us: if self.count == 0 {
+                0.0
+            } else {
+                self.hist.max() as f64 / 1000.0
+            },
+            clamped: self.clamped,
+        }
+    }
+}
+
+/// Response, queue wait and service distributions of one request class.
+#[derive(Clone, Debug, Default)]
+pub struct ClassLatency {
+    /// Response time = completion − arrival.
+    pub response: Latency,
+    /// Queue wait = response − service.
+    pub wait: Latency,
+    /// Service = the longest of the request's flash transactions from dispatch to completion.
+    pub service: Latency,
+}
+
+/// Operation counts by source.
+#[derive(Clone, Copy, Debug, Default, Serialize, PartialEq)]
+pub struct BySource {
+    /// Host requests.
+    pub host: u64,
+    /// Garbage collection.
+    pub gc: u64,
+    /// Data refresh.
+    pub refresh: u64,
+    /// Scheme migrations and rewrites.
+    pub migration: u64,
+    /// Scrubbing.
+    pub scrub: u64,
+}
+
+impl BySource {
+    /// Add one to `source`'s counter.
+    #[inline]
+    pub fn add(&mut self, source: Source) {
+        match source {
+            Source::Host => self.host += 1,
+            Source::Gc => self.gc += 1,
+            Source::Refresh => self.refresh += 1,
+            Source::Migration => self.migration += 1,
+            Source::Scrub => self.scrub += 1,
+        }
+    }
+    /// Sum over sources.
+    pub fn total(&self) -> u64 {
+        self.host + self.gc + self.refresh + self.migration + self.scrub
+    }
+}
+
+/// Counters the engine keeps while replaying.
+#[derive(Clone, Debug, Default)]
+pub struct Stats {
+    /// All host requests.
+    pub all: ClassLatency,
+    /// Host reads.
+    pub read: ClassLatency,
+    /// Host writes.
+    pub write: ClassLatency,
+    /// Host read pages.
+    pub read_pages: u64,
+    /// Host write pages.
+    pub write_pages: u64,
+    /// Host bytes read.
+    pub read_bytes: u64,
+    /// Host bytes written.
+    pub write_bytes: u64,
+    /// Host read pages of LPNs never written: served without a flash access.
+    pub unmapped_read_pages: u64,
+    /// Requests whose offset wrapped around the logical capacity.
+    pub wrapped_requests: u64,
+    /// Flash page reads by source.
+    pub flash_reads: BySource,
+    /// Flash page programs by source.
+    pub flash_programs: BySource,
+    /// Flash block erases by source.
+    pub flash_erases: BySource,
+    /// Programs per program-mode id.
+    pub programs_by_mode: Vec<u64>,
+    /// Reads per ECC id.
+    pub reads_by_ecc: Vec<u64>,
+    /// Reads per page type (LSB, CSB, MSB, TSB).
+    pub reads_by_page_type: [u64; 4],
+    /// GC victim selections.
+    pub gc_invocations: u64,
+    /// Valid pages GC relocated.
+    pub gc_pages_moved: u64,
+    /// Relocations skipped because the host overwrote the page first.
+    pub gc_moves_cancelled: u64,
+    /// Sum of victims' valid pages at selection.
+    pub gc_victim_valid_sum: u64,
+    /// Scheme-requested rewrites completed.
+    pub rewrites: u64,
+    /// Busy time per die, ns.
+    pub die_busy_ns: Vec<u64>,
+    /// Busy time per channel, ns.
+    pub channel_busy_ns: Vec<u64>,
+    /// Events processed.
+    pub events: u64,
+}
+
+/// Erase-count distribution.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct EraseDistribution {
+    /// Minimum erase count over blocks.
+    pub min: u32,
+    /// Mean.
+    pub mean: f64,
+    /// Maximum.
+    pub max: u32,
+    /// Population standard deviation.
+    pub std: f64,
+}
+
+impl EraseDistribution {
+    /// Summarise per-block erase counts.
+    pub fn of(counts: &[u32]) -> EraseDistribution {
+        if counts.is_empty() {
+            return EraseDistribution {
+                min: 0,
+                mean: 0.0,
+                max: 0,
+                std: 0.0,
+            };
+        }
+        let n = counts.len() as f64;
+        let mean = counts.iter().map(|&c| c as f64).sum::<f64>() / n;
+        let var = counts
+            .iter()
+            .map(|&c| (c as f64 - mean).powi(2))
+            .sum::<f64>()
+            / n;
+        EraseDistribution {
+            min: *counts.iter().min().unwrap_or(&0),
+            mean,
+            max: *counts.iter().max().unwrap_or(&0),
+            std: var.sqrt(),
+        }
+    }
+}
+
+/// The `host` section of the report (stable field names: scripts depend on them).
+#[derive(Clone, Debug, Serialize)]
+pub struct HostReport {
+    /// Host requests completed.
+    pub requests: u64,
+    /// Read requests.
+    pub reads: u64,
+    /// Write requests.
+    pub writes: u64,
+    /// Read pages.
+    pub read_pages: u64,
+    /// Write pages.
+    pub write_pages: u64,
+    /// Bytes read.
+    pub read_bytes: u64,
+    /// Bytes written.
+    pub write_bytes: u64,
+    /// Read pages of never-written LPNs (no flash access).
+    pub unmapped_read_pages: u64,
+    /// Requests whose offset wrapped (with `ftl.wrap_offsets`).
+    pub wrapped_requests: u64,
+    /// Mean response of all requests, µs.
+    pub mean_us: f64,
+    /// Mean read response, µs.
+    pub read_mean_us: f64,
+    /// Mean write response, µs.
+    pub write_mean_us: f64,
+    /// p99 read response, µs.
+    pub read_p99_us: f64,
+    /// p99 write response, µs.
+    pub write_p99_us: f64,
+    /// Response distribution of all requests.
+    pub all: LatencySummary,
+    /// Response distribution of reads.
+    pub read: LatencySummary,
+    /// Response distribution of writes.
+    pub write: LatencySummary,
+    /// Queue-wait distributions.
+    pub wait: ClassSummaries,
+    /// Service distributions.
+    pub service: ClassSummaries,
+}
+
+/// Per-class summaries.
+#[derive(Clone, Debug, Serialize)]
+pub struct ClassSummaries {
+    /// All requests.
+    pub all: LatencySummary,
+    /// Reads.
+    pub read: LatencySummary,
+    /// Writes.
+    pub write: LatencySummary,
+}
+
+/// Build the `host` section.
+pub fn host_report(s: &Stats) -> HostReport {
+    let r = s.read.response.summary();
+    let w = s.write.response.summary();
+    let a = s.all.response.summary();
+    HostReport {
+        requests: a.count,
+        reads: r.count,
+        writes: w.count,
+        read_pages: s.read_pages,
+        write_pages: s.write_pages,
+        read_bytes: s.read_bytes,
+        write_bytes: s.write_bytes,
+        unmapped_read_pages: s.unmapped_read_pages,
+        wrapped_requests: s.wrapped_requests,
+        mean_us: a.mean_us,
+        read_mean_us: r.mean_us,
+        write_mean_us: w.mean_us,
+        read_p99_us: r.p99_us,
+        write_p99_us: w.p99_us,
+        wait: ClassSummaries {
+            all: s.all.wait.summary(),
+            read: s.read.wait.summary(),
+            write: s.write.wait.summary(),
+        },
+        service: ClassSummaries {
+            all: s.all.service.summary(),
+            read: s.read.service.summary(),
+            write: s.write.service.summary(),
+        },
+        all: a,
+        read: r,
+        write: w,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latency_summary_is_exact_mean_and_close_percentiles() {
+        let mut l = Latency::default();
+        for v in 1..=1000u64 {
+            l.record(v * 1000);
+        }
+        let s = l.summary();
+        assert_eq!(s.count, 1000);
+        assert!((s.mean_us - 500.5).abs() < 1e-9);
+        assert!((s.p50_us - 500.0).abs() <= 1.0, "{}", s.p50_us);
+        assert!((s.p99_us - 990.0).abs() <= 1.0, "{}", s.p99_us);
+        assert!((s.max_us - 1000.0).abs() <= 1.0);
+    }
+
+    #[test]
+    fn erase_distribution() {
+        let d = EraseDistribution::of(&[1, 3, 5]);
+        assert_eq!((d.min, d.max), (1, 5));
+        assert!((d.mean - 3.0).abs() < 1e-12);
+        assert!((d.std - (8.0f64 / 3.0).sqrt()).abs() < 1e-12);
+    }
+}
