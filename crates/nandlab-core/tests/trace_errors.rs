@@ -349,3 +349,26 @@ fn no_panic_on_garbage() {
         }
     }
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+    /// Random lines made of trace-like characters: every format returns requests or errors,
+    /// and every request it returns has a positive length.
+    #[test]
+    fn random_lines_never_panic(text in "([0-9]{0,21}[,. \\t\\-+xRWrwD#]{0,2}){0,12}(\\n([0-9]{0,21}[,. \\t\\-+xRWrwD#]{0,2}){0,12}){0,6}") {
+        let dir = tempfile::tempdir().unwrap();
+        let p = write_file(&dir, "rand.txt", text.as_bytes());
+        let _ = nandlab_core::trace::sniff_format(&p);
+        for f in TraceFormat::ALL {
+            let opts = TraceOptions { format: Some(f), reorder_window: 2, ..TraceOptions::default() };
+            if let Ok(rd) = TraceReader::open(&p, &opts) {
+                for r in rd {
+                    match r {
+                        Ok(r) => proptest::prop_assert!(r.len_bytes > 0),
+                        Err(_) => break,
+                    }
+                }
+            }
+        }
+    }
+}

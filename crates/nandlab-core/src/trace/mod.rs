@@ -55,7 +55,8 @@
 //! 1. a header line picks the format: `Timestamp,Hostname…` → Msr,
 //!    `Timestamp,Response,IOType…` → Systor, `version,time…` → Vscsi, `time_ns,op…` →
 //!    Canonical, `ASU,…` → Spc (case-insensitive);
-//! 2. otherwise the first data line: comma-separated with ≥ 7 fields and field 4 `Read`/`Write`
+//! 2. otherwise (an unknown header, i.e. a first line not starting with a digit, is passed
+//!    over) the first data line: comma-separated with ≥ 7 fields and field 4 `Read`/`Write`
 //!    → Msr; 6 fields with field 3 `R`/`W` → Systor; 5 fields with field 4 `r`/`w` → Spc;
 //!    5 integer fields with field 4 ∈ {0,1} → Tencent; 5 fields with a 1–2 digit hex
 //!    field 3 → Vscsi; 4 fields with field 2 `R`/`W` → Canonical;
@@ -117,7 +118,7 @@ pub use convert::{convert, write_canonical};
 pub use gen::{generate, GenParams};
 pub use reader::{ReaderCounters, TraceReader};
 pub use sniff::sniff_format;
-pub use summary::{scan, stats, TraceStats, TraceSummary};
+pub use summary::{scan, stats, TraceStats, TraceSummary, DENSE_MAX_PAGES};
 
 /// Direction of a host request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]

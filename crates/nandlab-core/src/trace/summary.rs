@@ -59,11 +59,11 @@ impl Acc {
         match r.op {
             Op::Read => {
                 self.reads += 1;
-                self.bytes_read += r.len_bytes;
+                self.bytes_read = self.bytes_read.saturating_add(r.len_bytes);
             }
             Op::Write => {
                 self.writes += 1;
-                self.bytes_written += r.len_bytes;
+                self.bytes_written = self.bytes_written.saturating_add(r.len_bytes);
             }
         }
         self.min_off = self.min_off.min(r.offset_bytes);
@@ -188,8 +188,11 @@ impl PageMap {
     fn mark(&mut self, page: u64, bit: u8) {
         match self {
             PageMap::Dense { bits, first } => {
-                let i = page - *first;
-                bits[(i >> 2) as usize] |= bit << ((i & 3) * 2);
+                // Pages outside the first pass's range (file changed meanwhile) are ignored.
+                let i = page.wrapping_sub(*first);
+                if let Some(b) = bits.get_mut((i >> 2) as usize) {
+                    *b |= bit << ((i & 3) * 2);
+                }
             }
             PageMap::Sparse(m) => *m.entry(page).or_insert(0) |= bit,
         }
@@ -199,8 +202,9 @@ impl PageMap {
     fn class(&self, page: u64) -> u8 {
         match self {
             PageMap::Dense { bits, first } => {
-                let i = page - *first;
-                (bits[(i >> 2) as usize] >> ((i & 3) * 2)) & 3
+                let i = page.wrapping_sub(*first);
+                bits.get((i >> 2) as usize)
+                    .map_or(0, |b| (b >> ((i & 3) * 2)) & 3)
             }
             PageMap::Sparse(m) => m.get(&page).copied().unwrap_or(0),
         }
@@ -296,7 +300,7 @@ pub fn stats(
         read_ratio: frac(s.reads, s.requests),
         bytes_read: s.bytes_read,
         bytes_written: s.bytes_written,
-        mean_size_kib: kib(s.bytes_read + s.bytes_written, s.requests),
+        mean_size_kib: kib(s.bytes_read.saturating_add(s.bytes_written), s.requests),
         mean_read_size_kib: kib(s.bytes_read, s.reads),
         mean_write_size_kib: kib(s.bytes_written, s.writes),
         min_offset_bytes: s.min_offset_bytes,
