@@ -5,7 +5,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use nandlab_core::trace::{TraceOptions, TraceReader};
+use nandlab_core::trace::{stats, TraceOptions, TraceReader};
 
 fn shared() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces")
@@ -76,5 +76,14 @@ fn throughput() {
             let b = text_size(&p);
             measure(rel, &p, b);
         }
+    }
+    if rw.exists() {
+        let t0 = Instant::now();
+        let st = stats(&rw, &TraceOptions::default(), 8192).unwrap();
+        println!(
+            "stats(pgbench_rw.csv.gz, 8 KiB) in {:.2} s: {}",
+            t0.elapsed().as_secs_f64(),
+            serde_json::to_string_pretty(&st).unwrap()
+        );
     }
 }
