@@ -1,0 +1,162 @@
+//! Opening (and transparently decompressing) a trace file, and reading it line by line into
+//! one reused buffer.
+
+use std::fs::File;
+use std::io::{self, BufReader, Read, Seek, SeekFrom};
+use std::path::Path;
+
+use super::TraceError;
+
+/// Size of the read buffers (line buffer and the compressed-input buffer).
+pub(crate) const BUF_SIZE: usize = 256 * 1024;
+/// Longest line accepted (the line buffer grows up to this).
+pub(crate) const MAX_LINE: usize = 16 * 1024 * 1024;
+
+/// Compression detected from the magic bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Compression {
+    None,
+    Gzip,
+    Zstd,
+}
+
+impl Compression {
+    fn label(self) -> &'static str {
+        match self {
+            Compression::None => "",
+            Compression::Gzip => " (truncated or corrupt gzip stream?)",
+            Compression::Zstd => " (truncated or corrupt zstd stream?)",
+        }
+    }
+}
+
+pub(crate) fn io_err(path: &Path, msg: impl Into<String>) -> TraceError {
+    TraceError::Io {
+        file: path.to_path_buf(),
+        msg: msg.into(),
+    }
+}
+
+/// Open `path`, detecting gzip / zstd by magic bytes.
+pub(crate) fn open_stream(path: &Path) -> Result<(Box<dyn Read + Send>, Compression), TraceError> {
+    let mut f = File::open(path).map_err(|e| io_err(path, format!("cannot open: {e}")))?;
+    let mut magic = [0u8; 4];
+    let mut n = 0;
+    while n < magic.len() {
+        match f.read(&mut magic[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(io_err(path, format!("cannot read: {e}"))),
+        }
+    }
+    f.seek(SeekFrom::Start(0))
+        .map_err(|e| io_err(path, format!("cannot seek: {e}")))?;
+    if n >= 2 && magic[..2] == [0x1f, 0x8b] {
+        let dec = flate2::read::MultiGzDecoder::new(BufReader::with_capacity(BUF_SIZE, f));
+        Ok((Box::new(dec), Compression::Gzip))
+    } else if n == 4 && magic == [0x28, 0xb5, 0x2f, 0xfd] {
+        let dec = zstd::stream::read::Decoder::with_buffer(BufReader::with_capacity(BUF_SIZE, f))
+            .map_err(|e| io_err(path, format!("cannot start zstd decoder: {e}")))?;
+        Ok((Box::new(dec), Compression::Zstd))
+    } else {
+        Ok((Box::new(f), Compression::None))
+    }
+}
+
+/// Reads lines into one reused buffer; a line is returned as a range into [`LineReader::buf`]
+/// (without the `\n`; a trailing `\r` is left to the caller).
+pub(crate) struct LineReader {
+    src: Box<dyn Read + Send>,
+    compression: Compression,
+    pub(crate) buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    eof: bool,
+    /// Lines returned so far (= 1-based number of the last line returned).
+    pub(crate) lines: u64,
+}
+
+impl LineReader {
+    pub(crate) fn open(path: &Path) -> Result<LineReader, TraceError> {
+        let (src, compression) = open_stream(path)?;
+        Ok(LineReader {
+            src,
+            compression,
+            buf: vec![0; BUF_SIZE],
+            start: 0,
+            end: 0,
+            eof: false,
+            lines: 0,
+        })
+    }
+
+    /// The next line as `start..end` into `self.buf`, or `None` at end of input.
+    #[inline]
+    pub(crate) fn next_line(&mut self, path: &Path) -> Result<Option<(usize, usize)>, TraceError> {
+        loop {
+            if let Some(i) = memchr::memchr(b'\n', &self.buf[self.start..self.end]) {
+                let s = self.start;
+                self.start += i + 1;
+                self.lines += 1;
+                return Ok(Some((s, s + i)));
+            }
+            if self.eof {
+                if self.start < self.end {
+                    let s = self.start;
+                    self.start = self.end;
+                    self.lines += 1;
+                    return Ok(Some((s, self.end)));
+                }
+                return Ok(None);
+            }
+            self.fill(path)?;
+        }
+    }
+
+    #[cold]
+    fn fill(&mut self, path: &Path) -> Result<(), TraceError> {
+        if self.start > 0 {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        if self.end == self.buf.len() {
+            if self.buf.len() >= MAX_LINE {
+                return Err(io_err(
+                    path,
+                    format!(
+                        "line {}: longer than {} bytes (binary file or wrong format?)",
+                        self.lines + 1,
+                        MAX_LINE
+                    ),
+                ));
+            }
+            let new_len = (self.buf.len() * 2).min(MAX_LINE);
+            self.buf.resize(new_len, 0);
+        }
+        loop {
+            match self.src.read(&mut self.buf[self.end..]) {
+                Ok(0) => {
+                    self.eof = true;
+                    return Ok(());
+                }
+                Ok(n) => {
+                    self.end += n;
+                    return Ok(());
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    return Err(io_err(
+                        path,
+                        format!(
+                            "read error after line {}: {e}{}",
+                            self.lines,
+                            self.compression.label()
+                        ),
+                    ))
+                }
+            }
+        }
+    }
+}
