@@ -27,7 +27,28 @@ from nandlab.data import default_trace
 from nandlab.result import RunResult, flatten, lookup
 
 EXIT_USER_ERROR = 2
-TRACE_FORMATS = ["msr", "spc", "disksim", "mqsim", "blkparse", "canonical"]
+TRACE_FORMATS = [
+    "msr",
+    "spc",
+    "disksim",
+    "mqsim",
+    "blkparse",
+    "canonical",
+    "systor",
+    "tencent",
+    "vscsi",
+]
+
+#: Xia & Xiao Table II columns and the Fig. 1 page classes, shown first by `trace stats`.
+_STATS_FIRST = (
+    "address_space_gib",
+    "requests",
+    "read_ratio",
+    "mean_size_kib",
+    "read_only_frac",
+    "write_only_frac",
+    "overlapped_frac",
+)
 
 _out = Console(highlight=False)
 _err = Console(stderr=True, highlight=False)
@@ -388,12 +409,15 @@ def trace_stats(
     t.add_column("field", style="bold")
     t.add_column("value", justify="right")
     t.add_column("", style="dim")
-    for k, v in flatten(stats).items():
+    flat = flatten(stats)
+    ordered = [k for k in _STATS_FIRST if k in flat] + [k for k in flat if k not in _STATS_FIRST]
+    for k in ordered:
+        v = flat[k]
         note = ""
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             if k.endswith("_bytes") or k.endswith("bytes"):
                 note = _human_bytes(v)
-            elif any(w in k for w in ("ratio", "fraction", "share")) and 0 <= v <= 1:
+            elif any(w in k for w in ("ratio", "frac", "share")) and 0 <= v <= 1:
                 note = f"{v * 100:.2f} %"
         t.add_row(k, _fmt(v), note)
     _out.print(t)
