@@ -224,6 +224,30 @@ def _latency_candidates(section: str, cls: str, stat: str) -> list[str]:
     return out
 
 
+def _erase_distribution(report: dict[str, Any]) -> dict[str, Any] | None:
+    """The first sub-dict whose key mentions erase counts and that has min/mean/max."""
+    stack: list[tuple[str, Any]] = list(report.items())
+    while stack:
+        key, v = stack.pop(0)
+        if isinstance(v, dict):
+            if "erase" in key.lower() and all(k in v for k in ("min", "mean", "max")):
+                return v
+            stack.extend((f"{key}.{k}", x) for k, x in v.items())
+    return None
+
+
+_SPAN_RE = re.compile(r"(^|\.)(sim|simulated)[a-z_]*_(s|ns)$")
+
+
+def _simulated_span_s(report: dict[str, Any]) -> float | None:
+    """Simulated time covered by the run, seconds (a `sim*_s` or `sim*_ns` field)."""
+    for k, v in flatten(report).items():
+        m = _SPAN_RE.search(k)
+        if m and "wall" not in k and isinstance(v, (int, float)) and not isinstance(v, bool):
+            return v / 1e9 if m.group(3) == "ns" else float(v)
+    return None
+
+
 def summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
     """(label, value) rows of the run summary table; rows the report lacks are left out."""
     rows: list[tuple[str, str]] = []
@@ -256,28 +280,13 @@ def summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
     add("GC invocations", lookup(report, "gc.invocations"))
     add("GC pages moved", lookup(report, "gc.pages_moved"))
     add("write amplification", lookup(report, "write_amplification"))
-    ec = [
-        _first(
-            report,
-            [
-                f"wear.erase_count_{s}",
-                f"wear.erase_count.{s}",
-                f"wear.erase_counts.{s}",
-                f"flash.erase_count_{s}",
-                f"flash.erase_count.{s}",
-                f"erase_count.{s}",
-                f"erase_counts.{s}",
-            ],
+    ec = _erase_distribution(report)
+    if ec is not None:
+        add(
+            "erase count min / mean / max",
+            " / ".join(_fmt(ec.get(k)) for k in ("min", "mean", "max")),
         )
-        for s in ("min", "mean", "max")
-    ]
-    if any(v is not None for v in ec):
-        add("erase count min / mean / max", " / ".join(_fmt(v) for v in ec))
-    span_s = _first(report, ["sim_time_s", "simulated_s", "simulated_time_s", "sim.span_s"])
-    if span_s is None:
-        ns = _first(report, ["sim_time_ns", "simulated_ns", "simulated_time_ns", "sim.span_ns"])
-        span_s = ns / 1e9 if isinstance(ns, (int, float)) else None
-    add("simulated span s", span_s)
+    add("simulated span s", _simulated_span_s(report))
     add("wall time s", lookup(report, "wall_s"))
     add("host requests/s (wall)", lookup(report, "host_requests_per_s"))
     return rows

@@ -65,3 +65,32 @@ def test_to_json_roundtrip(tmp_path: Path) -> None:
     assert r["host.reads"] == 4
     with pytest.raises(KeyError):
         r["host.nothing"]
+
+
+def test_cli_summary_rows_from_report_layout() -> None:
+    from nandlab.cli import summary_rows
+
+    def lat(m: float) -> dict:
+        return {"mean_us": m, "p50_us": m, "p90_us": m, "p99_us": m, "p999_us": m, "max_us": m}
+
+    rep = {
+        **REPORT,
+        "host": {
+            **REPORT["host"],
+            "all": lat(1.0),
+            "read": lat(2.0),
+            "write": lat(3.0),
+            "wait": {"all": lat(0.5)},
+            "service": {"all": lat(0.75)},
+        },
+        "wear": {"erase_count": {"min": 0, "mean": 0.5, "max": 2}},
+        "sim_time_ns": 2_500_000_000,
+    }
+    rows = dict(summary_rows(rep))
+    assert rows["host requests"] == "10"
+    assert rows["response write µs (mean/p50/p99/p99.9/max)"].split(" / ") == ["3.000"] * 5
+    assert rows["mean queue wait / service µs"] == "0.500 / 0.750"
+    assert rows["flash reads / programs / erases"] == "5 / 12 / 1"
+    assert rows["erase count min / mean / max"] == "0 / 0.500 / 2"
+    assert rows["simulated span s"] == "2.500"
+    assert rows["write amplification"] == "2.000"

@@ -107,3 +107,17 @@ def test_cli_set_changes_result(busy_trace: Path, tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     mean = lambda p: json.loads(p.read_text())["host"]["mean_us"]  # noqa: E731
     assert mean(b) > mean(a)
+
+
+def test_bench_small(tmp_path: Path) -> None:
+    out, keep = tmp_path / "bench.json", tmp_path / "keep"
+    res = run_cli("bench", "--requests", "3000", "--keep", keep, "--json", out, timeout=300)
+    assert res.returncode == 0, res.stderr
+    rows = json.loads(out.read_text())["results"]
+    assert [r["trace"] for r in rows] == ["default", "synthetic-3000"]
+    synth = rows[1]
+    assert synth["requests"] == 3000
+    for k in ("host_requests_per_s", "flash_ops_per_s", "sim_peak_rss_mib", "parse_wall_s"):
+        assert synth[k] > 0, k
+    assert synth["sim_over_parse"] > 0
+    assert (keep / "synthetic_3000_seed42.csv").is_file()
