@@ -160,7 +160,9 @@ fn run(
 #[pyfunction]
 fn parse_only(py: Python<'_>, path: PathBuf, trace_options_json: &str) -> PyResult<String> {
     let opts = parse_trace_options(trace_options_json)?;
-    call_core(py, "parse_only", || api::parse_only(Path::new(&path), &opts))
+    call_core(py, "parse_only", || {
+        api::parse_only(Path::new(&path), &opts)
+    })
 }
 
 /// Table-II-style statistics of a trace, as JSON.
