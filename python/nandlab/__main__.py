@@ -1,0 +1,5 @@
+"""``python -m nandlab`` runs the CLI."""
+
+from nandlab.cli import main
+
+main()

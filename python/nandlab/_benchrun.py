@@ -1,0 +1,77 @@
+"""One benchmark measurement in a fresh process (used by ``nandlab bench``).
+
+    python -m nandlab._benchrun parse TRACE [--format F]
+    python -m nandlab._benchrun sim TRACE [--config C] [--format F]
+
+Prints one JSON object on stdout: the measurement plus this process's peak RSS
+(``ru_maxrss``), so that each run's memory is measured on its own. On error prints
+``{"error": message, "kind": class name}`` and exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import time
+from typing import Any
+
+
+def _peak_rss_mib() -> float:
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # Linux reports KiB, macOS bytes.
+    return rss / (1024 * 1024) if sys.platform == "darwin" else rss / 1024
+
+
+def measure(mode: str, trace: str, config: str, trace_format: str | None) -> dict[str, Any]:
+    from nandlab import _core
+    from nandlab.api import trace_options_json
+
+    opts = trace_options_json(trace_format)
+    t0 = time.perf_counter()
+    if mode == "parse":
+        out = json.loads(_core.parse_only(trace, opts))
+        return {
+            "mode": mode,
+            "requests": out.get("requests"),
+            "wall_s": out.get("wall_s"),
+            "outer_wall_s": time.perf_counter() - t0,
+            "peak_rss_mib": _peak_rss_mib(),
+        }
+    from nandlab.api import simulate
+
+    res = simulate(config, trace, trace_format=trace_format)
+    s = res.summary
+    flash_ops = sum(int(s.get(k) or 0) for k in ("flash.reads", "flash.programs", "flash.erases"))
+    wall = s.get("wall_s") or (time.perf_counter() - t0)
+    return {
+        "mode": mode,
+        "requests": s.get("host.requests"),
+        "wall_s": wall,
+        "outer_wall_s": time.perf_counter() - t0,
+        "host_requests_per_s": s.get("host_requests_per_s"),
+        "flash_ops": flash_ops,
+        "flash_ops_per_s": flash_ops / wall if wall else None,
+        "peak_rss_mib": _peak_rss_mib(),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m nandlab._benchrun")
+    ap.add_argument("mode", choices=["parse", "sim"])
+    ap.add_argument("trace")
+    ap.add_argument("--config", default="default")
+    ap.add_argument("--format", dest="trace_format", default=None)
+    a = ap.parse_args(argv)
+    try:
+        out = measure(a.mode, a.trace, a.config, a.trace_format)
+    except Exception as e:  # reported to the parent, which prints one line
+        print(json.dumps({"error": str(e), "kind": type(e).__name__}))
+        return 2
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

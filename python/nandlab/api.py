@@ -1,0 +1,81 @@
+"""``nandlab.simulate``: one run of the Rust core from Python."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from nandlab import _core
+from nandlab.config import ConfigSpec, config_text, format_overrides
+from nandlab.data import default_trace
+from nandlab.result import RunResult
+
+ProgressCallback = Callable[[int, int], None]
+
+
+def trace_options_json(
+    trace_format: str | None = None,
+    device: int | None = None,
+    **extra: Any,
+) -> str:
+    """Trace options for the core as JSON (missing keys take the core's defaults)."""
+    opts: dict[str, Any] = {}
+    if trace_format is not None:
+        opts["format"] = trace_format.lower()
+    if device is not None:
+        opts["device"] = int(device)
+    opts.update({k: v for k, v in extra.items() if v is not None})
+    return json.dumps(opts)
+
+
+def simulate(
+    config: ConfigSpec = "default",
+    trace: str | Path | None = None,
+    *,
+    scheme: str | None = None,
+    overrides: Mapping[str, object] | list[str] | None = None,
+    trace_format: str | None = None,
+    device: int | None = None,
+    progress: bool | ProgressCallback = False,
+) -> RunResult:
+    """Replay ``trace`` on the SSD described by ``config`` and return the result.
+
+    ``config`` is a preset name (``"default"``), a TOML file, or a nested dict.
+    ``trace`` defaults to the bundled :func:`nandlab.default_trace`. ``overrides`` are dotted
+    keys (``{"device.channels": 4}`` or ``["device.channels=4"]``) applied before validation.
+    ``progress=True`` shows a progress bar on stderr; a callable gets ``(done, total)`` host
+    requests (``total`` is 0 when unknown) at most every 100 ms. An exception raised by the
+    callback, or Ctrl-C, abandons the run and is re-raised.
+
+    Raises :class:`nandlab.ConfigError`, :class:`nandlab.TraceError` or
+    :class:`nandlab.SimError`; ``FileNotFoundError`` for a missing trace.
+    """
+    text, cfg_path = config_text(config)
+    trace_path = Path(trace) if trace is not None else default_trace()
+    if not trace_path.is_file():
+        raise FileNotFoundError(f"trace file not found: {trace_path}")
+    args = (
+        text,
+        str(cfg_path) if cfg_path is not None else None,
+        format_overrides(overrides),
+        scheme,
+        str(trace_path),
+        trace_options_json(trace_format, device),
+    )
+    if progress is True:
+        from nandlab._progress import progress_bar
+
+        with progress_bar(f"replaying {trace_path.name}") as cb:
+            out = _core.run(*args, cb)
+    elif callable(progress):
+        out = _core.run(*args, progress)
+    else:
+        out = _core.run(*args, None)
+    label = (
+        str(cfg_path)
+        if cfg_path is not None
+        else ("<dict>" if isinstance(config, Mapping) else str(config))
+    )
+    return RunResult.from_json(out, trace=trace_path, config=label, scheme=scheme)

@@ -1,0 +1,612 @@
+"""The ``nandlab`` command line (click + rich).
+
+Errors from the core (``TraceError``, ``ConfigError``, ``SimError``) and missing or unreadable
+files print one red line on stderr and exit with status 2; no traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from nandlab import _core
+from nandlab._core import ConfigError, SimError, TraceError
+from nandlab.api import simulate, trace_options_json
+from nandlab.config import cli_override
+from nandlab.data import default_trace
+from nandlab.result import RunResult, flatten, lookup
+
+EXIT_USER_ERROR = 2
+TRACE_FORMATS = [
+    "msr",
+    "spc",
+    "disksim",
+    "mqsim",
+    "blkparse",
+    "canonical",
+    "systor",
+    "tencent",
+    "vscsi",
+]
+
+#: Xia & Xiao Table II columns and the Fig. 1 page classes, shown first by `trace stats`.
+_STATS_FIRST = (
+    "address_space_gib",
+    "requests",
+    "read_ratio",
+    "mean_size_kib",
+    "read_only_frac",
+    "write_only_frac",
+    "overlapped_frac",
+)
+
+_out = Console(highlight=False)
+_err = Console(stderr=True, highlight=False)
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def _one_line(msg: str) -> str:
+    return " ".join(part.strip() for part in str(msg).splitlines() if part.strip())
+
+
+def _error_message(e: BaseException) -> str:
+    if isinstance(e, (TraceError, ConfigError, SimError)):
+        return f"{type(e).__name__}: {_one_line(str(e))}"
+    if isinstance(e, FileNotFoundError) and e.filename is None:
+        return _one_line(str(e))
+    if isinstance(e, OSError) and e.filename is not None:
+        return f"{e.filename}: {e.strerror or e}"
+    return _one_line(str(e))
+
+
+class _Group(click.Group):
+    """A click group that turns nandlab's user errors into one line and exit status 2."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (TraceError, ConfigError, SimError, OSError) as e:
+            click.secho(f"error: {_error_message(e)}", fg="red", err=True)
+            raise click.exceptions.Exit(EXIT_USER_ERROR) from None
+
+
+def _require_file(path: Path, what: str) -> Path:
+    if not path.exists():
+        raise FileNotFoundError(f"{what} not found: {path}")
+    if not path.is_file():
+        raise FileNotFoundError(f"{what} is not a file: {path}")
+    return path
+
+
+def _write_json(target: str | None, obj: Any) -> None:
+    """Write ``obj`` as JSON to ``target`` (a path, or ``-`` for stdout)."""
+    if target is None:
+        return
+    text = json.dumps(obj, indent=2)
+    if target == "-":
+        click.echo(text)
+    else:
+        Path(target).write_text(text + "\n", encoding="utf-8")
+
+
+# --------------------------------------------------------------------------- options
+
+_json_opt = click.option(
+    "--json",
+    "json_out",
+    metavar="OUT",
+    default=None,
+    help="Also write machine-readable JSON to OUT ('-' for stdout, which hides the table).",
+)
+_format_opt = click.option(
+    "--format",
+    "trace_format",
+    type=click.Choice(TRACE_FORMATS, case_sensitive=False),
+    default=None,
+    help="Trace format (default: sniffed from the file's first lines).",
+)
+_device_opt = click.option(
+    "--device",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Keep only this device/ASU of a multi-device trace (default: merge all).",
+)
+
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B?|B)?\s*$", re.IGNORECASE)
+_SIZE_MULT = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+class ByteSize(click.ParamType):
+    """An integer byte count with an optional binary suffix: 4096, 16GiB, 64K."""
+
+    name = "bytes"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
+        if isinstance(value, int):
+            return value
+        m = _SIZE_RE.match(str(value))
+        if not m:
+            self.fail(f"{value!r} is not a byte size (e.g. 4096, 64KiB, 16GiB)", param, ctx)
+        unit = (m.group(2) or "").upper()[:1]
+        n = float(m.group(1)) * _SIZE_MULT[unit]
+        if n != int(n) or n <= 0:
+            self.fail(f"{value!r} must be a positive whole number of bytes", param, ctx)
+        return int(n)
+
+
+# --------------------------------------------------------------------------- formatting
+
+
+def _fmt(v: Any, digits: int = 4) -> str:
+    if v is None:
+        return "—"
+    if isinstance(v, bool):
+        return str(v).lower()
+    if isinstance(v, int):
+        return f"{v:,}"
+    if isinstance(v, float):
+        if v != 0 and (abs(v) >= 1e6 or abs(v) < 1e-3):
+            return f"{v:.{digits}g}"
+        return f"{v:,.{digits - 1}f}" if abs(v) < 1000 else f"{v:,.1f}"
+    if isinstance(v, list):
+        return f"[{len(v)} values]" if len(v) > 8 else str(v)
+    return str(v)
+
+
+def _human_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.2f} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1024
+    return str(n)
+
+
+def _first(report: dict[str, Any], candidates: Iterable[str]) -> Any:
+    flat = None
+    for c in candidates:
+        v = lookup(report, c)
+        if v is None:
+            flat = flat if flat is not None else flatten(report)
+            v = flat.get(c)
+        if v is not None:
+            return v
+    return None
+
+
+_STAT_ALIASES = {
+    "mean": ("mean",),
+    "p50": ("p50",),
+    "p90": ("p90",),
+    "p99": ("p99",),
+    "p99.9": ("p99.9", "p999", "p99_9"),
+    "max": ("max",),
+}
+
+
+def _latency_candidates(section: str, cls: str, stat: str) -> list[str]:
+    """Plausible report paths of a latency statistic (µs) of ``cls`` in ``host`` / queue wait."""
+    out: list[str] = []
+    cls_names = [cls] if cls else ["all", "overall"]
+    for s in _STAT_ALIASES[stat]:
+        if section == "response":
+            if cls:
+                out += [f"host.{cls}_{s}_us"]
+            else:
+                out += [f"host.{s}_us"]
+            for c in cls_names:
+                out += [
+                    f"host.{c}.{s}_us",
+                    f"host.latency.{c}.{s}_us",
+                    f"host.response.{c}.{s}_us",
+                    f"host.response_us.{c}.{s}",
+                    f"host.percentiles.{c}.{s}_us",
+                    f"host.{c}.response.{s}_us",
+                ]
+        else:  # "wait" or "service"
+            names = ["wait", "queue_wait"] if section == "wait" else ["service"]
+            for nm in names:
+                prefix = f"{cls}_" if cls else ""
+                out += [f"host.{prefix}{nm}_{s}_us", f"host.{nm}.{s}_us", f"host.{nm}_us.{s}"]
+                for c in cls_names:
+                    out += [f"host.{c}.{nm}.{s}_us", f"host.{nm}.{c}.{s}_us"]
+    return out
+
+
+def _erase_distribution(report: dict[str, Any]) -> dict[str, Any] | None:
+    """The first sub-dict whose key mentions erase counts and that has min/mean/max."""
+    stack: list[tuple[str, Any]] = list(report.items())
+    while stack:
+        key, v = stack.pop(0)
+        if isinstance(v, dict):
+            if "erase" in key.lower() and all(k in v for k in ("min", "mean", "max")):
+                return v
+            stack.extend((f"{key}.{k}", x) for k, x in v.items())
+    return None
+
+
+_SPAN_RE = re.compile(r"(^|\.)(sim|simulated)[a-z_]*_(s|ns)$")
+
+
+def _simulated_span_s(report: dict[str, Any]) -> float | None:
+    """Simulated time covered by the run, seconds (a `sim*_s` or `sim*_ns` field)."""
+    for k, v in flatten(report).items():
+        m = _SPAN_RE.search(k)
+        if m and "wall" not in k and isinstance(v, (int, float)) and not isinstance(v, bool):
+            return v / 1e9 if m.group(3) == "ns" else float(v)
+    return None
+
+
+def summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
+    """(label, value) rows of the run summary table; rows the report lacks are left out."""
+    rows: list[tuple[str, str]] = []
+
+    def add(label: str, value: Any) -> None:
+        if value is not None:
+            rows.append((label, value if isinstance(value, str) else _fmt(value)))
+
+    add("host requests", lookup(report, "host.requests"))
+    reads, writes = lookup(report, "host.reads"), lookup(report, "host.writes")
+    if reads is not None or writes is not None:
+        add("reads / writes", f"{_fmt(reads)} / {_fmt(writes)}")
+    for cls, label in (("", "all"), ("read", "read"), ("write", "write")):
+        vals = [
+            _first(report, _latency_candidates("response", cls, st))
+            for st in ("mean", "p50", "p99", "p99.9", "max")
+        ]
+        if any(v is not None for v in vals):
+            add(
+                f"response {label} µs (mean/p50/p99/p99.9/max)",
+                " / ".join(_fmt(v) for v in vals),
+            )
+    wait = _first(report, _latency_candidates("wait", "", "mean"))
+    service = _first(report, _latency_candidates("service", "", "mean"))
+    if wait is not None or service is not None:
+        add("mean queue wait / service µs", f"{_fmt(wait)} / {_fmt(service)}")
+    fr, fp, fe = (lookup(report, f"flash.{k}") for k in ("reads", "programs", "erases"))
+    if any(v is not None for v in (fr, fp, fe)):
+        add("flash reads / programs / erases", f"{_fmt(fr)} / {_fmt(fp)} / {_fmt(fe)}")
+    add("GC invocations", lookup(report, "gc.invocations"))
+    add("GC pages moved", lookup(report, "gc.pages_moved"))
+    add("write amplification", lookup(report, "write_amplification"))
+    ec = _erase_distribution(report)
+    if ec is not None:
+        add(
+            "erase count min / mean / max",
+            " / ".join(_fmt(ec.get(k)) for k in ("min", "mean", "max")),
+        )
+    add("simulated span s", _simulated_span_s(report))
+    add("wall time s", lookup(report, "wall_s"))
+    add("host requests/s (wall)", lookup(report, "host_requests_per_s"))
+    return rows
+
+
+def print_summary(res: RunResult, console: Console = _out) -> None:
+    title = "nandlab run"
+    if res.trace is not None:
+        title += f" — {res.trace.name}"
+    if res.config:
+        title += f" on {Path(res.config).name if '/' in res.config else res.config}"
+    t = Table(title=title, show_header=False, title_justify="left")
+    t.add_column("metric", style="bold")
+    t.add_column("value", justify="right")
+    for label, value in summary_rows(res.report):
+        t.add_row(label, value)
+    console.print(t)
+
+
+# --------------------------------------------------------------------------- commands
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(_core.__version__, "--version", "-V", prog_name="nandlab")
+def cli() -> None:
+    """nandlab: trace-driven, reliability-aware NAND-flash SSD simulator.
+
+    Run `nandlab run` to replay the bundled default trace on the default configuration.
+    """
+
+
+@cli.command()
+@click.option(
+    "--config",
+    "-c",
+    "config",
+    default="default",
+    show_default=True,
+    metavar="FILE|NAME",
+    help="Config file or packaged preset name.",
+)
+@click.option(
+    "--trace",
+    "-t",
+    "trace",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Trace file (default: the bundled default trace).",
+)
+@_format_opt
+@_device_opt
+@click.option("--scheme", "-s", default=None, help="Scheme name (overrides scheme.name).")
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a config key (dotted path, TOML value); repeatable.",
+)
+@_json_opt
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary table.")
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help="Force the progress bar on/off (default: on when stderr is a terminal).",
+)
+def run(
+    config: str,
+    trace: Path | None,
+    trace_format: str | None,
+    device: int | None,
+    scheme: str | None,
+    sets: tuple[str, ...],
+    json_out: str | None,
+    quiet: bool,
+    progress: bool | None,
+) -> None:
+    """Replay a trace on a simulated SSD and print a summary."""
+    overrides = [cli_override(s) for s in sets]
+    trace_path = _require_file(trace, "trace file") if trace is not None else default_trace()
+    show_progress = (not quiet) and (progress if progress is not None else _err.is_terminal)
+    res = simulate(
+        config,
+        trace_path,
+        scheme=scheme,
+        overrides=overrides,
+        trace_format=trace_format,
+        device=device,
+        progress=show_progress,
+    )
+    _write_json(json_out, res.report)
+    if not quiet and json_out != "-":
+        print_summary(res)
+
+
+@cli.group(cls=_Group)
+def trace() -> None:
+    """Inspect, convert and generate block traces."""
+
+
+@trace.command("stats")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@_format_opt
+@_device_opt
+@click.option(
+    "--page-size-bytes",
+    type=ByteSize(),
+    default=8192,
+    show_default=True,
+    help="Flash page size for the read-only/write-only/overlapped page ratios.",
+)
+@_json_opt
+def trace_stats(
+    file: Path,
+    trace_format: str | None,
+    device: int | None,
+    page_size_bytes: int,
+    json_out: str | None,
+) -> None:
+    """Workload characteristics (Xia & Xiao Table II) and page overlap ratios."""
+    _require_file(file, "trace file")
+    stats = json.loads(
+        _core.trace_stats(str(file), trace_options_json(trace_format, device), page_size_bytes)
+    )
+    _write_json(json_out, stats)
+    if json_out == "-":
+        return
+    t = Table(title=f"trace stats — {file.name}", show_header=False, title_justify="left")
+    t.add_column("field", style="bold")
+    t.add_column("value", justify="right")
+    t.add_column("", style="dim")
+    flat = flatten(stats)
+    ordered = [k for k in _STATS_FIRST if k in flat] + [k for k in flat if k not in _STATS_FIRST]
+    for k in ordered:
+        v = flat[k]
+        note = ""
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            if k.endswith("_bytes") or k.endswith("bytes"):
+                note = _human_bytes(v)
+            elif any(w in k for w in ("ratio", "frac", "share")) and 0 <= v <= 1:
+                note = f"{v * 100:.2f} %"
+        t.add_row(k, _fmt(v), note)
+    _out.print(t)
+
+
+@trace.command("convert")
+@click.argument("input", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("output", type=click.Path(dir_okay=False, path_type=Path))
+@_format_opt
+@_device_opt
+@_json_opt
+def trace_convert(
+    input: Path,
+    output: Path,
+    trace_format: str | None,
+    device: int | None,
+    json_out: str | None,
+) -> None:
+    """Convert a trace to nandlab's canonical CSV (gzip if OUTPUT ends in .gz)."""
+    _require_file(input, "trace file")
+    n = _core.trace_convert(str(input), trace_options_json(trace_format, device), str(output))
+    _write_json(json_out, {"input": str(input), "output": str(output), "requests": n})
+    if json_out != "-":
+        _out.print(f"wrote {n:,} requests to {output}")
+
+
+def _parse_sizes_kib(ctx: click.Context, param: click.Parameter, value: str) -> list[int]:
+    try:
+        sizes = [int(x) for x in value.split(",") if x.strip()]
+    except ValueError:
+        raise click.BadParameter(f"{value!r}: expected comma-separated KiB, e.g. 4,8,16") from None
+    if not sizes or any(s <= 0 for s in sizes):
+        raise click.BadParameter(f"{value!r}: sizes must be positive")
+    return [s * 1024 for s in sizes]
+
+
+@trace.command("generate")
+@click.argument("output", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--requests", "-n", type=click.IntRange(min=1), default=1_000_000, show_default=True)
+@click.option(
+    "--span-bytes",
+    type=ByteSize(),
+    default=16 << 30,
+    show_default=True,
+    help="Logical address span (accepts suffixes: 16GiB).",
+)
+@click.option("--write-fraction", type=click.FloatRange(0.0, 1.0), default=0.7, show_default=True)
+@click.option(
+    "--sizes-kib",
+    default="4,8,16,32,64",
+    show_default=True,
+    callback=_parse_sizes_kib,
+    help="Request sizes, chosen uniformly.",
+)
+@click.option(
+    "--iops", type=click.FloatRange(min=0.0, min_open=True), default=2000.0, show_default=True
+)
+@click.option("--seed", type=int, default=42, show_default=True)
+@click.option("--align-bytes", type=ByteSize(), default=4096, show_default=True)
+@_json_opt
+def trace_generate(
+    output: Path,
+    requests: int,
+    span_bytes: int,
+    write_fraction: float,
+    sizes_kib: list[int],
+    iops: float,
+    seed: int,
+    align_bytes: int,
+    json_out: str | None,
+) -> None:
+    """Generate a synthetic canonical trace (uniform random offsets, Poisson arrivals)."""
+    params = {
+        "requests": requests,
+        "span_bytes": span_bytes,
+        "align_bytes": align_bytes,
+        "write_fraction": write_fraction,
+        "sizes_bytes": sizes_kib,
+        "iops": iops,
+        "seed": seed,
+    }
+    n = _core.trace_generate(json.dumps(params), str(output))
+    _write_json(json_out, {"output": str(output), "requests": n, "params": params})
+    if json_out != "-":
+        _out.print(f"wrote {n:,} requests to {output}")
+
+
+# --------------------------------------------------------------------------- bench
+
+
+def _bench_child(mode: str, trace: Path, config: str) -> dict[str, Any]:
+    cmd = [sys.executable, "-m", "nandlab._benchrun", mode, str(trace), "--config", config]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.strip().startswith("{")]
+    if not lines:
+        tail = _one_line(proc.stderr)[-300:]
+        raise SimError(f"bench {mode} run on {trace.name} failed (exit {proc.returncode}): {tail}")
+    out = json.loads(lines[-1])
+    if "error" in out:
+        kinds: dict[str, Callable[[str], Exception]] = {
+            "TraceError": TraceError,
+            "ConfigError": ConfigError,
+            "FileNotFoundError": FileNotFoundError,
+        }
+        raise kinds.get(out.get("kind", ""), SimError)(f"bench {mode} on {trace}: {out['error']}")
+    return out
+
+
+@cli.command()
+@click.option("--requests", "-n", type=click.IntRange(min=1), default=1_000_000, show_default=True)
+@click.option(
+    "--config", "-c", default="default", show_default=True, metavar="FILE|NAME", help="Config."
+)
+@click.option(
+    "--keep",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Keep (and reuse) the generated trace in this directory.",
+)
+@_json_opt
+def bench(requests: int, config: str, keep: Path | None, json_out: str | None) -> None:
+    """Measure parse and simulation speed and peak memory.
+
+    Runs the bundled default trace and a generated synthetic trace of --requests requests,
+    each parse-only and full simulation in a fresh process.
+    """
+    with tempfile.TemporaryDirectory(prefix="nandlab-bench-") as tmp:
+        gen_dir = keep if keep is not None else Path(tmp)
+        gen_dir.mkdir(parents=True, exist_ok=True)
+        synth = gen_dir / f"synthetic_{requests}_seed42.csv"
+        if not synth.is_file():
+            with _err.status(f"generating {requests:,}-request synthetic trace…"):
+                _core.trace_generate(json.dumps({"requests": requests, "seed": 42}), str(synth))
+        traces = [("default", default_trace()), (f"synthetic-{requests}", synth)]
+        results: list[dict[str, Any]] = []
+        for name, path in traces:
+            with _err.status(f"{name}: parse-only…"):
+                parse = _bench_child("parse", path, config)
+            with _err.status(f"{name}: simulation…"):
+                sim = _bench_child("sim", path, config)
+            pw, sw = parse.get("wall_s"), sim.get("wall_s")
+            results.append(
+                {
+                    "trace": name,
+                    "path": str(path),
+                    "requests": sim.get("requests"),
+                    "host_requests_per_s": sim.get("host_requests_per_s"),
+                    "flash_ops_per_s": sim.get("flash_ops_per_s"),
+                    "sim_wall_s": sw,
+                    "sim_peak_rss_mib": sim.get("peak_rss_mib"),
+                    "parse_wall_s": pw,
+                    "parse_peak_rss_mib": parse.get("peak_rss_mib"),
+                    "sim_over_parse": (sw / pw) if sw and pw else None,
+                }
+            )
+    _write_json(json_out, {"config": config, "results": results})
+    if json_out == "-":
+        return
+    t = Table(title="nandlab bench", title_justify="left")
+    cols = [
+        ("trace", "trace"),
+        ("requests", "requests"),
+        ("host req/s", "host_requests_per_s"),
+        ("flash ops/s", "flash_ops_per_s"),
+        ("sim wall s", "sim_wall_s"),
+        ("peak RSS MiB", "sim_peak_rss_mib"),
+        ("parse wall s", "parse_wall_s"),
+        ("sim/parse", "sim_over_parse"),
+    ]
+    for label, _ in cols:
+        t.add_column(label, justify="left" if label == "trace" else "right")
+    for r in results:
+        t.add_row(*(_fmt(r.get(k)) for _, k in cols))
+    _out.print(t)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point."""
+    cli.main(args=argv, prog_name="nandlab")
+
+
+if __name__ == "__main__":
+    main()

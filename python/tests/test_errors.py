@@ -1,0 +1,105 @@
+"""Bad input: one clear line on stderr, exit status 2, naming the file/line/field or key."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from _helpers import run_cli
+
+import nandlab
+from nandlab import _core
+
+
+def _one_error_line(res) -> str:
+    assert res.returncode == 2, (res.returncode, res.stdout, res.stderr)
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, res.stderr
+    assert "Traceback" not in res.stderr
+    return lines[0]
+
+
+@pytest.fixture
+def malformed(tmp_path: Path) -> Path:
+    p = tmp_path / "bad_trace.csv"
+    p.write_text("time_ns,op,offset_bytes,size_bytes\n0,W,0,4096\n1000,W,12x4,4096\n")
+    return p
+
+
+def test_malformed_line_stats(malformed: Path) -> None:
+    line = _one_error_line(run_cli("trace", "stats", malformed, "--format", "canonical"))
+    assert "bad_trace.csv" in line
+    assert "line 3" in line
+    assert "offset" in line
+    assert "12x4" in line
+
+
+def test_malformed_line_run(malformed: Path) -> None:
+    line = _one_error_line(run_cli("run", "--trace", malformed, "--format", "canonical"))
+    assert "bad_trace.csv" in line and "line 3" in line and "offset" in line
+
+
+def test_malformed_line_python_api(malformed: Path) -> None:
+    with pytest.raises(nandlab.TraceError, match="line 3"):
+        _core.parse_only(str(malformed), '{"format": "canonical"}')
+
+
+def test_unknown_op(tmp_path: Path) -> None:
+    p = tmp_path / "op.csv"
+    p.write_text("0,W,0,4096\n1,Q,0,4096\n")
+    line = _one_error_line(run_cli("trace", "stats", p, "--format", "canonical"))
+    assert "op.csv" in line and "line 2" in line and "op" in line
+
+
+def test_missing_trace_file(tmp_path: Path) -> None:
+    line = _one_error_line(run_cli("trace", "stats", tmp_path / "nope.csv"))
+    assert "nope.csv" in line
+
+
+def test_missing_trace_file_run(tmp_path: Path) -> None:
+    line = _one_error_line(run_cli("run", "--trace", tmp_path / "nope.csv"))
+    assert "nope.csv" in line
+
+
+def test_bad_set_key(small_trace: Path) -> None:
+    line = _one_error_line(run_cli("run", "--trace", small_trace, "--set", "device.no_such_key=3"))
+    assert "no_such_key" in line
+
+
+def test_bad_set_value(small_trace: Path) -> None:
+    line = _one_error_line(run_cli("run", "--trace", small_trace, "--set", "device.channels=-4"))
+    assert "device.channels" in line
+
+
+def test_set_without_equals(small_trace: Path) -> None:
+    line = _one_error_line(run_cli("run", "--trace", small_trace, "--set", "device.channels"))
+    assert "device.channels" in line and "key=value" in line
+
+
+def test_unknown_config_preset(small_trace: Path) -> None:
+    line = _one_error_line(run_cli("run", "--trace", small_trace, "--config", "no_such_preset"))
+    assert "no_such_preset" in line
+
+
+def test_bad_toml_config(tmp_path: Path, small_trace: Path) -> None:
+    cfg = tmp_path / "broken.toml"
+    cfg.write_text("[device\nchannels = 4\n")
+    line = _one_error_line(run_cli("run", "--trace", small_trace, "--config", cfg))
+    assert "broken.toml" in line
+
+
+def test_bad_generator_parameter(tmp_path: Path) -> None:
+    with pytest.raises(nandlab.TraceError, match="write_fraction"):
+        _core.trace_generate('{"write_fraction": 1.5}', str(tmp_path / "x.csv"))
+
+
+def test_bad_trace_options_json(tmp_path: Path) -> None:
+    with pytest.raises(nandlab.TraceError, match="bogus"):
+        _core.parse_only(str(tmp_path / "x.csv"), '{"format": "bogus"}')
+
+
+def test_exception_hierarchy() -> None:
+    assert issubclass(nandlab.TraceError, ValueError)
+    assert issubclass(nandlab.ConfigError, ValueError)
+    assert issubclass(nandlab.SimError, RuntimeError)
+    assert nandlab.TraceError is _core.TraceError
