@@ -10,7 +10,7 @@ use std::time::Instant;
 use crate::config::{Config, Fill};
 use crate::engine::Engine;
 use crate::host::{prepass, RequestSource};
-use crate::trace::{TraceError, TraceOptions};
+use crate::trace::{GenParams, TraceError, TraceOptions, TraceReader};
 
 /// Top-level error of the public API. Maps to Python `nandlab.TraceError`,
 /// `nandlab.ConfigError` and `nandlab.SimError`.
@@ -46,9 +46,23 @@ pub struct RunRequest {
 pub type ProgressFn<'a> = dyn FnMut(u64, u64) + 'a;
 
 /// Run one simulation and return the JSON report (see `engine::report`).
+///
+/// # Errors
+/// [`NandlabError::Config`] for a bad config or override, [`NandlabError::Trace`] for a bad
+/// trace, [`NandlabError::Sim`] when the simulation cannot proceed.
 pub fn run(req: &RunRequest, progress: &mut ProgressFn<'_>) -> Result<String, NandlabError> {
-    let _ = (req, progress);
-    todo!("engine")
+    let origin = req
+        .config_path
+        .as_ref()
+        .map_or_else(|| "<config>".to_string(), |p| p.display().to_string());
+    let mut overrides = req.overrides.clone();
+    if let Some(s) = &req.scheme {
+        overrides.push(format!("scheme.name={}", toml::Value::String(s.clone())));
+    }
+    let cfg = crate::config::load(&req.config_toml, &origin, &overrides)?;
+    let mut open = || Ok(TraceReader::open(&req.trace_path, &req.trace_options)?);
+    let report = simulate_source(cfg, &mut open, serde_json::Value::Null, progress)?;
+    serde_json::to_string_pretty(&report).map_err(|e| NandlabError::Sim(e.to_string()))
 }
 
 /// Run a simulation of `cfg` over the requests `open()` yields (called once or twice: a
@@ -92,17 +106,46 @@ pub fn simulate_source<S: RequestSource>(
     debug_assert_eq!(engine.check_invariants(), Ok(()));
     let total = pre.as_ref().map_or(0, |p| p.requests);
     let t1 = Instant::now();
-    engine.run(&mut open()?, total, progress)?;
+    let mut src = open()?;
+    engine.run(&mut src, total, progress)?;
     debug_assert_eq!(engine.check_invariants(), Ok(()));
     let replay = t1.elapsed().as_secs_f64();
     let wall = t0.elapsed().as_secs_f64();
+    let trace = match (trace, src.describe()) {
+        (serde_json::Value::Null, d) => d,
+        (t, serde_json::Value::Null) => t,
+        (mut t, serde_json::Value::Object(d)) => {
+            if let serde_json::Value::Object(m) = &mut t {
+                m.extend(d);
+            }
+            t
+        }
+        (t, _) => t,
+    };
     Ok(engine.report(trace, wall, replay))
 }
 
-/// Parse a trace without simulating: returns `{"requests": n, "wall_s": s}` as JSON.
+/// Parse a trace without simulating: returns `{"requests": n, "wall_s": s, ...}` as JSON
+/// (the baseline of the `bench` ratio).
 pub fn parse_only(path: &Path, opts: &TraceOptions) -> Result<String, NandlabError> {
-    let _ = (path, opts);
-    todo!("trace")
+    let t0 = Instant::now();
+    let mut r = TraceReader::open(path, opts)?;
+    let mut n = 0u64;
+    let mut bytes = 0u64;
+    while let Some(q) = r.next_request()? {
+        n += 1;
+        bytes = bytes.wrapping_add(q.len_bytes);
+    }
+    let wall = t0.elapsed().as_secs_f64();
+    Ok(serde_json::json!({
+        "requests": n,
+        "bytes": bytes,
+        "wall_s": wall,
+        "requests_per_s": if wall > 0.0 { n as f64 / wall } else { 0.0 },
+        "format": r.format(),
+        "counters": r.counters(),
+    })
+    .to_string())
 }
 
 /// Table-II-style statistics of a trace (see `trace::stats`), as JSON.
@@ -111,8 +154,8 @@ pub fn trace_stats(
     opts: &TraceOptions,
     page_size_bytes: u64,
 ) -> Result<String, NandlabError> {
-    let _ = (path, opts, page_size_bytes);
-    todo!("trace")
+    let s = crate::trace::stats(path, opts, page_size_bytes)?;
+    serde_json::to_string_pretty(&s).map_err(|e| NandlabError::Sim(e.to_string()))
 }
 
 /// Convert a trace to canonical CSV (gzip when `output` ends in `.gz`); returns requests written.
@@ -121,13 +164,19 @@ pub fn trace_convert(
     opts: &TraceOptions,
     output: &Path,
 ) -> Result<u64, NandlabError> {
-    let _ = (input, opts, output);
-    todo!("trace")
+    Ok(crate::trace::convert(input, opts, output)?)
 }
 
 /// Generate a synthetic trace from `GenParams` given as JSON (missing keys take defaults);
 /// returns requests written.
+///
+/// # Errors
+/// [`NandlabError::Config`] for malformed or out-of-range parameters.
 pub fn trace_generate(params_json: &str, output: &Path) -> Result<u64, NandlabError> {
-    let _ = (params_json, output);
-    todo!("trace")
+    let p: GenParams =
+        serde_json::from_str(params_json).map_err(|e| crate::config::ConfigError::Syntax {
+            file: "<generator parameters>".into(),
+            msg: e.to_string(),
+        })?;
+    Ok(crate::trace::generate(&p, output)?)
 }

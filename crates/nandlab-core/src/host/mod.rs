@@ -19,6 +19,27 @@ pub trait RequestSource {
     /// # Errors
     /// A [`TraceError`] naming file, line and field.
     fn next_request(&mut self) -> Result<Option<HostRequest>, TraceError>;
+
+    /// What the report says about this source after replay (format, counters…).
+    fn describe(&self) -> serde_json::Value {
+        serde_json::Value::Null
+    }
+}
+
+impl RequestSource for crate::trace::TraceReader {
+    #[inline]
+    fn next_request(&mut self) -> Result<Option<HostRequest>, TraceError> {
+        crate::trace::TraceReader::next_request(self)
+    }
+
+    fn describe(&self) -> serde_json::Value {
+        serde_json::json!({
+            "path": self.path().display().to_string(),
+            "format": self.format(),
+            "counters": self.counters(),
+            "device_bases": self.device_bases(),
+        })
+    }
 }
 
 /// An in-memory source (tests, generated workloads).
