@@ -48,8 +48,7 @@ fn bench_bundled(c: &mut Criterion) {
         b.iter(|| {
             let cfg = load(&text, "default.toml", &[]).expect("config");
             let mut open = || Ok(TraceReader::open(&trace, &opts)?);
-            simulate_source(cfg, &mut open, serde_json::Value::Null, &mut |_, _| {})
-                .expect("run")
+            simulate_source(cfg, &mut open, serde_json::Value::Null, &mut |_, _| {}).expect("run")
         })
     });
     g.finish();
@@ -68,7 +67,11 @@ fn bench_engine(c: &mut Criterion) {
             let len = sizes[rng.gen_range(0..sizes.len())];
             HostRequest {
                 arrival_ns: t,
-                op: if rng.gen_bool(0.7) { Op::Write } else { Op::Read },
+                op: if rng.gen_bool(0.7) {
+                    Op::Write
+                } else {
+                    Op::Read
+                },
                 offset_bytes: rng.gen_range(0..(4u64 << 30) - len) / 4096 * 4096,
                 len_bytes: len,
             }
@@ -82,8 +85,7 @@ fn bench_engine(c: &mut Criterion) {
         b.iter(|| {
             let cfg = load(&text, "default.toml", &[]).expect("config");
             let mut open = || Ok(VecSource::new(reqs.clone()));
-            simulate_source(cfg, &mut open, serde_json::Value::Null, &mut |_, _| {})
-                .expect("run")
+            simulate_source(cfg, &mut open, serde_json::Value::Null, &mut |_, _| {}).expect("run")
         })
     });
     g.finish();

@@ -301,6 +301,11 @@ pub struct HostConfig {
     pub queue_depth: u32,
     /// Replay at most this many requests (0 = all).
     pub max_requests: u64,
+    /// Open loop: at most this many host requests outstanding in the device (the host's queue
+    /// depth). A request arriving when the device holds this many waits in the host — its
+    /// response time still counts from its trace timestamp — and is only read from the trace
+    /// when a slot frees, so memory stays bounded however long an overload lasts.
+    pub max_outstanding: u32,
 }
 
 impl Default for HostConfig {
@@ -310,6 +315,7 @@ impl Default for HostConfig {
             time_scale: 1.0,
             queue_depth: 32,
             max_requests: 0,
+            max_outstanding: 65536,
         }
     }
 }
@@ -602,6 +608,7 @@ impl Config {
             ));
         }
         check_range("host.queue_depth", h.queue_depth, 1, 1 << 20)?;
+        check_range("host.max_outstanding", h.max_outstanding, 1, 1 << 24)?;
         let p = &self.precondition;
         if !(p.fill_fraction.is_finite() && (0.0..=1.0).contains(&p.fill_fraction)) {
             return Err(invalid(

@@ -300,8 +300,21 @@ impl Engine {
                         next_progress += PROGRESS_EVERY;
                     }
                     let ev_t = self.heap.peek().map(|Reverse((t, _, _))| *t);
+                    let room = self.in_flight < self.cfg.host.max_outstanding as u64;
                     match (next, ev_t) {
-                        (Some(r), t) if t.is_none_or(|t| r.arrival_ns <= t) => {
+                        (Some(r), t)
+                            if (room || t.is_none()) && t.is_none_or(|t| r.arrival_ns <= t) =>
+                        {
+                            if !room {
+                                self.fail(format!(
+                                    "internal error: {} requests outstanding and no event pending",
+                                    self.in_flight
+                                ));
+                                continue;
+                            }
+                            if r.arrival_ns < self.now {
+                                self.stats.host_throttled += 1;
+                            }
                             self.now = self.now.max(r.arrival_ns);
                             self.on_arrival(r)?;
                             next = pull(src)?;
@@ -422,7 +435,7 @@ impl Engine {
         }
         let span = crate::hil::span(offset, r.len_bytes, self.page_size);
         let slot = self.alloc_slot(HostSlot {
-            arrival_ns: self.now,
+            arrival_ns: r.arrival_ns.min(self.now),
             offset_bytes: r.offset_bytes,
             len_bytes: r.len_bytes,
             op: r.op,

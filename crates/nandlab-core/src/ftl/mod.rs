@@ -77,8 +77,9 @@ pub enum BlockState {
 pub struct NoSpace;
 
 /// Per-page metadata, packed: a page's fields are read together, so one record per page costs
-/// one cache miss where separate arrays cost four (measured: ~1.3× replay throughput on a
-/// random-write trace). 12 bytes per page.
+/// one cache miss where separate arrays cost up to four (DESIGN §5 asks for struct-of-arrays;
+/// for the per-page record the fields are always used together, so they share a line).
+/// 12 bytes per page.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PageMeta {
     /// LPN stored ([`UNMAPPED`] when free).

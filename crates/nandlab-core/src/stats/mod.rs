@@ -169,6 +169,9 @@ pub struct Stats {
     pub unmapped_read_pages: u64,
     /// Requests whose offset wrapped around the logical capacity.
     pub wrapped_requests: u64,
+    /// Open-loop requests that waited in the host because `host.max_outstanding` were in the
+    /// device.
+    pub host_throttled: u64,
     /// Flash page reads by source.
     pub flash_reads: BySource,
     /// Flash page programs by source.
@@ -260,6 +263,8 @@ pub struct HostReport {
     pub unmapped_read_pages: u64,
     /// Requests whose offset wrapped (with `ftl.wrap_offsets`).
     pub wrapped_requests: u64,
+    /// Requests that waited in the host for a free queue slot (`host.max_outstanding`).
+    pub throttled_requests: u64,
     /// Mean response of all requests, µs.
     pub mean_us: f64,
     /// Mean read response, µs.
@@ -308,6 +313,7 @@ pub fn host_report(s: &Stats) -> HostReport {
         write_bytes: s.write_bytes,
         unmapped_read_pages: s.unmapped_read_pages,
         wrapped_requests: s.wrapped_requests,
+        throttled_requests: s.host_throttled,
         mean_us: a.mean_us,
         read_mean_us: r.mean_us,
         write_mean_us: w.mean_us,
