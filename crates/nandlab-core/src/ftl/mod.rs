@@ -76,10 +76,12 @@ pub enum BlockState {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NoSpace;
 
-/// Per-page metadata, packed: a page's fields are read together, so one record per page costs
-/// one cache miss where separate arrays cost up to four (DESIGN §5 asks for struct-of-arrays;
-/// for the per-page record the fields are always used together, so they share a line).
-/// 12 bytes per page.
+/// Per-page metadata (decoded view). Stored packed as `[u32; 3]` per page: a page's fields are
+/// read together, so one record costs one cache miss where separate arrays cost up to four
+/// (DESIGN §5 asks for struct-of-arrays; the per-page fields are always used together, so they
+/// share a line), and an all-zero record is a free page, so the array is allocated zeroed and
+/// the OS maps memory only for pages actually written (a sparse 4 TB address space with a few
+/// thousand touched pages costs megabytes, not gigabytes). 12 bytes per written page.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PageMeta {
     /// LPN stored ([`UNMAPPED`] when free).
@@ -97,14 +99,28 @@ pub struct PageMeta {
 }
 
 impl PageMeta {
-    const FREE: PageMeta = PageMeta {
-        lpn: UNMAPPED,
-        program_s: 0,
-        state: PageState::Free as u8,
-        mode: 0,
-        ecc: 0,
-        flags: 0,
-    };
+    #[inline]
+    fn encode(self) -> [u32; 3] {
+        [
+            self.lpn,
+            self.program_s as u32,
+            self.state as u32
+                | (self.mode as u32) << 8
+                | (self.ecc as u32) << 16
+                | (self.flags as u32) << 24,
+        ]
+    }
+    #[inline]
+    fn decode(w: [u32; 3]) -> PageMeta {
+        PageMeta {
+            lpn: w[0],
+            program_s: w[1] as i32,
+            state: w[2] as u8,
+            mode: (w[2] >> 8) as u8,
+            ecc: (w[2] >> 16) as u8,
+            flags: (w[2] >> 24) as u8,
+        }
+    }
 }
 
 /// The FTL state. See the module documentation.
@@ -114,8 +130,10 @@ pub struct Ftl {
     pub geo: Geometry,
     /// Logical capacity in pages.
     pub logical_pages: u32,
+    /// PPN + 1 of each LPN; 0 = unmapped (so the array is allocated zeroed, lazily).
     l2p: Vec<u32>,
-    pages: Vec<PageMeta>,
+    /// Packed [`PageMeta`]; all-zero = free.
+    pages: Vec<[u32; 3]>,
     blk_valid: Vec<u32>,
     blk_wp: Vec<u32>,
     blk_erase: Vec<u32>,
@@ -163,8 +181,8 @@ impl Ftl {
         let thr = ((bpp as f64) * gc_threshold_pct / 100.0).ceil() as usize;
         Ftl {
             logical_pages: logical_pages as u32,
-            l2p: vec![UNMAPPED; logical_pages as usize],
-            pages: vec![PageMeta::FREE; pages],
+            l2p: vec![0u32; logical_pages as usize],
+            pages: vec![[0u32; 3]; pages],
             blk_valid: vec![0; blocks],
             blk_wp: vec![0; blocks],
             blk_erase: vec![0; blocks],
@@ -192,12 +210,17 @@ impl Ftl {
     /// PPN of `lpn`, or [`UNMAPPED`].
     #[inline]
     pub fn lookup(&self, lpn: u32) -> u32 {
-        self.l2p[lpn as usize]
+        self.l2p[lpn as usize].wrapping_sub(1)
+    }
+    /// Decoded metadata of a page.
+    #[inline]
+    pub fn page_meta(&self, ppn: u32) -> PageMeta {
+        PageMeta::decode(self.pages[ppn as usize])
     }
     /// State of a page.
     #[inline]
     pub fn page_state(&self, ppn: u32) -> PageState {
-        match self.pages[ppn as usize].state {
+        match self.pages[ppn as usize][2] as u8 {
             0 => PageState::Free,
             1 => PageState::Valid,
             _ => PageState::Invalid,
@@ -206,22 +229,27 @@ impl Ftl {
     /// LPN stored in a page ([`UNMAPPED`] when free).
     #[inline]
     pub fn page_lpn(&self, ppn: u32) -> u32 {
-        self.pages[ppn as usize].lpn
+        let w = self.pages[ppn as usize];
+        if w[2] as u8 == PageState::Free as u8 {
+            UNMAPPED
+        } else {
+            w[0]
+        }
     }
     /// Program mode id of a page.
     #[inline]
     pub fn page_mode(&self, ppn: u32) -> u8 {
-        self.pages[ppn as usize].mode
+        (self.pages[ppn as usize][2] >> 8) as u8
     }
     /// ECC id of a page.
     #[inline]
     pub fn page_ecc(&self, ppn: u32) -> u8 {
-        self.pages[ppn as usize].ecc
+        (self.pages[ppn as usize][2] >> 16) as u8
     }
     /// Program time of a page, s relative to the trace start (negative: preconditioned).
     #[inline]
     pub fn page_program_s(&self, ppn: u32) -> i32 {
-        self.pages[ppn as usize].program_s
+        self.pages[ppn as usize][1] as i32
     }
     /// Valid pages in a block.
     #[inline]
@@ -347,30 +375,30 @@ impl Ftl {
     /// Record `lpn` as programmed at `ppn` (from [`Ftl::allocate`]); the previous copy, if any,
     /// becomes invalid.
     pub fn program(&mut self, ppn: u32, lpn: u32, mode: u8, ecc: u8, time_s: i32) {
-        let old = self.l2p[lpn as usize];
+        let old = self.lookup(lpn);
         if old != UNMAPPED {
             self.invalidate(old);
         }
-        let pm = &mut self.pages[ppn as usize];
-        debug_assert_eq!(pm.state, PageState::Free as u8);
-        *pm = PageMeta {
+        debug_assert_eq!(self.pages[ppn as usize][2] as u8, PageState::Free as u8);
+        self.pages[ppn as usize] = PageMeta {
             lpn,
             program_s: time_s,
             state: PageState::Valid as u8,
             mode,
             ecc,
             flags: 0,
-        };
-        self.l2p[lpn as usize] = ppn;
+        }
+        .encode();
+        self.l2p[lpn as usize] = ppn + 1;
         let b = self.geo.block_of_ppn(ppn);
         self.bucket_move(b, 1);
     }
 
     /// Make a valid page invalid (its LPN is re-mapped or trimmed by the caller).
     fn invalidate(&mut self, ppn: u32) {
-        let pm = &mut self.pages[ppn as usize];
-        debug_assert_eq!(pm.state, PageState::Valid as u8);
-        pm.state = PageState::Invalid as u8;
+        let w = &mut self.pages[ppn as usize][2];
+        debug_assert_eq!(*w as u8, PageState::Valid as u8);
+        *w = (*w & !0xff) | PageState::Invalid as u32;
         let b = self.geo.block_of_ppn(ppn);
         self.bucket_move(b, -1);
     }
@@ -445,7 +473,7 @@ impl Ftl {
         let ppb = self.geo.pages_per_block;
         let base = block * ppb;
         for ppn in base..base + ppb {
-            if self.pages[ppn as usize].state == PageState::Valid as u8 {
+            if self.pages[ppn as usize][2] as u8 == PageState::Valid as u8 {
                 out.push(ppn);
             }
         }
@@ -460,7 +488,7 @@ impl Ftl {
             self.untrack_full(block);
         }
         let base = (block * ppb) as usize;
-        self.pages[base..base + ppb as usize].fill(PageMeta::FREE);
+        self.pages[base..base + ppb as usize].fill([0; 3]);
         self.blk_wp[b] = 0;
         self.blk_valid[b] = 0;
         self.blk_reads[b] = 0;
@@ -476,7 +504,7 @@ impl Ftl {
 
     /// Set the program time of a page (preconditioning ages).
     pub fn set_program_s(&mut self, ppn: u32, t: i32) {
-        self.pages[ppn as usize].program_s = t;
+        self.pages[ppn as usize][1] = t as u32;
     }
 
     // ----- bucket / fifo bookkeeping ----------------------------------------------------
@@ -557,17 +585,18 @@ impl Ftl {
 
     /// Check the DESIGN §5 invariants; returns a description of the first violation.
     pub fn check_invariants(&self) -> Result<(), String> {
-        for (lpn, &ppn) in self.l2p.iter().enumerate() {
+        for (lpn, &p1) in self.l2p.iter().enumerate() {
+            let ppn = p1.wrapping_sub(1);
             if ppn == UNMAPPED {
                 continue;
             }
-            if self.pages[ppn as usize].state != PageState::Valid as u8 {
+            if self.page_state(ppn) != PageState::Valid {
                 return Err(format!("LPN {lpn} maps to PPN {ppn} which is not valid"));
             }
-            if self.pages[ppn as usize].lpn != lpn as u32 {
+            if self.page_lpn(ppn) != lpn as u32 {
                 return Err(format!(
                     "LPN {lpn} maps to PPN {ppn} whose LPN field is {}",
-                    self.pages[ppn as usize].lpn
+                    self.page_lpn(ppn)
                 ));
             }
         }
@@ -577,7 +606,7 @@ impl Ftl {
             let wp = self.blk_wp[b as usize];
             let mut valid = 0;
             for i in 0..ppb {
-                let s = self.pages[(base + i) as usize].state;
+                let s = self.pages[(base + i) as usize][2] as u8;
                 if i >= wp && s != PageState::Free as u8 {
                     return Err(format!(
                         "block {b}: page {i} above write pointer {wp} not free"
@@ -590,8 +619,8 @@ impl Ftl {
                 }
                 if s == PageState::Valid as u8 {
                     valid += 1;
-                    let lpn = self.pages[(base + i) as usize].lpn;
-                    if self.l2p[lpn as usize] != base + i {
+                    let lpn = self.pages[(base + i) as usize][0];
+                    if self.lookup(lpn) != base + i {
                         return Err(format!(
                             "block {b}: valid page {i} holds LPN {lpn} which maps elsewhere"
                         ));
