@@ -3,6 +3,8 @@
 //! ```text
 //! cargo run --release --example replay -- CONFIG.toml TRACE [key=value ...]
 //! ```
+//!
+//! With `NANDLAB_JSON=path` the full JSON report is written there too.
 
 use std::path::PathBuf;
 
@@ -32,6 +34,11 @@ fn main() {
     };
     match run(&req, &mut |_, _| {}) {
         Ok(json) => {
+            if let Ok(out) = std::env::var("NANDLAB_JSON") {
+                if let Err(e) = std::fs::write(&out, &json) {
+                    eprintln!("{out}: {e}");
+                }
+            }
             let v: serde_json::Value = serde_json::from_str(&json).unwrap_or_default();
             println!(
                 "requests {} wall_s {:.3} replay_wall_s {:.3} host_requests_per_s {:.0} WA {:.3}",

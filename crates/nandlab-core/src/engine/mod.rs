@@ -15,7 +15,10 @@
 //!
 //! A die executes one transaction at a time as a short list of phases: `Array` (the die alone:
 //! sense, program, erase), `Bus` (the die and its channel: page transfer; dies wait FIFO for a
-//! busy channel) and `Ctrl` (the die waits for the controller: ECC decode of a GC move). A host
+//! busy channel) and `Ctrl` (the die waits for the controller: ECC decode of a GC move).
+//! Consecutive phases that need no decision at a later time share one event (a write —
+//! transfer then program — is one event; a read — sense, then transfer — is two, because the
+//! channel is requested only when the sense ends). A host
 //! read completes `decode` after its transfer ends (decoding holds neither die nor channel); a
 //! write completes when its program ends.
 
@@ -23,7 +26,7 @@ mod precondition;
 mod report;
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::BinaryHeap;
 use std::io::Write;
 
 use crate::api::NandlabError;
@@ -94,8 +97,8 @@ pub struct Engine {
     ev_seq: u64,
     now: u64,
     dies: Vec<DieRun>,
-    chan_busy: Vec<bool>,
-    chan_wait: Vec<VecDeque<u32>>,
+    /// Time each channel is free from (a FIFO timeline).
+    chan_free_at: Vec<u64>,
     slots: Vec<HostSlot>,
     free_slots: Vec<u32>,
     gc_active: Vec<bool>,
@@ -178,10 +181,7 @@ impl Engine {
             ev_seq: 0,
             now: 0,
             dies: vec![DieRun::IDLE; dies as usize],
-            chan_busy: vec![false; geo.channels as usize],
-            chan_wait: (0..geo.channels)
-                .map(|_| VecDeque::with_capacity(dies as usize))
-                .collect(),
+            chan_free_at: vec![0; geo.channels as usize],
             slots: Vec::with_capacity(1024),
             free_slots: Vec::with_capacity(1024),
             gc_active: vec![false; planes],
@@ -746,44 +746,38 @@ impl Engine {
         }
     }
 
+    /// Run the die's phases from `run.i` as far as possible without an event: array and
+    /// controller phases just advance the die's clock; a bus phase requested *now* reserves the
+    /// channel at `max(now, channel free)`. The channel is a timeline served in request order —
+    /// requests are made in simulated-time order, so this is exactly a FIFO channel queue. A bus
+    /// phase needed later (after a sense) waits for an event at that time, so that requests
+    /// from other dies made in between are served first.
     fn start_phase(&mut self, die: u32) {
-        let run = self.dies[die as usize];
-        match run.phases[run.i as usize] {
-            Phase::Array(d) | Phase::Ctrl(d) => self.push(self.now + d, EV_DIE | die as u64),
-            Phase::Bus(d) => {
-                let ch = self.ftl.geo.channel_of_die(die) as usize;
-                if self.chan_busy[ch] {
-                    self.chan_wait[ch].push_back(die);
-                } else {
-                    self.chan_busy[ch] = true;
+        let ch = self.ftl.geo.channel_of_die(die) as usize;
+        let now = self.now;
+        let mut t = now;
+        let run = &mut self.dies[die as usize];
+        while run.i < run.n {
+            match run.phases[run.i as usize] {
+                Phase::Array(d) | Phase::Ctrl(d) => t += d,
+                Phase::Bus(d) => {
+                    if t > now {
+                        break;
+                    }
+                    let s = t.max(self.chan_free_at[ch]);
+                    self.chan_free_at[ch] = s + d;
                     self.stats.channel_busy_ns[ch] += d;
-                    self.push(self.now + d, EV_DIE | die as u64);
+                    t = s + d;
                 }
             }
+            run.i += 1;
         }
+        self.push(t, EV_DIE | die as u64);
     }
 
     fn on_phase_done(&mut self, die: u32) {
-        let run = &mut self.dies[die as usize];
-        let phase = run.phases[run.i as usize];
-        run.i += 1;
-        let more = run.i < run.n;
-        if let Phase::Bus(_) = phase {
-            let ch = self.ftl.geo.channel_of_die(die) as usize;
-            match self.chan_wait[ch].pop_front() {
-                Some(d2) => {
-                    let r2 = self.dies[d2 as usize];
-                    let Phase::Bus(dur) = r2.phases[r2.i as usize] else {
-                        self.fail("internal error: channel waiter not in a bus phase".into());
-                        return;
-                    };
-                    self.stats.channel_busy_ns[ch] += dur;
-                    self.push(self.now + dur, EV_DIE | d2 as u64);
-                }
-                None => self.chan_busy[ch] = false,
-            }
-        }
-        if more {
+        let run = &self.dies[die as usize];
+        if run.i < run.n {
             self.start_phase(die);
         } else {
             self.complete(die);
