@@ -8,12 +8,13 @@
 //! axis and allocates nothing.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
 use super::math::fnv1a64;
-use super::vth::{simulate, Condition, LevelConfig, McOptions, VthParams, DAY_S};
+use super::vth::{simulate, Condition, LevelConfig, McOptions, McResult, VthParams, DAY_S};
 use super::{check_range, ReliabilityError};
 
 /// Bumped whenever the model's code changes results, so stale caches are not reused.
@@ -145,17 +146,23 @@ pub enum CacheStatus {
 /// A computed RBER table.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RberTable {
+    /// Hex key of the spec ([`TableSpec::key`]); a cache file is used only if it matches.
+    pub key: String,
     /// The spec it was computed from.
     pub spec: TableSpec,
-    /// RBER values, index `((mode·L + level)·P + pe)·R + ret`.
+    /// RBER values, index `((mode·L + level)·P + pe)·R + ret`. Stored as IEEE bit patterns
+    /// in the JSON so the cache round-trips exactly.
+    #[serde(with = "f64_bits")]
     pub values: Vec<f64>,
     /// 95 % half-widths, same layout.
+    #[serde(with = "f64_bits")]
     pub ci95_half: Vec<f64>,
     /// Cells simulated per point, same layout.
     pub cells: Vec<u64>,
     /// Whether each point met the precision rule, same layout.
     pub met_target: Vec<bool>,
     /// Retention axis transformed to `ln(1 + t/t0)`.
+    #[serde(with = "f64_bits")]
     x_ret: Vec<f64>,
     /// Seconds it took to build (0 for points copied from an equivalent point).
     pub build_seconds: f64,
@@ -167,17 +174,26 @@ impl RberTable {
         ((mode * s.levels.len() + level) * s.pe.len() + p) * s.retention_s.len() + r
     }
 
-    /// Compute the table (no cache).
-    pub fn build(spec: &TableSpec) -> Result<Self, ReliabilityError> {
+    /// Compute the table (no cache) on up to `threads` worker threads. Every point has its
+    /// own seed (derived from `spec.mc.seed` and the point's index), so the result does not
+    /// depend on the thread count or scheduling.
+    pub fn build_with_threads(spec: &TableSpec, threads: usize) -> Result<Self, ReliabilityError> {
         spec.validate()?;
         let t0 = Instant::now();
-        let n = spec.modes_dvpp.len() * spec.levels.len() * spec.pe.len() * spec.retention_s.len();
+        let (nm, nl, np, nr) = (
+            spec.modes_dvpp.len(),
+            spec.levels.len(),
+            spec.pe.len(),
+            spec.retention_s.len(),
+        );
+        let n = nm * nl * np * nr;
         let x_ret = spec
             .retention_s
             .iter()
             .map(|t| (t / spec.params.t0_s).ln_1p())
             .collect();
         let mut t = RberTable {
+            key: format!("{:016x}", spec.key()),
             spec: spec.clone(),
             values: vec![0.0; n],
             ci95_half: vec![0.0; n],
@@ -186,47 +202,99 @@ impl RberTable {
             x_ret,
             build_seconds: 0.0,
         };
-        for (m, &dvpp) in spec.modes_dvpp.iter().enumerate() {
-            for (l, cfg) in spec.levels.iter().enumerate() {
-                let pattern = match cfg {
-                    LevelConfig::Normal => spec.pattern.as_deref(),
-                    LevelConfig::Reduced { .. } => None,
-                };
-                for (p, &pe) in spec.pe.iter().enumerate() {
-                    for (r, &ret) in spec.retention_s.iter().enumerate() {
-                        let i = t.idx(m, l, p, r);
-                        // At N = 0 retention (∝ N^0.3, N^0.4) and read disturb (∝ N^0.3)
-                        // vanish, so every retention column equals the first.
-                        if pe == 0.0 && r > 0 {
-                            let j = t.idx(m, l, p, 0);
-                            t.values[i] = t.values[j];
-                            t.ci95_half[i] = t.ci95_half[j];
-                            t.cells[i] = t.cells[j];
-                            t.met_target[i] = t.met_target[j];
-                            continue;
+        let coords = |i: usize| -> (usize, usize, usize, usize) {
+            (
+                i / (nl * np * nr),
+                (i / (np * nr)) % nl,
+                (i / nr) % np,
+                i % nr,
+            )
+        };
+        // At N = 0 retention (∝ N^0.3, N^0.4) and read disturb (∝ N^0.3) vanish, so only the
+        // first retention column is simulated there and then copied.
+        let todo: Vec<usize> = (0..n)
+            .filter(|&i| {
+                let (_, _, p, r) = coords(i);
+                !(spec.pe[p] == 0.0 && r > 0)
+            })
+            .collect();
+        let run = |i: usize| -> Result<(usize, McResult), ReliabilityError> {
+            let (m, l, p, r) = coords(i);
+            let cfg = &spec.levels[l];
+            let pattern = match cfg {
+                LevelConfig::Normal => spec.pattern.as_deref(),
+                LevelConfig::Reduced { .. } => None,
+            };
+            let cond = Condition {
+                pe: spec.pe[p],
+                retention_s: spec.retention_s[r],
+                dvpp: spec.modes_dvpp[m],
+                reads: spec.reads,
+            };
+            let mut mc = spec.mc;
+            mc.seed = spec
+                .mc
+                .seed
+                .wrapping_add((i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            Ok((i, simulate(&spec.params, cfg, pattern, &cond, &mc)?))
+        };
+        let next = AtomicUsize::new(0);
+        let threads = threads.clamp(1, 64);
+        type Chunk = Result<Vec<(usize, McResult)>, ReliabilityError>;
+        let results: Vec<Chunk> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..threads)
+                .map(|_| {
+                    s.spawn(|| -> Chunk {
+                        let mut out = Vec::new();
+                        loop {
+                            let k = next.fetch_add(1, Ordering::Relaxed);
+                            if k >= todo.len() {
+                                break;
+                            }
+                            out.push(run(todo[k])?);
                         }
-                        let cond = Condition {
-                            pe,
-                            retention_s: ret,
-                            dvpp,
-                            reads: spec.reads,
-                        };
-                        let mut mc = spec.mc;
-                        mc.seed = spec
-                            .mc
-                            .seed
-                            .wrapping_add((i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-                        let res = simulate(&spec.params, cfg, pattern, &cond, &mc)?;
-                        t.values[i] = res.rber;
-                        t.ci95_half[i] = res.ci95_half;
-                        t.cells[i] = res.cells;
-                        t.met_target[i] = res.met_target;
-                    }
-                }
+                        Ok(out)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(ReliabilityError::Cache {
+                            path: String::new(),
+                            msg: "table worker thread panicked".into(),
+                        })
+                    })
+                })
+                .collect()
+        });
+        for r in results {
+            for (i, res) in r? {
+                t.values[i] = res.rber;
+                t.ci95_half[i] = res.ci95_half;
+                t.cells[i] = res.cells;
+                t.met_target[i] = res.met_target;
+            }
+        }
+        for i in 0..n {
+            let (m, l, p, r) = coords(i);
+            if spec.pe[p] == 0.0 && r > 0 {
+                let j = t.idx(m, l, p, 0);
+                t.values[i] = t.values[j];
+                t.ci95_half[i] = t.ci95_half[j];
+                t.cells[i] = t.cells[j];
+                t.met_target[i] = t.met_target[j];
             }
         }
         t.build_seconds = t0.elapsed().as_secs_f64();
         Ok(t)
+    }
+
+    /// Compute the table (no cache) on the available cores (at most 4).
+    pub fn build(spec: &TableSpec) -> Result<Self, ReliabilityError> {
+        let th = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
+        Self::build_with_threads(spec, th)
     }
 
     /// Load the table for `spec` from `cache_dir` if present and matching, else build it and
@@ -238,8 +306,11 @@ impl RberTable {
         spec.validate()?;
         let path = cache_dir.join(spec.file_name());
         if let Ok(bytes) = std::fs::read(&path) {
-            if let Ok(t) = serde_json::from_slice::<RberTable>(&bytes) {
-                if t.spec == *spec && t.consistent() {
+            if let Ok(mut t) = serde_json::from_slice::<RberTable>(&bytes) {
+                // The key hashes the exact JSON of the caller's spec; the stored spec is only
+                // informative (decimal JSON may not round-trip the last bit of every float).
+                if t.key == format!("{:016x}", spec.key()) && t.consistent() {
+                    t.spec = spec.clone();
                     return Ok((t, CacheStatus::Hit));
                 }
             }
@@ -318,4 +389,23 @@ fn bracket(axis: &[f64], x: f64) -> (usize, usize, f64) {
     let hi = axis.partition_point(|&a| a <= x);
     let lo = hi - 1;
     (lo, hi, (x - axis[lo]) / (axis[hi] - axis[lo]))
+}
+
+/// Serialise `Vec<f64>` as the IEEE-754 bit patterns (exact round trip through JSON).
+mod f64_bits {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &[f64], s: S) -> Result<S::Ok, S::Error> {
+        v.iter()
+            .map(|x| x.to_bits())
+            .collect::<Vec<u64>>()
+            .serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
+        Ok(Vec::<u64>::deserialize(d)?
+            .into_iter()
+            .map(f64::from_bits)
+            .collect())
+    }
 }

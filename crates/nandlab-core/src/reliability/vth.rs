@@ -502,6 +502,17 @@ pub struct McResult {
     /// Cells whose error probability was non-zero (for the plain indicator this is the
     /// number of erroneous cells).
     pub nonzero_samples: u64,
+    /// "Program BER": bit errors the same cells would show right after programming (t = 0,
+    /// no reads) — Guo §3.2 / Fig. 22.
+    pub program_rber: f64,
+    /// "Retention time BER": bit errors at the requested condition among cells that read
+    /// correctly right after programming. Guo §3.6.1 reports program BER (Fig. 22) and
+    /// retention-time BER (Table 11) separately; this split is our reading of that
+    /// distinction (the thesis does not define it further). `rber` ≈ `program_rber` +
+    /// `retention_rber`.
+    pub retention_rber: f64,
+    /// 95 % half-width of `retention_rber` (not used by the stopping rule).
+    pub retention_ci95_half: f64,
     /// Fraction of the bit errors coming from cells programmed to each level (Guo Fig. 18).
     pub per_level_share: Vec<f64>,
     /// Whether the precision target (or the floor rule) was met before `max_samples`.
@@ -700,7 +711,8 @@ impl Prep {
             if v == 0b100 {
                 return v_final - x0;
             }
-            let (_, v1) = self.program(rng, 1);
+            // Its first step had taken it to L1 (same erased Vth x0).
+            let v1 = (self.verify[1] + self.dvpp * rng.gen::<f64>()).max(x0);
             return (v_final - v1).max(0.0);
         }
         let lvl = pick(&self.nb_cdf, self.levels, rng.gen::<f64>());
@@ -711,15 +723,16 @@ impl Prep {
         if !self.two_step || lvl == 1 {
             return v - x0;
         }
-        // Second step from LM (verify = L1 verify) to L2/L3.
-        let (_, lm) = self.program(rng, 1);
+        // Second step from LM (verify = L1 verify, same erased Vth x0) to L2/L3.
+        let lm = (self.verify[1] + self.dvpp * rng.gen::<f64>()).max(x0);
         (v - lm).max(0.0)
     }
 
     /// Sample one victim at `lvl` (on an even bit line if `even`) and return the mean and
-    /// standard deviation of its Vth at read time (steps 5–6 left analytic).
+    /// standard deviation of its Vth at read time (steps 5–6 left analytic), and its Vth right
+    /// after programming (steps 1–4).
     #[inline]
-    fn victim<R: Rng>(&self, rng: &mut R, lvl: usize, even: bool) -> (f64, f64) {
+    fn victim<R: Rng>(&self, rng: &mut R, lvl: usize, even: bool) -> (f64, f64, f64) {
         let (x0, mut v) = self.program(rng, lvl);
         if self.lambda > 0.0 {
             // Laplacian (eq. 2.1) by inversion: sign × Exp(λ).
@@ -748,7 +761,7 @@ impl Prep {
             mean += m;
             var += s * s;
         }
-        (mean, var.sqrt())
+        (mean, var.sqrt(), v)
     }
 
     /// Probability of reading level j for a cell at N(mean, sd²), written into `out`.
@@ -765,20 +778,66 @@ impl Prep {
             return;
         }
         // Below own level: Φ differences (small, accurate); above: upper-tail differences.
+        // Refs more than Z_CUT standard deviations away contribute < 1e-19 and are skipped,
+        // scanning outward from the own level.
+        const Z_CUT: f64 = 9.0;
+        out[..l].fill(0.0);
         let mut own_p = 1.0;
-        let mut prev = 0.0;
-        for j in 0..own {
-            let c = norm_cdf((self.refs[j] - mean) / sd);
-            out[j] = (c - prev).max(0.0);
+        // c = P(Vth < refs[j]) for j = own-1, own-2, ...
+        let mut j = own;
+        let mut c = if own > 0 {
+            let z = (self.refs[own - 1] - mean) / sd;
+            if z < -Z_CUT {
+                0.0
+            } else {
+                norm_cdf(z)
+            }
+        } else {
+            0.0
+        };
+        while j > 0 && c > 0.0 {
+            j -= 1;
+            let below = if j > 0 {
+                let z = (self.refs[j - 1] - mean) / sd;
+                if z < -Z_CUT {
+                    0.0
+                } else {
+                    norm_cdf(z)
+                }
+            } else {
+                0.0
+            };
+            out[j] = (c - below).max(0.0);
             own_p -= out[j];
-            prev = c;
+            c = below;
         }
-        let mut prev_q = 0.0;
-        for j in (own + 1..l).rev() {
-            let q = norm_cdf((mean - self.refs[j - 1]) / sd);
-            out[j] = (q - prev_q).max(0.0);
+        // q = P(Vth >= refs[j-1]) for j = own+1, own+2, ...
+        let mut j = own;
+        let mut q = if own + 1 < l {
+            let z = (mean - self.refs[own]) / sd;
+            if z < -Z_CUT {
+                0.0
+            } else {
+                norm_cdf(z)
+            }
+        } else {
+            0.0
+        };
+        while j + 1 < l && q > 0.0 {
+            j += 1;
+            let above = if j + 1 < l {
+                let z = (mean - self.refs[j]) / sd;
+                if z < -Z_CUT {
+                    0.0
+                } else {
+                    norm_cdf(z)
+                }
+            } else {
+                0.0
+            };
+            out[j] = (q - above).max(0.0);
             own_p -= out[j];
-            prev_q = q;
+            q = above;
         }
         out[own] = own_p.max(0.0);
     }
@@ -827,17 +886,39 @@ pub fn simulate(
     let mut met = false;
     let mut pa = [0.0; MAX_LEVELS];
     let mut pb = [0.0; MAX_LEVELS];
+    // Bit errors of reading ReduceCode levels (i, j) when value `sym` was written.
+    let mut dec_err = [[[0.0f64; 8]; 3]; 3];
+    for (i, row) in dec_err.iter_mut().enumerate() {
+        for (j, cell) in row.iter_mut().enumerate() {
+            for (v, e) in cell.iter_mut().enumerate() {
+                *e = f64::from((reduce_decode(i as u8, j as u8) ^ v as u8).count_ones());
+            }
+        }
+    }
     let (mut rber, mut half);
+    let (mut prog_err, mut ret_err, mut ret_err2) = (0.0f64, 0.0f64, 0.0f64);
     loop {
         for _ in 0..opts.batch {
             let u: f64 = rng.gen::<f64>();
             let sym = pick(&prep.sym_cdf, prep.n_sym, u);
             let even = !prep.even_odd || rng.gen::<bool>();
-            let e = if prep.reduced {
+            let (e, prog_ok) = if prep.reduced {
                 let (a, b) = reduce_encode(sym as u8);
                 let (a, b) = (usize::from(a), usize::from(b));
-                let (m1, s1_) = prep.victim(&mut rng, a, even);
-                let (m2, s2_) = prep.victim(&mut rng, b, even);
+                let (m1, s1_, v1) = prep.victim(&mut rng, a, even);
+                let (m2, s2_, v2) = prep.victim(&mut rng, b, even);
+                prep.landing(a, v1, 0.0, &mut pa);
+                let ok1 = pa[a] == 1.0;
+                prep.landing(b, v2, 0.0, &mut pb);
+                let ok2 = pb[b] == 1.0;
+                let prog_ok = ok1 && ok2;
+                if !prog_ok {
+                    let (l1, l2) = (
+                        pa[..3].iter().position(|&x| x == 1.0).unwrap_or(a),
+                        pb[..3].iter().position(|&x| x == 1.0).unwrap_or(b),
+                    );
+                    prog_err += dec_err[l1][l2][sym];
+                }
                 prep.landing(a, m1, s1_, &mut pa);
                 prep.landing(b, m2, s2_, &mut pb);
                 let mut e = 0.0;
@@ -851,8 +932,7 @@ pub fn simulate(
                         if w == 0.0 {
                             continue;
                         }
-                        let bits =
-                            f64::from((reduce_decode(i as u8, j as u8) ^ sym as u8).count_ones());
+                        let bits = dec_err[i][j][sym];
                         let eb_ = w * bits;
                         e += eb_;
                         match (i != a, j != b) {
@@ -867,9 +947,18 @@ pub fn simulate(
                 }
                 per_level[a] += ea;
                 per_level[b] += eb;
-                e
+                (e, prog_ok)
             } else {
-                let (m, s) = prep.victim(&mut rng, sym, even);
+                let (m, s, v0) = prep.victim(&mut rng, sym, even);
+                prep.landing(sym, v0, 0.0, &mut pa);
+                let prog_ok = pa[sym] == 1.0;
+                if !prog_ok {
+                    let l0 = pa[..prep.levels]
+                        .iter()
+                        .position(|&x| x == 1.0)
+                        .unwrap_or(sym);
+                    prog_err += f64::from((prep.bitmap[l0] ^ prep.bitmap[sym]).count_ones());
+                }
                 prep.landing(sym, m, s, &mut pa);
                 let own = prep.bitmap[sym];
                 let mut e = 0.0;
@@ -879,8 +968,12 @@ pub fn simulate(
                     }
                 }
                 per_level[sym] += e;
-                e
+                (e, prog_ok)
             };
+            if prog_ok {
+                ret_err += e;
+                ret_err2 += e * e;
+            }
             if e > 0.0 {
                 nonzero += 1;
                 s1 += e;
@@ -919,6 +1012,13 @@ pub fn simulate(
         bits: n as f64 * bits_per_sample,
         errors: s1,
         nonzero_samples: nonzero,
+        program_rber: prog_err / (n as f64 * bits_per_sample),
+        retention_rber: ret_err / (n as f64 * bits_per_sample),
+        retention_ci95_half: {
+            let nf = n as f64;
+            let m = ret_err / nf;
+            1.96 * ((ret_err2 / nf - m * m).max(0.0) / nf).sqrt() / bits_per_sample
+        },
         per_level_share: share,
         met_target: met,
     })
