@@ -194,7 +194,7 @@ impl Bch {
     pub fn for_page(data_bits: u32, t: u32, timing: &BchTiming) -> Result<Self, EccError> {
         for m in 3..=31u32 {
             let n = u64::from(data_bits) + u64::from(m) * u64::from(t);
-            if n <= (1u64 << m) - 1 {
+            if n < (1u64 << m) {
                 return Self::new(n as u32, data_bits, t, m, timing);
             }
         }
@@ -325,6 +325,7 @@ impl Ldpc {
     /// is the geometric mean of the neighbouring points' RBERs; the last is
     /// `max(LDPC_SOFT_FLOOR, largest RBER)`. Used to derive the thresholds from the Vth
     /// model's RBER at the (P/E, retention) cells of Guo Table 6.
+    #[allow(clippy::needless_range_loop)] // DP over two rows indexed by level
     pub fn fit_thresholds(
         points: &[(f64, u32)],
         hard_limit: f64,
@@ -590,7 +591,7 @@ mod tests {
         assert!(v >= first && v < first * 1.05, "{v} {first}");
         // Lower-tail branch: mean 100 ≫ t.
         let v = binomial_tail(10_000, 10, 0.01);
-        assert!(v >= 1.0 - 1e-15 && v <= 1.0);
+        assert!((1.0 - 1e-15..=1.0).contains(&v));
         // Lower-tail branch against a direct sum: n = 1000, p = 0.01, t = 5.
         let mut direct = 0.0;
         for i in 0..=5u64 {

@@ -408,6 +408,7 @@ impl LevelConfig {
 }
 
 /// ReduceCode encoder (Guo Table 7 / eq. 3.2–3.5): 3-bit value → (level of cell I, II).
+#[allow(clippy::nonminimal_bool)] // literal transcription of Guo's logic equations
 pub fn reduce_encode(v: u8) -> (u8, u8) {
     let b2 = (v >> 2) & 1 == 1;
     let b1 = (v >> 1) & 1 == 1;
@@ -424,6 +425,7 @@ pub fn reduce_encode(v: u8) -> (u8, u8) {
 
 /// ReduceCode decoder (Guo eq. 3.6–3.8): levels (I, II) in 0..3 → 3-bit value. The unused
 /// combination (1, 2) decodes to whatever the logic gives (000).
+#[allow(clippy::nonminimal_bool)] // literal transcription of Guo's logic equations
 pub fn reduce_decode(l1: u8, l2: u8) -> u8 {
     let v11 = (l1 >> 1) & 1 == 1;
     let v10 = l1 & 1 == 1;
