@@ -6,6 +6,7 @@
 //! [`table::RberTable`] and draws error counts with [`crate::ecc::draw_errors`].
 
 pub mod math;
+pub mod modes;
 pub mod table;
 pub mod vth;
 

@@ -101,6 +101,13 @@ impl TableSpec {
         Ok(())
     }
 
+    /// Set the program-mode axis from [`super::modes::ProgramMode`]s (mode index `i` of
+    /// [`RberTable::rber`] is `modes[i]`).
+    pub fn with_modes(mut self, modes: &[super::modes::ProgramMode]) -> Self {
+        self.modes_dvpp = modes.iter().map(|m| m.dvpp).collect();
+        self
+    }
+
     /// Stable 64-bit key of this spec (FNV-1a of its JSON with [`MODEL_VERSION`]).
     pub fn key(&self) -> u64 {
         let json = serde_json::to_string(&(MODEL_VERSION, self)).unwrap_or_default();
