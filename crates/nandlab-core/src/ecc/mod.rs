@@ -470,7 +470,7 @@ impl EccModel {
             EccModel::Ldpc(l) => {
                 let (levels, ok) = match l.levels_for(rber) {
                     Some(v) => (v, true),
-                    None => ((l.thresholds.len() - 1) as u32, false),
+                    None => (l.thresholds.len().saturating_sub(1) as u32, false),
                 };
                 let lf = f64::from(levels);
                 c.soft_levels = levels;
