@@ -2,7 +2,7 @@
 //! intervals to be separated, so a test fails if the model does not show the effect.
 
 use nandlab_core::reliability::vth::{
-    simulate, CellType, Condition, LevelConfig, McOptions, McResult, VthParams, DAY_S,
+    simulate, CellType, Condition, LevelConfig, McOptions, McResult, VthParams, X0Reading, DAY_S,
 };
 
 fn run(p: &VthParams, cfg: &LevelConfig, pattern: Option<&[f64]>, c: Condition) -> McResult {
@@ -198,4 +198,18 @@ fn ch2_preset_differs_from_ch3() {
     let b = run(&VthParams::guo_ch2_mlc(), &LevelConfig::Normal, None, c);
     // Ch. 2: weaker RTN, all-bit-line coupling, 10x smaller Kd.
     assert!(clearly_below(&b, &a), "{} {}", b.rber, a.rber);
+}
+
+#[test]
+fn x0_reading_changes_only_retention() {
+    let p = VthParams::guo_ch3_mlc();
+    let mut q = p.clone();
+    q.x0 = X0Reading::Mean;
+    let a0 = run(&p, &LevelConfig::Normal, None, cond(6000.0, 0.0, 0.15));
+    let b0 = run(&q, &LevelConfig::Normal, None, cond(6000.0, 0.0, 0.15));
+    assert_eq!(a0, b0);
+    let a = run(&p, &LevelConfig::Normal, None, cond(6000.0, 30.0, 0.15));
+    let b = run(&q, &LevelConfig::Normal, None, cond(6000.0, 30.0, 0.15));
+    assert_ne!(a.rber, b.rber);
+    println!("x0 per cell {:.3e}, x0 = mean {:.3e}", a.rber, b.rber);
 }

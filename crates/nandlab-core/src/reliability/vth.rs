@@ -178,6 +178,17 @@ pub enum ProgramScheme {
     TwoStep,
 }
 
+/// What `x0` in eq. 2.3–2.4 stands for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum X0Reading {
+    /// The cell's own erased Vth, drawn from N(1.1, 0.35) (default; Guo §3.2: "x0 is Vth
+    /// level 0 and is modeled by Gaussian distribution N(1.1, 0.35)").
+    #[default]
+    PerCell,
+    /// The erased-level mean (1.1 V) for every cell.
+    Mean,
+}
+
 /// Device parameters of the Vth model. Field docs cite the source of each preset value.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct VthParams {
@@ -218,6 +229,9 @@ pub struct VthParams {
     pub read_disturb: ReadDisturb,
     /// Program scheme (Guo §2.1.1: two-step for MLC).
     pub program: ProgramScheme,
+    /// Reading of `x0` in eq. 2.3–2.4.
+    #[serde(default)]
+    pub x0: X0Reading,
 }
 
 fn gray_map(levels: usize) -> Vec<u8> {
@@ -247,6 +261,7 @@ impl VthParams {
             t0_s: HOUR_S,
             read_disturb: ReadDisturb::GUO,
             program: ProgramScheme::TwoStep,
+            x0: X0Reading::PerCell,
         }
     }
 
@@ -545,6 +560,7 @@ struct Prep {
     pe: f64,
     reads: f64,
     two_step: bool,
+    x0_mean: bool,
 }
 
 fn cdf_of(p: &[f64], out: &mut [f64; MAX_LEVELS]) {
@@ -674,6 +690,7 @@ impl Prep {
             pe: n,
             reads: c.reads,
             two_step: p.program == ProgramScheme::TwoStep && p.cell == CellType::Mlc,
+            x0_mean: p.x0 == X0Reading::Mean,
         })
     }
 
@@ -755,7 +772,7 @@ impl Prep {
             c2c += self.gxy * (self.neighbour_shift(rng) + self.neighbour_shift(rng));
         }
         v += c2c;
-        let d = (x - x0).max(0.0);
+        let d = (x - if self.x0_mean { self.em } else { x0 }).max(0.0);
         let mut mean = v - self.ret_mu * d;
         let mut var = self.ret_var * d;
         if self.reads > 0.0 {
