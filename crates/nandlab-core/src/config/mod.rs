@@ -69,6 +69,84 @@ pub struct Config {
     pub scheme: SchemeConfig,
     /// Statistics options.
     pub stats: StatsConfig,
+    /// Reliability model (RBER per page read, ECC costs that follow it).
+    pub reliability: ReliabilityConfig,
+}
+
+/// Where read costs come from.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum ReliabilityModel {
+    /// Fixed latencies per ECC kind from `[timing]` (papers' tables, e.g. Xia & Xiao Table I).
+    #[default]
+    None,
+    /// RBER of each page from the Vth-model table (P/E, retention, program mode ΔVpp, level
+    /// configuration); error count drawn per read; ECC cost from the code model.
+    Vth,
+}
+
+/// The code behind an ECC id when the reliability model is on.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "code", rename_all = "snake_case", deny_unknown_fields)]
+pub enum CodeConfig {
+    /// BCH correcting `t` bits per page; decode time scaled from FlexECC's reference (10 µs at
+    /// t = 6 for an 8 KiB page, §2.2).
+    Bch {
+        /// Correctable bits per page.
+        t: u32,
+    },
+    /// LDPC with soft sensing (Guo §3.6): `thresholds[i]` = highest RBER decodable with `i`
+    /// extra sensing levels (`thresholds[0]` = hard-decision limit 4e-3); each extra level adds
+    /// 8 µs sensing and 20 µs transfer.
+    Ldpc {
+        /// Hard-decision decode time, µs.
+        #[serde(default)]
+        hard_decode_us: f64,
+        /// Extra decode time per soft level, µs.
+        #[serde(default)]
+        soft_decode_us_per_level: f64,
+        /// RBER limits per number of extra levels.
+        thresholds: Vec<f64>,
+    },
+    /// CRC, detect only (0.8 µs, FlexECC Table 2).
+    Crc,
+}
+
+/// Reliability options.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReliabilityConfig {
+    /// `none` (fixed latencies) or `vth`.
+    pub model: ReliabilityModel,
+    /// RBER-table cache directory; empty = `$NANDLAB_CACHE_DIR`, else `~/.cache/nandlab`.
+    pub cache_dir: String,
+    /// Level configuration of every page: 0 normal, 1–3 NUNMA 1–3 (Guo Table 10).
+    pub level_config: u32,
+    /// ISPP step of program mode 0, V (Guo §3.2: 0.15). Other modes' steps follow their
+    /// program time: ΔVpp_i = ΔVpp_0 · t_0 / t_i (EFM eq. 2, t_p ∝ 1/ΔVpp).
+    pub mode0_dvpp_v: f64,
+    /// P/E grid of the RBER table.
+    pub pe_grid: Vec<f64>,
+    /// Retention grid of the RBER table, s.
+    pub retention_grid_s: Vec<f64>,
+    /// The code of each ECC id (same order as `timing.ecc`, id 0 first); empty = BCH t = 40
+    /// for every id.
+    pub codes: Vec<CodeConfig>,
+}
+
+impl Default for ReliabilityConfig {
+    fn default() -> Self {
+        let d = crate::reliability::table::TableSpec::guo_default();
+        ReliabilityConfig {
+            model: ReliabilityModel::None,
+            cache_dir: String::new(),
+            level_config: 0,
+            mode0_dvpp_v: 0.15,
+            pe_grid: d.pe,
+            retention_grid_s: d.retention_s,
+            codes: Vec::new(),
+        }
+    }
 }
 
 impl Default for Config {
@@ -83,6 +161,7 @@ impl Default for Config {
             precondition: PreconditionConfig::default(),
             scheme: SchemeConfig::default(),
             stats: StatsConfig::default(),
+            reliability: ReliabilityConfig::default(),
         }
     }
 }
@@ -636,6 +715,23 @@ impl Config {
                 "precondition.initial_age_window_s",
                 p.initial_age_window_s,
                 "allowed range is 0 ..= 2e9 s",
+            ));
+        }
+        let r = &self.reliability;
+        check_range("reliability.level_config", r.level_config, 0, 3)?;
+        if !(r.mode0_dvpp_v.is_finite() && r.mode0_dvpp_v > 0.0 && r.mode0_dvpp_v <= 2.0) {
+            return Err(invalid(
+                "reliability.mode0_dvpp_v",
+                r.mode0_dvpp_v,
+                "allowed range is 0 < x ≤ 2 V",
+            ));
+        }
+        let n_ecc = 1 + t.ecc.len();
+        if !r.codes.is_empty() && r.codes.len() != n_ecc {
+            return Err(invalid(
+                "reliability.codes",
+                r.codes.len(),
+                format!("give one code per ECC id ({n_ecc}: id 0 and timing.ecc)"),
             ));
         }
         if p.initial_pe_spread > p.initial_pe_cycles {

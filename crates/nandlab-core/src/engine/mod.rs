@@ -39,7 +39,7 @@ use crate::scheme::{Action, Ctx, Placement, Scheme, Source};
 use crate::stats::Stats;
 use crate::trace::{HostRequest, Op};
 
-pub use precondition::PreconditionReport;
+pub use precondition::{rng_stream, PreconditionReport};
 
 const EV_DIE: u64 = 1 << 32;
 const EV_HOST: u64 = 2 << 32;
@@ -118,6 +118,8 @@ pub struct Engine {
     last_arrival_ns: u64,
     /// Preconditioning summary.
     pub precondition: PreconditionReport,
+    /// Reliability model (`None`: fixed per-ECC latencies).
+    pub read_model: Option<crate::reliability::runtime::ReadModel>,
 }
 
 impl Engine {
@@ -130,6 +132,7 @@ impl Engine {
     ) -> Result<Engine, NandlabError> {
         let timing = cfg.timing()?;
         let layout = cfg.layout();
+        let read_model = crate::reliability::runtime::ReadModel::new(&cfg, &timing)?;
         let ftl = Ftl::new(
             geo.clone(),
             logical_pages,
@@ -199,6 +202,7 @@ impl Engine {
             logical_pages,
             last_arrival_ns: 0,
             precondition: PreconditionReport::default(),
+            read_model,
             cfg,
         };
         if let Some(w) = e.log.as_mut() {
@@ -668,14 +672,17 @@ impl Engine {
                 TxnKind::Read => {
                     let pt = self.layout.page_type[(t.ppn % ppb) as usize];
                     let ecc = self.ftl.page_ecc(t.ppn);
+                    let (sense, bus, decode) = self.read_cost(t.ppn, pt, ecc);
                     self.ftl.note_read(t.ppn);
                     self.stats.flash_reads.add(t.source);
                     self.stats.reads_by_ecc[ecc as usize] += 1;
                     self.stats.reads_by_page_type[pt as usize] += 1;
-                    run.phases[0] = Phase::Array(self.timing.sense_ns(pt, ecc));
-                    run.phases[1] = Phase::Bus(xfer);
+                    run.phases[0] = Phase::Array(sense);
+                    run.phases[1] = Phase::Bus(bus);
                     run.n = 2;
-                    self.sched.txn_mut(id).placement.ecc = ecc;
+                    let tm = self.sched.txn_mut(id);
+                    tm.placement.ecc = ecc;
+                    tm.decode_ns = decode;
                 }
                 TxnKind::Program => {
                     let host = t.source == Source::Host;
@@ -709,6 +716,7 @@ impl Engine {
                     }
                     let src_pt = self.layout.page_type[(t.ppn % ppb) as usize];
                     let ecc = self.ftl.page_ecc(t.ppn);
+                    let (sense, bus, decode) = self.read_cost(t.ppn, src_pt, ecc);
                     let Ok(dst) = self.ftl.allocate(t.plane, t.placement.stream, false, now) else {
                         self.fail(format!(
                             "internal error: GC move dispatched on plane {} without space",
@@ -726,11 +734,11 @@ impl Engine {
                     self.stats.flash_programs.add(Source::Gc);
                     self.stats.programs_by_mode[t.placement.mode as usize] += 1;
                     self.stats.gc_pages_moved += 1;
-                    run.phases[0] = Phase::Array(self.timing.sense_ns(src_pt, ecc));
+                    run.phases[0] = Phase::Array(sense);
                     let mut n = 1;
                     if !self.cfg.ftl.copyback {
-                        run.phases[1] = Phase::Bus(xfer);
-                        run.phases[2] = Phase::Ctrl(self.timing.decode_ns(ecc));
+                        run.phases[1] = Phase::Bus(bus);
+                        run.phases[2] = Phase::Ctrl(decode);
                         run.phases[3] = Phase::Bus(xfer);
                         n = 4;
                     }
@@ -798,7 +806,7 @@ impl Engine {
         self.stats.die_busy_ns[die as usize] += service;
         match t.kind {
             TxnKind::Read => {
-                let done = self.now + self.timing.decode_ns(t.placement.ecc);
+                let done = self.now + t.decode_ns;
                 if t.source == Source::Host {
                     self.host_page_done(t.req, done, done - t.start_ns);
                 } else if self.ftl.lookup(t.lpn) == t.ppn {
@@ -849,6 +857,39 @@ impl Engine {
             }
         }
         self.dispatch(die);
+    }
+
+    /// Sense, transfer and decode time of a read of `ppn` (page type `pt`, ECC `ecc`), ns:
+    /// from the fixed per-ECC latencies, or from the reliability model (which also counts the
+    /// read's RBER, soft-sensing levels and outcome).
+    fn read_cost(&mut self, ppn: u32, pt: crate::flash::PageType, ecc: u8) -> (u64, u64, u64) {
+        let xfer = self.timing.transfer_ns;
+        let Some(rm) = self.read_model.as_mut() else {
+            return (
+                self.timing.sense_ns(pt, ecc),
+                xfer,
+                self.timing.decode_ns(ecc),
+            );
+        };
+        let block = self.ftl.geo.block_of_ppn(ppn);
+        let pe = self.ftl.block_erases(block);
+        let age_s = self.now as f64 / 1e9 - self.ftl.page_program_s(ppn) as f64;
+        let mode = self.ftl.page_mode(ppn);
+        let (rber, c) = rm.read(pe, age_s, mode, ecc);
+        let r = &mut self.stats.reliability;
+        r.reads += 1;
+        r.rber_sum += rber;
+        r.reads_by_soft_level[(c.soft_levels as usize).min(15)] += 1;
+        match c.outcome {
+            crate::ecc::ReadOutcome::Corrected => {}
+            crate::ecc::ReadOutcome::Uncorrectable => r.uncorrectable += 1,
+            crate::ecc::ReadOutcome::DetectedOnly => r.detected_only += 1,
+        }
+        (
+            self.timing.read_ns[pt as usize] + c.extra_sense_ns.round() as u64,
+            xfer + c.extra_transfer_ns.round() as u64,
+            c.decode_ns.round() as u64,
+        )
     }
 
     // ----- GC ----------------------------------------------------------------------------

@@ -8,6 +8,38 @@ use crate::scheme::Source;
 use crate::stats::{host_report, EraseDistribution};
 
 impl Engine {
+    fn reliability_report(&self) -> Value {
+        let r = &self.stats.reliability;
+        match &self.read_model {
+            None => json!({
+                "model": "none",
+                "read_latency_source": "fixed per-ECC latencies from [timing]",
+            }),
+            Some(m) => {
+                let last = r
+                    .reads_by_soft_level
+                    .iter()
+                    .rposition(|&c| c > 0)
+                    .unwrap_or(0);
+                json!({
+                    "model": "vth",
+                    "read_latency_source": "RBER from the Vth-model table; ECC code models",
+                    "table_cache": match m.cache_status {
+                        crate::reliability::table::CacheStatus::Hit => "hit",
+                        crate::reliability::table::CacheStatus::Built => "built",
+                    },
+                    "table_s": m.table_s,
+                    "mode_dvpp_v": m.mode_dvpp_v,
+                    "reads": r.reads,
+                    "mean_rber": if r.reads == 0 { 0.0 } else { r.rber_sum / r.reads as f64 },
+                    "reads_by_soft_level": &r.reads_by_soft_level[..=last],
+                    "uncorrectable_reads": r.uncorrectable,
+                    "detected_only_reads": r.detected_only,
+                })
+            }
+        }
+    }
+
     /// Build the report. `trace` describes the input; `wall_s` is the whole run's wall time
     /// (pre-pass, preconditioning, replay) and `replay_wall_s` the replay's alone.
     pub fn report(&self, trace: Value, wall_s: f64, replay_wall_s: f64) -> Value {
@@ -118,6 +150,7 @@ impl Engine {
                     s.gc_victim_valid_sum as f64 / s.gc_invocations as f64 },
             },
             "rewrites": s.rewrites,
+            "reliability": self.reliability_report(),
             "write_amplification": wa,
             "wear": {
                 "erase_count": EraseDistribution::of(self.ftl.erase_counts()),

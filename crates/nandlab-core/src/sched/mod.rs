@@ -52,6 +52,8 @@ pub struct Txn {
     pub seq: u64,
     /// Dispatch time, ns.
     pub start_ns: u64,
+    /// Controller decode time of a read, set at dispatch, ns.
+    pub decode_ns: u64,
 }
 
 const Q_READ: usize = 0;
@@ -135,6 +137,7 @@ impl Sched {
             placement,
             seq: self.seq,
             start_ns: 0,
+            decode_ns: 0,
         };
         self.seq += 1;
         let id = match self.free_txns.pop() {

@@ -148,6 +148,21 @@ impl BySource {
     }
 }
 
+/// Reliability-model counters (only with `reliability.model = "vth"`).
+#[derive(Clone, Debug, Default)]
+pub struct ReliabilityStats {
+    /// Page reads whose RBER the model evaluated.
+    pub reads: u64,
+    /// Sum of their RBERs (for the mean).
+    pub rber_sum: f64,
+    /// Reads by number of extra LDPC soft-sensing levels (0 = hard decision / not LDPC).
+    pub reads_by_soft_level: [u64; 16],
+    /// Reads the code could not correct.
+    pub uncorrectable: u64,
+    /// Reads a detect-only code (CRC) found corrupted.
+    pub detected_only: u64,
+}
+
 /// Counters the engine keeps while replaying.
 #[derive(Clone, Debug, Default)]
 pub struct Stats {
@@ -200,6 +215,8 @@ pub struct Stats {
     pub channel_busy_ns: Vec<u64>,
     /// Events processed.
     pub events: u64,
+    /// Reliability-model counters.
+    pub reliability: ReliabilityStats,
 }
 
 /// Erase-count distribution.

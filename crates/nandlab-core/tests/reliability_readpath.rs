@@ -1,0 +1,101 @@
+//! The reliability model in the engine's read path: a worn, aged page costs more than a fresh
+//! one by exactly the sensing / transfer / decode terms of the code model.
+
+use nandlab_core::api::simulate_source;
+use nandlab_core::config::load;
+use nandlab_core::engine::Engine;
+use nandlab_core::host::VecSource;
+use nandlab_core::scheme::registry;
+use nandlab_core::trace::{HostRequest, Op};
+use serde_json::Value;
+
+const DAY_NS: u64 = 86_400 * 1_000_000_000;
+
+fn base(cache: &std::path::Path, thresholds: &str) -> String {
+    format!(
+        r#"
+[device]
+channels = 1
+pages_per_block = 64
+page_size_bytes = 8192
+logical_capacity_bytes = 268435456
+[timing]
+read_us = [45.0]
+ecc_decode_us = 0.0
+[reliability]
+model = "vth"
+cache_dir = "{}"
+pe_grid = [0.0, 6000.0]
+retention_grid_s = [0.0, 2592000.0]
+codes = [{{ code = "ldpc", hard_decode_us = 5.0, soft_decode_us_per_level = 2.0, thresholds = {thresholds} }}]
+[precondition]
+fill = "none"
+"#,
+        cache.display()
+    )
+}
+
+fn one_read(cfg_text: &str, pe: u32, read_at_ns: u64) -> Value {
+    let cfg = load(
+        cfg_text,
+        "<t>",
+        &[
+            format!("precondition.initial_pe_cycles={pe}"),
+            "ftl.streams=1".into(),
+        ],
+    )
+    .unwrap();
+    let reqs = vec![
+        HostRequest {
+            arrival_ns: 0,
+            op: Op::Write,
+            offset_bytes: 0,
+            len_bytes: 8192,
+        },
+        HostRequest {
+            arrival_ns: read_at_ns,
+            op: Op::Read,
+            offset_bytes: 0,
+            len_bytes: 8192,
+        },
+    ];
+    let mut open = || Ok(VecSource::new(reqs.clone()));
+    simulate_source(cfg, &mut open, Value::Null, &mut |_, _| {}).unwrap()
+}
+
+#[test]
+fn worn_aged_page_costs_exactly_the_soft_sensing_terms_more() {
+    let dir = tempfile::tempdir().unwrap();
+    // First learn the model's RBER at both corners (this builds and caches the table).
+    let probe = load(&base(dir.path(), "[0.5]"), "<t>", &[]).unwrap();
+    let (geo, logical) = probe.size_device(0).unwrap();
+    let scheme = registry("baseline", &Default::default(), &probe.timing().unwrap(), 2).unwrap();
+    let e = Engine::new(probe, geo, logical, scheme).unwrap();
+    let rm = e.read_model.as_ref().unwrap();
+    let fresh = rm.rber(0, 1.0, 0);
+    let aged = rm.rber(6000, 30.0 * 86_400.0, 0);
+    assert!(aged > 10.0 * fresh, "aged {aged:e} vs fresh {fresh:e}");
+    // A hard-decision limit between the two: the aged page needs exactly one soft level.
+    let limit = (fresh * aged).sqrt();
+    let text = base(dir.path(), &format!("[{limit:e}, 0.5]"));
+    let a = one_read(&text, 0, 10_000_000);
+    let b = one_read(&text, 6000, 30 * DAY_NS);
+    assert_eq!(a["reliability"]["table_cache"], "hit");
+    assert_eq!(
+        a["reliability"]["reads_by_soft_level"],
+        serde_json::json!([1])
+    );
+    assert_eq!(
+        b["reliability"]["reads_by_soft_level"],
+        serde_json::json!([0, 1])
+    );
+    let ra = a["host"]["read_mean_us"].as_f64().unwrap();
+    let rb = b["host"]["read_mean_us"].as_f64().unwrap();
+    // One level: 8 µs sensing + 20 µs transfer (Guo §3.6) + 2 µs soft decode.
+    assert!(
+        ((rb - ra) - 30.0).abs() < 1e-6,
+        "aged {rb} µs vs fresh {ra} µs"
+    );
+    // Fresh read = 45 sense + 20.48 transfer + 5 hard decode.
+    assert!((ra - (45.0 + 20.48 + 5.0)).abs() < 1e-6, "{ra}");
+}
