@@ -16,6 +16,8 @@ COMMANDS = [
     ["trace", "stats"],
     ["trace", "convert"],
     ["trace", "generate"],
+    ["rber"],
+    ["ecc"],
 ]
 
 

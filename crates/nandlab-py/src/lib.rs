@@ -206,6 +206,18 @@ fn trace_generate(py: Python<'_>, params_json: String, output: PathBuf) -> PyRes
     })
 }
 
+/// RBER tables (Guo Table 11 / Table 6 layouts) from the Vth model; request and result JSON.
+#[pyfunction]
+fn rber_table(py: Python<'_>, request_json: String) -> PyResult<String> {
+    call_core(py, "rber_table", || api::rber_table(&request_json))
+}
+
+/// ECC latencies and UBER; request and result JSON.
+#[pyfunction]
+fn ecc_table(py: Python<'_>, request_json: String) -> PyResult<String> {
+    call_core(py, "ecc_table", || api::ecc_table(&request_json))
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -218,5 +230,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace_stats, m)?)?;
     m.add_function(wrap_pyfunction!(trace_convert, m)?)?;
     m.add_function(wrap_pyfunction!(trace_generate, m)?)?;
+    m.add_function(wrap_pyfunction!(rber_table, m)?)?;
+    m.add_function(wrap_pyfunction!(ecc_table, m)?)?;
     Ok(())
 }

@@ -7,6 +7,11 @@ use std::path::{Path, PathBuf};
 
 use std::time::Instant;
 
+mod reliability;
+pub use reliability::{
+    ecc_table, rber_table, GUO_TABLE6_LEVELS, GUO_TABLE6_PE, GUO_TABLE6_RETENTION_S,
+};
+
 use crate::config::{Config, Fill};
 use crate::engine::Engine;
 use crate::host::{prepass, RequestSource};
