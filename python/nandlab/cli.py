@@ -603,6 +603,12 @@ def bench(requests: int, config: str, keep: Path | None, json_out: str | None) -
     _out.print(t)
 
 
+# `nandlab reproduce <paper>` (imported last: the paper modules load lazily what they need)
+from nandlab.reproduce import reproduce as _reproduce  # noqa: E402
+
+cli.add_command(_reproduce)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
     cli.main(args=argv, prog_name="nandlab")
