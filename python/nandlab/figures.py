@@ -127,9 +127,12 @@ def grouped_bars(
         ax.set_title(ptitle, fontsize=10)
         ax.grid(axis="y", alpha=0.3)
         ax.set_axisbelow(True)
-    axes[0].legend(fontsize=8, ncols=max(1, len(schemes)), loc="upper right", frameon=False)
     if title:
         fig.suptitle(title)
+    handles, names = axes[0].get_legend_handles_labels()
+    fig.legend(
+        handles, names, loc="outside upper center", ncols=max(1, len(schemes)), frameon=False
+    )
     return save(fig, out_base)
 
 
