@@ -16,6 +16,8 @@ COMMANDS = [
     ["trace", "stats"],
     ["trace", "convert"],
     ["trace", "generate"],
+    ["reproduce"],
+    ["reproduce", "xia-diffecc"],
 ]
 
 

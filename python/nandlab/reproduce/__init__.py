@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import click
 
-from nandlab.reproduce.xia_diffecc import xia_diffecc
+from nandlab.reproduce import xia_diffecc as _xia_diffecc
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -18,6 +18,6 @@ def reproduce() -> None:
     """Reproduce a paper's tables and figures (resumable; see --help of each paper)."""
 
 
-reproduce.add_command(xia_diffecc)
+reproduce.add_command(_xia_diffecc.xia_diffecc)
 
 __all__ = ["reproduce"]
