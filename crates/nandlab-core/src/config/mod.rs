@@ -176,8 +176,12 @@ pub struct TimingConfig {
     pub channel_mt_s: f64,
     /// Channel width, bytes per transfer.
     pub channel_width_bytes: u32,
-    /// ECC decode latency of the default ECC, µs.
+    /// ECC decode latency of the default ECC (id 0), µs.
     pub ecc_decode_us: f64,
+    /// Name of ECC id 0 in reports.
+    pub ecc_name: String,
+    /// Name of program mode id 0 in reports.
+    pub program_mode_name: String,
     /// Additional program modes (ids 1, 2, …; id 0 is `program_us`, named `normal`).
     pub program_modes: Vec<ProgramModeConfig>,
     /// Additional ECC kinds (ids 1, 2, …; id 0 uses `ecc_decode_us`, named `default`).
@@ -193,6 +197,8 @@ impl Default for TimingConfig {
             channel_mt_s: 400.0,
             channel_width_bytes: 1,
             ecc_decode_us: 0.0,
+            ecc_name: "default".into(),
+            program_mode_name: "normal".into(),
             program_modes: Vec::new(),
             ecc: Vec::new(),
         }
@@ -665,7 +671,7 @@ impl Config {
         let bits = self.device.cell.bits();
         let t = &self.timing;
         let mut modes = vec![ProgramModeTiming {
-            name: "normal".into(),
+            name: t.program_mode_name.clone(),
             program_ns: per_type_ns("timing.program_us", &t.program_us, bits)?,
         }];
         for (i, m) in t.program_modes.iter().enumerate() {
@@ -679,7 +685,7 @@ impl Config {
             });
         }
         let mut eccs = vec![EccTiming {
-            name: "default".into(),
+            name: t.ecc_name.clone(),
             decode_ns: us_to_ns(t.ecc_decode_us),
             extra_sense_ns: 0,
         }];

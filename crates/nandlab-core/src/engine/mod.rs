@@ -455,6 +455,11 @@ impl Engine {
             }
         }
         self.actions.clear();
+        self.scheme.on_host_request(
+            r.op,
+            (span.first_lpn % self.logical_pages) as u32,
+            span.pages as u32,
+        );
         for i in 0..span.pages {
             let lpn = ((span.first_lpn + i) % self.logical_pages) as u32;
             match r.op {

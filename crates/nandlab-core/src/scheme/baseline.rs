@@ -7,6 +7,7 @@
 //! * `ecc` (u8, default 0): ECC id for all programs;
 //! * `separate_gc_stream` (bool, default true).
 
+use super::params::Params;
 use super::{Ctx, Placement, Scheme, Source};
 use crate::config::ConfigError;
 use crate::flash::Timing;
@@ -19,45 +20,17 @@ pub struct Baseline {
     gc_stream: u8,
 }
 
-fn param_u8(params: &toml::Table, key: &str, max: usize) -> Result<u8, ConfigError> {
-    match params.get(key) {
-        None => Ok(0),
-        Some(toml::Value::Integer(v)) if *v >= 0 && (*v as usize) < max => Ok(*v as u8),
-        Some(v) => Err(ConfigError::Invalid {
-            key: format!("scheme.params.{key}"),
-            value: v.to_string(),
-            msg: format!("allowed range is 0 ..= {}", max.saturating_sub(1)),
-        }),
-    }
-}
-
 impl Baseline {
     /// Build from `[scheme.params]`.
     pub fn new(params: &toml::Table, timing: &Timing, streams: u32) -> Result<Self, ConfigError> {
-        for k in params.keys() {
-            if !["mode", "ecc", "separate_gc_stream"].contains(&k.as_str()) {
-                return Err(ConfigError::Invalid {
-                    key: format!("scheme.params.{k}"),
-                    value: params[k].to_string(),
-                    msg: "unknown parameter of scheme `baseline` (known: mode, ecc, separate_gc_stream)"
-                        .into(),
-                });
-            }
-        }
-        let separate = match params.get("separate_gc_stream") {
-            None => true,
-            Some(toml::Value::Boolean(b)) => *b,
-            Some(v) => {
-                return Err(ConfigError::Invalid {
-                    key: "scheme.params.separate_gc_stream".into(),
-                    value: v.to_string(),
-                    msg: "must be true or false".into(),
-                })
-            }
-        };
+        let p = Params::new("baseline", params);
+        let mode = p.usize("mode", 0, 0, timing.modes.len() - 1)? as u8;
+        let ecc = p.usize("ecc", 0, 0, timing.eccs.len() - 1)? as u8;
+        let separate = p.bool("separate_gc_stream", true)?;
+        p.finish()?;
         Ok(Baseline {
-            mode: param_u8(params, "mode", timing.modes.len())?,
-            ecc: param_u8(params, "ecc", timing.eccs.len())?,
+            mode,
+            ecc,
             gc_stream: if separate && streams > 1 { 1 } else { 0 },
         })
     }

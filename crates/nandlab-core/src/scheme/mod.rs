@@ -11,6 +11,7 @@
 //! |---|---|---|
 //! | [`Scheme::placement`] | every page program: host write, GC move, rewrite | all: `baseline` (one mode, one ECC), `diffecc_wa` (mode + ECC from the read/write class), `agcr`/`tos18` (mode from access history), `efm`/`warm`/`hotis` (region stream), `flexlevel` (level configuration), `dpa` |
 //! | [`Scheme::on_host_read`] | each page of a host read, after its PPN is known | `diffecc_wa` (rewrite hot LDPC pages as BCH), `efm` (migration checker), `flexlevel` (AccessEval), `agcr` (history) |
+//! | [`Scheme::on_host_request`] | once per host request, before its pages | `diffecc_wa` (round-robin Bloom-filter pair, decay every 512 requests) |
 //! | [`Scheme::on_host_write`] | each page of a host write, before placement | `diffecc_wa` (Bloom filters), `agcr`, `efm` (Read/Write_TBL, MRO), `hotis` |
 //! | [`Scheme::on_tick`] | every [`Scheme::tick_period_ns`] of simulated time | `efm` (×0.2 decay every T, wear stages), `diffecc_wa` (filter decay is per request, not per tick), `flexlevel` |
 //! | [`Scheme::on_idle`] | when the device has been idle (engine support lands with FlexECC's scrubber) | `flexecc` scrubber |
@@ -20,7 +21,11 @@
 //! Schemes are picked by name from the config (`[scheme] name = "..."`, parameters under
 //! `[scheme.params]`) through [`registry`].
 
+pub mod agcr;
 pub mod baseline;
+pub mod diffecc_wa;
+pub mod params;
+pub mod separator;
 
 use crate::config::ConfigError;
 use crate::flash::Timing;
@@ -104,6 +109,9 @@ pub trait Scheme: Send {
     /// Placement of a page program of `lpn` for `source`.
     fn placement(&mut self, lpn: u32, source: Source, ctx: &Ctx<'_>) -> Placement;
 
+    /// A host request arrived (called once, before the per-page hooks of its pages).
+    fn on_host_request(&mut self, _op: crate::trace::Op, _first_lpn: u32, _pages: u32) {}
+
     /// A host write of `lpn` arrived (called before [`Scheme::placement`]).
     fn on_host_write(&mut self, _lpn: u32, _ctx: &Ctx<'_>) {}
 
@@ -145,6 +153,11 @@ pub fn registry(
 ) -> Result<Box<dyn Scheme>, ConfigError> {
     match name {
         "baseline" => Ok(Box::new(baseline::Baseline::new(params, timing, streams)?)),
+        "diffecc_wa" => Ok(Box::new(diffecc_wa::DiffEccWa::new(
+            params, timing, streams,
+        )?)),
+        // The EFM paper's "TOS18" baseline is the journal version of AGCR (same scheme).
+        "agcr" | "tos18" => Ok(Box::new(agcr::Agcr::new(params, timing, streams)?)),
         other => Err(ConfigError::Invalid {
             key: "scheme.name".into(),
             value: format!("{other:?}"),
@@ -154,4 +167,4 @@ pub fn registry(
 }
 
 /// Names [`registry`] knows.
-pub const NAMES: &[&str] = &["baseline"];
+pub const NAMES: &[&str] = &["baseline", "diffecc_wa", "agcr", "tos18"];

@@ -1,0 +1,216 @@
+//! `agcr` (also `tos18`): access-characteristic guided cost regulation (Li, Shi, Xue et al.,
+//! FAST'16; journal version IEEE TC 2018, the EFM paper's "TOS18"), as Xia & Xiao use it as
+//! their baseline (§II-B, §V-A, Table I).
+//!
+//! Every page is LDPC-coded ("AGCR uses a uniform strong ECC scheme", Xia §II-B); the program
+//! cost follows the page's access characteristic, and its read cost follows the program cost:
+//!
+//! | class | program | read (Table I) |
+//! |---|---|---|
+//! | read-only | high cost, 2600 µs | low-cost LDPC read, 75 µs |
+//! | interleaved (or unknown) | medium, 1300 µs | 110 µs |
+//! | write-only | low cost, 650 µs | high-cost LDPC read, 145 µs |
+//!
+//! **History window (our reading).** Li et al. classify a logical page by its recorded access
+//! history; the public abstract says only that "logical pages receiving more reads will be written
+//! using a finer step size" and Xia & Xiao that AGCR "need[s] to record the access histories for
+//! all logical pages". We keep two bits per LPN — *read since its last host write* (R) and
+//! *host-written during the run* (W) — i.e. a window of one version of the page:
+//! * host write: R → interleaved (the old version was read, now it is rewritten); ¬R ∧ W →
+//!   write-only (overwritten without being read); ¬R ∧ ¬W → unknown (first write) → medium;
+//!   then R := 0, W := 1;
+//! * GC move or rewrite of a still-valid page: R → read-only (read since written and not
+//!   overwritten); ¬R ∧ W → write-only; otherwise medium;
+//! * host read: R := 1.
+//!
+//! Memory: 2 bits per logical page (AGCR's cost; Xia & Xiao's separator is 2 KiB).
+//!
+//! Parameters: mode ids `high_mode` (2), `medium_mode` (0), `low_mode` (1) and ECC ids
+//! `high_ecc` (3), `medium_ecc` (2), `low_ecc` (1) into the config's tables (see
+//! `configs/xia-diffecc.toml`).
+
+use serde_json::json;
+
+use super::params::Params;
+use super::{Ctx, Placement, Scheme, Source};
+use crate::config::ConfigError;
+use crate::flash::Timing;
+
+const R: u8 = 1;
+const W: u8 = 2;
+
+/// The scheme state.
+#[derive(Clone, Debug)]
+pub struct Agcr {
+    /// 2 bits per LPN, 4 LPNs per byte; sized on first use from the logical capacity.
+    history: Vec<u8>,
+    high: Placement,
+    medium: Placement,
+    low: Placement,
+    gc_stream: u8,
+    placed_read_only: u64,
+    placed_interleaved: u64,
+    placed_write_only: u64,
+    placed_unknown: u64,
+}
+
+impl Agcr {
+    /// Build from `[scheme.params]`.
+    pub fn new(params: &toml::Table, timing: &Timing, streams: u32) -> Result<Self, ConfigError> {
+        let p = Params::new("agcr", params);
+        let nm = timing.modes.len() - 1;
+        let ne = timing.eccs.len() - 1;
+        let pl = |mode: usize, ecc: usize| Placement {
+            stream: 0,
+            mode: mode as u8,
+            ecc: ecc as u8,
+        };
+        let high = pl(
+            p.usize("high_mode", 2.min(nm), 0, nm)?,
+            p.usize("high_ecc", 3.min(ne), 0, ne)?,
+        );
+        let medium = pl(
+            p.usize("medium_mode", 0, 0, nm)?,
+            p.usize("medium_ecc", 2.min(ne), 0, ne)?,
+        );
+        let low = pl(
+            p.usize("low_mode", 1.min(nm), 0, nm)?,
+            p.usize("low_ecc", 1.min(ne), 0, ne)?,
+        );
+        p.finish()?;
+        Ok(Agcr {
+            history: Vec::new(),
+            high,
+            medium,
+            low,
+            gc_stream: if streams > 1 { 1 } else { 0 },
+            placed_read_only: 0,
+            placed_interleaved: 0,
+            placed_write_only: 0,
+            placed_unknown: 0,
+        })
+    }
+
+    #[inline]
+    fn bits(&mut self, lpn: u32, ctx: &Ctx<'_>) -> u8 {
+        if self.history.is_empty() {
+            self.history = vec![0; (ctx.ftl.logical_pages as usize).div_ceil(4)];
+        }
+        self.history[(lpn / 4) as usize] >> (2 * (lpn % 4)) & 3
+    }
+
+    #[inline]
+    fn set_bits(&mut self, lpn: u32, v: u8) {
+        let b = &mut self.history[(lpn / 4) as usize];
+        let sh = 2 * (lpn % 4);
+        *b = (*b & !(3 << sh)) | (v << sh);
+    }
+}
+
+impl Scheme for Agcr {
+    fn name(&self) -> &'static str {
+        "agcr"
+    }
+
+    fn on_host_read(
+        &mut self,
+        lpn: u32,
+        _ppn: u32,
+        ctx: &Ctx<'_>,
+        _actions: &mut Vec<super::Action>,
+    ) {
+        let h = self.bits(lpn, ctx);
+        self.set_bits(lpn, h | R);
+    }
+
+    fn placement(&mut self, lpn: u32, source: Source, ctx: &Ctx<'_>) -> Placement {
+        let h = self.bits(lpn, ctx);
+        if source == Source::Host {
+            self.set_bits(lpn, W);
+            if h & R != 0 {
+                self.placed_interleaved += 1;
+                self.medium
+            } else if h & W != 0 {
+                self.placed_write_only += 1;
+                self.low
+            } else {
+                self.placed_unknown += 1;
+                self.medium
+            }
+        } else {
+            let p = if h & R != 0 {
+                self.placed_read_only += 1;
+                self.high
+            } else if h & W != 0 {
+                self.placed_write_only += 1;
+                self.low
+            } else {
+                self.placed_unknown += 1;
+                self.medium
+            };
+            Placement {
+                stream: self.gc_stream,
+                ..p
+            }
+        }
+    }
+
+    fn stats(&self) -> serde_json::Value {
+        json!({
+            "placed_read_only": self.placed_read_only,
+            "placed_interleaved": self.placed_interleaved,
+            "placed_write_only": self.placed_write_only,
+            "placed_unknown": self.placed_unknown,
+            "history_bytes": self.history.len(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{load, Allocation, VictimPolicy};
+    use crate::flash::{CellType, Geometry};
+    use crate::ftl::Ftl;
+
+    #[test]
+    fn classes_follow_the_one_version_history() {
+        let text = include_str!("../../../../python/nandlab/configs/xia-diffecc.toml");
+        let t = load(text, "x", &[]).unwrap().timing().unwrap();
+        let g = Geometry {
+            channels: 1,
+            chips_per_channel: 1,
+            dies_per_chip: 1,
+            planes_per_die: 1,
+            blocks_per_plane: 8,
+            pages_per_block: 4,
+            page_size_bytes: 8192,
+            cell: CellType::Mlc,
+        };
+        let f = Ftl::new(g, 16, 2, Allocation::Static, VictimPolicy::Greedy, 5.0);
+        let ctx = Ctx {
+            now_ns: 0,
+            ftl: &f,
+            timing: &t,
+        };
+        let mut s = Agcr::new(&toml::Table::new(), &t, 2).unwrap();
+        let mut a = Vec::new();
+        let mp = |p: Placement| (p.mode, p.ecc);
+        // First write: unknown → medium (1300 µs, 110 µs read).
+        assert_eq!(mp(s.placement(1, Source::Host, &ctx)), (0, 2));
+        // Overwritten without a read: write-only → low cost (650 µs, 145 µs read).
+        assert_eq!(mp(s.placement(1, Source::Host, &ctx)), (1, 1));
+        // Read, then written: interleaved → medium.
+        s.on_host_read(1, 0, &ctx, &mut a);
+        assert_eq!(mp(s.placement(1, Source::Host, &ctx)), (0, 2));
+        // Preconditioned data only read, then moved by GC: read-only → high cost (2600, 75).
+        s.on_host_read(2, 0, &ctx, &mut a);
+        assert_eq!(mp(s.placement(2, Source::Gc, &ctx)), (2, 3));
+        // Written and not read since, moved by GC: write-only.
+        s.placement(3, Source::Host, &ctx);
+        assert_eq!(mp(s.placement(3, Source::Gc, &ctx)), (1, 1));
+        // Neighbouring LPNs in the same byte are independent.
+        assert_eq!(s.bits(0, &ctx), 0);
+        assert_eq!(s.placement(2, Source::Gc, &ctx).stream, 1);
+    }
+}
