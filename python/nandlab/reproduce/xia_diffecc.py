@@ -274,18 +274,19 @@ def run_metrics(report: Mapping[str, Any] | None) -> dict[str, float | None]:
         return {}
     host = report.get("host", {})
     flash = report.get("flash", {})
+    device = report.get("device", {})
     by_ecc = flash.get("reads_by_ecc") or {}
     by_mode = flash.get("programs_by_mode") or {}
-    by_src = flash.get("programs_by_source") or {}
-    default_ecc = "default" if "default" in by_ecc else next(iter(by_ecc), None)
-    normal_reads = _num(by_ecc.get(default_ecc)) if default_ecc else None
-    high_reads = sum(float(v) for k, v in by_ecc.items() if k != default_ecc) if by_ecc else None
+    # ECC 0 (BCH) and program mode 0 (normal cost) are the device's first entries.
+    ecc0 = _first_name(device.get("ecc"), by_ecc, ("bch", "default"))
+    mode0 = _first_name(device.get("program_modes"), by_mode, ("normal",))
+    normal_reads = _num(by_ecc.get(ecc0)) if ecc0 else None
+    high_reads = sum(float(v) for k, v in by_ecc.items() if k != ecc0) if by_ecc else None
     rewrites = _num(report.get("rewrites"))
-    normal_writes = _num(by_mode.get("normal"))
-    # Rewrites are normal-cost programs; Fig. 9 counts them in their own class.
-    rw_prog = _num(by_src.get("rewrite")) or _num(by_src.get("rewrites"))
-    if normal_writes is not None and rw_prog:
-        normal_writes -= rw_prog
+    # A rewrite is a normal-cost program (source "migration"); Fig. 9 counts it in its own class.
+    normal_writes = _num(by_mode.get(mode0)) if mode0 else None
+    if normal_writes is not None and rewrites:
+        normal_writes = max(0.0, normal_writes - rewrites)
     return {
         "requests": _num(host.get("requests")),
         "reads": _num(host.get("reads")),
@@ -301,6 +302,15 @@ def run_metrics(report: Mapping[str, Any] | None) -> dict[str, float | None]:
         "high_cost_writes": _num(by_mode.get("high_cost")),
         "rewrites": rewrites,
     }
+
+
+def _first_name(entries: Any, counts: Mapping[str, Any], fallbacks: Sequence[str]) -> str | None:
+    """Name of entry 0 of a device list (``[{"name": ...}, ...]``), else a known name."""
+    if isinstance(entries, list) and entries and isinstance(entries[0], Mapping):
+        name = entries[0].get("name")
+        if isinstance(name, str) and name in counts:
+            return name
+    return next((f for f in fallbacks if f in counts), next(iter(counts), None))
 
 
 @dataclass
