@@ -8,6 +8,7 @@ themselves; `test_quick_end_to_end` runs the real `agcr` and `diffecc_wa` once t
 from __future__ import annotations
 
 import functools
+import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -263,6 +264,17 @@ def test_cli_help_lists_reproduce() -> None:
     assert res.exit_code == 0
     for opt in ("--traces", "--quick", "--out", "--json", "--processes", "--scheduler"):
         assert opt in res.output
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("distributed") is not None, reason="dask.distributed is installed"
+)
+def test_cli_scheduler_without_dask(traces_dir: Path, tmp_path: Path) -> None:
+    args = ["reproduce", "xia-diffecc", "--quick", "--traces", str(traces_dir)]
+    args += ["--out", str(tmp_path / "o"), "--scheduler", "tcp://127.0.0.1:8786"]
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 2
+    assert "pip install 'nandlab[dask]'" in res.output
 
 
 @pytest.mark.skipif(not _schemes_available(), reason="the core has no agcr/diffecc_wa schemes yet")

@@ -27,6 +27,8 @@ err_console = Console(stderr=True, highlight=False)
 
 #: Exit status when the reproduction ran but its check failed (or runs failed).
 EXIT_CHECK_FAILED = 1
+#: Exit status of a user error (as everywhere in the CLI): bad input, missing dependency.
+EXIT_USER_ERROR = 2
 
 
 @dataclass
@@ -120,7 +122,13 @@ def common_options(paper: str) -> Callable[[F], F]:
                 scheduler=scheduler,
                 progress=progress if progress is not None else err_console.is_terminal,
             )
-            return fn(opts=opts, **kw)
+            from nandlab.experiment import ExperimentError
+
+            try:
+                return fn(opts=opts, **kw)
+            except ExperimentError as e:
+                click.secho(f"error: {e}", fg="red", err=True)
+                raise click.exceptions.Exit(EXIT_USER_ERROR) from None
 
         return wrapper  # type: ignore[return-value]
 
