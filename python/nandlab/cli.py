@@ -803,6 +803,12 @@ def ecc(page_size_bytes: int, t_list: str, rber_list: str, json_out: str | None)
             )
 
 
+# `nandlab reproduce <paper>` (imported last: the paper modules load lazily what they need)
+from nandlab.reproduce import reproduce as _reproduce  # noqa: E402
+
+cli.add_command(_reproduce)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
     cli.main(args=argv, prog_name="nandlab")

@@ -18,6 +18,8 @@ COMMANDS = [
     ["trace", "generate"],
     ["rber"],
     ["ecc"],
+    ["reproduce"],
+    ["reproduce", "xia-diffecc"],
 ]
 
 

@@ -1,0 +1,236 @@
+"""Paper-style figures (matplotlib, Agg; each saved as PNG and SVG).
+
+* :func:`grouped_bars` -- a metric per trace x scheme normalised to a reference scheme, with an
+  "Average" group (Xia & Xiao Figs. 7, 8, 10); several panels side by side.
+* :func:`stacked_bars` -- the share of operation classes per trace (Fig. 9).
+* :func:`sweep_lines` -- a metric against a parameter, one line per trace (Figs. 5, 6).
+
+The functions use :class:`matplotlib.figure.Figure` directly, so they neither need nor change
+pyplot's global backend, and are safe in worker processes and headless CI.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+#: Paper-like greys/blues, one per scheme or class (cycled).
+PALETTE = ("#9e9e9e", "#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b2", "#937860")
+HATCHES = ("", "//", "xx", "..", "\\\\", "++", "oo")
+
+Number = float
+
+
+def _figure(width: float, height: float) -> Any:
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), layout="constrained")
+
+
+def save(fig: Any, out_base: str | Path) -> list[Path]:
+    """Save ``fig`` as ``<out_base>.png`` and ``<out_base>.svg``; return both paths."""
+    base = Path(out_base)
+    base.parent.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for ext in ("png", "svg"):
+        p = base.with_name(base.name + "." + ext)
+        kw: dict[str, Any] = {"metadata": {"Date": None}} if ext == "svg" else {"dpi": 150}
+        fig.savefig(p, **kw)
+        paths.append(p)
+    return paths
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def normalise(
+    data: Mapping[str, Mapping[str, Number | None]], reference: str
+) -> dict[str, dict[str, Number | None]]:
+    """Each trace's values divided by its ``reference`` scheme's (``None`` where undefined)."""
+    out: dict[str, dict[str, Number | None]] = {}
+    for trace, by_scheme in data.items():
+        ref = by_scheme.get(reference)
+        out[trace] = {
+            s: (v / ref if _finite(v) and _finite(ref) and ref else None)  # type: ignore[operator]
+            for s, v in by_scheme.items()
+        }
+    return out
+
+
+def with_average(
+    norm: Mapping[str, Mapping[str, Number | None]], schemes: Sequence[str], label: str = "Average"
+) -> dict[str, dict[str, Number | None]]:
+    """``norm`` plus an average group (arithmetic mean of the defined ratios per scheme)."""
+    out = {t: dict(v) for t, v in norm.items()}
+    avg: dict[str, Number | None] = {}
+    for s in schemes:
+        vals = [v[s] for v in norm.values() if _finite(v.get(s))]
+        avg[s] = sum(vals) / len(vals) if vals else None  # type: ignore[arg-type]
+    out[label] = avg
+    return out
+
+
+def grouped_bars(
+    panels: Mapping[str, Mapping[str, Mapping[str, Number | None]]],
+    schemes: Sequence[str],
+    out_base: str | Path,
+    *,
+    reference: str | None = None,
+    scheme_labels: Mapping[str, str] | None = None,
+    ylabel: str = "normalised",
+    title: str = "",
+    average: bool = True,
+) -> list[Path]:
+    """Grouped bars, one group per trace and one bar per scheme, one panel per entry.
+
+    ``panels`` maps a panel title to ``{trace: {scheme: value}}``. With ``reference`` the values
+    are divided by that scheme's per trace (so its bars are 1.0) and a dashed line marks 1.0;
+    ``average`` appends an "Average" group. Missing values leave a gap.
+    """
+    n = max(1, len(panels))
+    traces = sorted({t for d in panels.values() for t in d}, key=_trace_order(panels))
+    width = max(6.0, 0.55 * (len(traces) + 1) * max(1, len(schemes)) / 2 + 2)
+    fig = _figure(width, 3.2 * n)
+    axes = fig.subplots(n, 1, squeeze=False)[:, 0]
+    labels = scheme_labels or {}
+    for ax, (ptitle, data) in zip(axes, panels.items()):
+        vals = normalise(data, reference) if reference else {t: dict(v) for t, v in data.items()}
+        if average:
+            vals = with_average(vals, schemes)
+        groups = [t for t in traces if t in vals] + (["Average"] if average else [])
+        bw = 0.8 / max(1, len(schemes))
+        for i, s in enumerate(schemes):
+            xs, ys = [], []
+            for g, t in enumerate(groups):
+                v = vals.get(t, {}).get(s)
+                if _finite(v):
+                    xs.append(g - 0.4 + bw * (i + 0.5))
+                    ys.append(v)
+            ax.bar(
+                xs,
+                ys,
+                bw,
+                label=labels.get(s, s),
+                color=PALETTE[i % len(PALETTE)],
+                hatch=HATCHES[i % len(HATCHES)],
+                edgecolor="black",
+                linewidth=0.5,
+            )
+        if reference:
+            ax.axhline(1.0, color="black", linestyle="--", linewidth=0.7)
+        ax.set_xticks(range(len(groups)))
+        ax.set_xticklabels(groups, rotation=30, ha="right", fontsize=8)
+        ax.set_ylabel(ylabel)
+        ax.set_title(ptitle, fontsize=10)
+        ax.grid(axis="y", alpha=0.3)
+        ax.set_axisbelow(True)
+    if title:
+        fig.suptitle(title)
+    handles, names = axes[0].get_legend_handles_labels()
+    fig.legend(
+        handles, names, loc="outside upper center", ncols=max(1, len(schemes)), frameon=False
+    )
+    return save(fig, out_base)
+
+
+def _trace_order(panels: Mapping[str, Mapping[str, Any]]) -> Any:
+    order: dict[str, int] = {}
+    for d in panels.values():
+        for t in d:
+            order.setdefault(t, len(order))
+    return lambda t: order[t]
+
+
+def stacked_bars(
+    data: Mapping[str, Mapping[str, Number | None]],
+    categories: Sequence[str],
+    out_base: str | Path,
+    *,
+    category_labels: Mapping[str, str] | None = None,
+    fractions: bool = True,
+    ylabel: str | None = None,
+    title: str = "",
+) -> list[Path]:
+    """One stacked bar per trace of ``categories`` (as fractions of the bar's total)."""
+    traces = list(data)
+    fig = _figure(max(6.0, 0.7 * len(traces) + 3), 3.6)
+    ax = fig.subplots()
+    bottoms = [0.0] * len(traces)
+    labels = category_labels or {}
+    for i, c in enumerate(categories):
+        ys = []
+        for t in traces:
+            v = data[t].get(c)
+            v = float(v) if _finite(v) else 0.0
+            if fractions:
+                tot = sum(float(x) for x in data[t].values() if _finite(x))
+                v = v / tot if tot else 0.0
+            ys.append(v)
+        ax.bar(
+            range(len(traces)),
+            ys,
+            0.6,
+            bottom=bottoms,
+            label=labels.get(c, c),
+            color=PALETTE[i % len(PALETTE)],
+            hatch=HATCHES[i % len(HATCHES)],
+            edgecolor="black",
+            linewidth=0.5,
+        )
+        bottoms = [b + y for b, y in zip(bottoms, ys)]
+    ax.set_xticks(range(len(traces)))
+    ax.set_xticklabels(traces, rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel(ylabel or ("fraction of operations" if fractions else "operations"))
+    if fractions:
+        ax.set_ylim(0, 1.0)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    if title:
+        ax.set_title(title, fontsize=10)
+    return save(fig, out_base)
+
+
+def sweep_lines(
+    panels: Mapping[str, Mapping[str, Sequence[tuple[Number, Number | None]]]],
+    out_base: str | Path,
+    *,
+    xlabel: str,
+    ylabel: str = "normalised",
+    title: str = "",
+    mark_x: Number | None = None,
+) -> list[Path]:
+    """Line plots of a parameter sweep: per panel, one line per trace of ``(x, y)`` points.
+
+    ``mark_x`` draws a dotted vertical line at the chosen default (e.g. m = -1).
+    """
+    n = max(1, len(panels))
+    fig = _figure(4.0 * n, 3.4)
+    axes = fig.subplots(1, n, squeeze=False)[0]
+    markers = "os^vD<>px*h"
+    for ax, (ptitle, lines) in zip(axes, panels.items()):
+        for i, (trace, pts) in enumerate(lines.items()):
+            good = sorted((x, y) for x, y in pts if _finite(y))
+            if not good:
+                continue
+            ax.plot(
+                [p[0] for p in good],
+                [p[1] for p in good],
+                marker=markers[i % len(markers)],
+                markersize=4,
+                linewidth=1,
+                label=trace,
+                color=PALETTE[(i + 1) % len(PALETTE)] if i < len(PALETTE) - 1 else None,
+            )
+        if mark_x is not None:
+            ax.axvline(mark_x, color="black", linestyle=":", linewidth=0.8)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.set_title(ptitle, fontsize=10)
+        ax.grid(alpha=0.3)
+    if axes[-1].get_legend_handles_labels()[0]:
+        axes[-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    if title:
+        fig.suptitle(title)
+    return save(fig, out_base)

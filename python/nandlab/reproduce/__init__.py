@@ -1,0 +1,23 @@
+"""``nandlab reproduce <paper>``: re-run a paper's experiments on the engine.
+
+Every command takes ``--traces DIR`` (repeatable; default: the bundled samples and the
+workspace's captured traces), ``--quick``, ``--out DIR`` (default ``./nandlab-out/<paper>``),
+``--json OUT``, ``--processes N`` and ``--scheduler ADDR``; runs go through
+:func:`nandlab.experiment.run_grid`, so re-running with the same ``--out`` skips finished runs.
+"""
+
+from __future__ import annotations
+
+import click
+
+from nandlab.reproduce import xia_diffecc as _xia_diffecc
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def reproduce() -> None:
+    """Reproduce a paper's tables and figures (resumable; see --help of each paper)."""
+
+
+reproduce.add_command(_xia_diffecc.xia_diffecc)
+
+__all__ = ["reproduce"]

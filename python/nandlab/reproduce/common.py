@@ -1,0 +1,219 @@
+"""Options and outputs shared by every ``nandlab reproduce <paper>`` command."""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+from rich.console import Console
+
+if TYPE_CHECKING:
+    import polars as pl
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: Tables go to stdout; when it is not a terminal (a log, CI) they get room to be wide.
+out_console = Console(highlight=False)
+if not out_console.is_terminal:
+    out_console = Console(highlight=False, width=160)
+err_console = Console(stderr=True, highlight=False)
+
+#: Exit status when the reproduction ran but its check failed (or runs failed).
+EXIT_CHECK_FAILED = 1
+#: Exit status of a user error (as everywhere in the CLI): bad input, missing dependency.
+EXIT_USER_ERROR = 2
+
+
+@dataclass
+class CommonOptions:
+    """The options every ``reproduce`` command takes."""
+
+    paper: str
+    traces: list[Path]
+    quick: bool
+    out: Path
+    json_out: str | None
+    processes: int | None
+    scheduler: str | None
+    progress: bool
+
+    @property
+    def quiet(self) -> bool:
+        """True when the JSON goes to stdout (tables are then not printed)."""
+        return self.json_out == "-"
+
+
+def common_options(paper: str) -> Callable[[F], F]:
+    """Decorator adding ``--traces --quick --out --json --processes --scheduler`` to a command
+    and passing them on as one :class:`CommonOptions` argument named ``opts``."""
+
+    def deco(fn: F) -> F:
+        @click.option(
+            "--traces",
+            "traces",
+            multiple=True,
+            type=click.Path(file_okay=False, exists=True, path_type=Path),
+            metavar="DIR",
+            help="Directory of traces, searched recursively by their usual file names "
+            "(repeatable). Default: the bundled samples and the workspace's captured traces.",
+        )
+        @click.option("--quick", is_flag=True, help="A small CI-sized subset (minutes).")
+        @click.option(
+            "--out",
+            "out",
+            type=click.Path(file_okay=False, path_type=Path),
+            default=None,
+            help=f"Results, figures and runs.parquet (default: ./nandlab-out/{paper}). "
+            "Re-running with the same --out skips finished runs.",
+        )
+        @click.option(
+            "--json",
+            "json_out",
+            metavar="OUT",
+            default=None,
+            help="Write paper, runs (full reports) and table as JSON to OUT ('-': stdout).",
+        )
+        @click.option(
+            "--processes",
+            "-j",
+            type=click.IntRange(min=1),
+            default=None,
+            help="Worker processes (default: one per CPU; 1 runs inline).",
+        )
+        @click.option(
+            "--scheduler",
+            metavar="ADDR",
+            default=None,
+            help="Run on a Dask cluster at ADDR (tcp://host:port) instead of local processes "
+            "(needs pip install 'nandlab[dask]'; traces must be readable on the workers).",
+        )
+        @click.option(
+            "--progress/--no-progress",
+            default=None,
+            help="Progress bar over runs (default: on when stderr is a terminal).",
+        )
+        @functools.wraps(fn)
+        def wrapper(
+            traces: tuple[Path, ...],
+            quick: bool,
+            out: Path | None,
+            json_out: str | None,
+            processes: int | None,
+            scheduler: str | None,
+            progress: bool | None,
+            **kw: Any,
+        ) -> Any:
+            from nandlab.experiment import default_trace_dirs
+
+            opts = CommonOptions(
+                paper=paper,
+                traces=list(traces) if traces else default_trace_dirs(),
+                quick=quick,
+                out=out if out is not None else Path("nandlab-out") / paper,
+                json_out=json_out,
+                processes=processes,
+                scheduler=scheduler,
+                progress=progress if progress is not None else err_console.is_terminal,
+            )
+            from nandlab.experiment import ExperimentError
+
+            try:
+                return fn(opts=opts, **kw)
+            except ExperimentError as e:
+                click.secho(f"error: {e}", fg="red", err=True)
+                raise click.exceptions.Exit(EXIT_USER_ERROR) from None
+
+        return wrapper  # type: ignore[return-value]
+
+    return deco
+
+
+# --------------------------------------------------------------------------- outputs
+
+
+def _clean(v: Any) -> Any:
+    """JSON-safe: NaN/inf become null, Paths strings, tuples lists."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    if isinstance(v, Mapping):
+        return {str(k): _clean(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_clean(x) for x in v]
+    if isinstance(v, Path):
+        return str(v)
+    return v
+
+
+def runs_json(df: pl.DataFrame) -> list[dict[str, Any]]:
+    """One object per run: trace, scheme, label, params, full report (and error, key)."""
+    out = []
+    for r in df.iter_rows(named=True):
+        out.append(
+            {
+                "trace": r["trace"],
+                "scheme": r["scheme"],
+                "label": r["label"],
+                "params": json.loads(r["params"]) if r["params"] else {},
+                "report": json.loads(r["report"]) if r["report"] else None,
+                "error": r["error"],
+                "key": r["key"],
+            }
+        )
+    return out
+
+
+def write_json(
+    target: str | None,
+    paper: str,
+    runs: pl.DataFrame,
+    table: Sequence[Mapping[str, Any]],
+    **extra: Any,
+) -> dict[str, Any] | None:
+    """Write ``{"paper", "runs", "table", **extra}`` to ``target`` (``-``: stdout)."""
+    if target is None:
+        return None
+    obj: dict[str, Any] = {"paper": paper, "runs": runs_json(runs), "table": list(table)}
+    obj.update(extra)
+    obj = _clean(obj)
+    text = json.dumps(obj, indent=1)
+    if target == "-":
+        click.echo(text)
+    else:
+        p = Path(target)
+        if p.parent != Path():
+            p.parent.mkdir(parents=True, exist_ok=True)
+        tmp = p.with_name(f".{p.name}.tmp-{os.getpid()}")
+        tmp.write_text(text + "\n", encoding="utf-8")
+        os.replace(tmp, p)
+    return obj
+
+
+def fmt_num(v: Any, digits: int = 3) -> str:
+    """A table cell: ``—`` for missing, thousands separators, ``digits`` significant-ish."""
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "—"
+    if isinstance(v, bool):
+        return str(v).lower()
+    if isinstance(v, int):
+        return f"{v:,}"
+    if isinstance(v, float):
+        if abs(v) >= 1000:
+            return f"{v:,.0f}"
+        if abs(v) >= 100:
+            return f"{v:.1f}"
+        return f"{v:.{digits}f}" if abs(v) < 10 else f"{v:.2f}"
+    return str(v)
+
+
+def fmt_pct(v: float | None, signed: bool = True) -> str:
+    """A relative change as ``-12.3 %``; ``—`` when undefined."""
+    if v is None or not math.isfinite(v):
+        return "—"
+    return f"{v * 100:+.1f} %" if signed else f"{v * 100:.1f} %"

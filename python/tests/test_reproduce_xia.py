@@ -1,0 +1,291 @@
+"""`nandlab reproduce xia-diffecc`: trace selection, the run plan, the tables, the JSON, the CLI.
+
+Most tests stand in for the schemes with `baseline` runs of different program latencies (the
+runner's worker function is replaced in-process), so they exercise everything but the schemes
+themselves; `test_quick_end_to_end` runs the real `agcr` and `diffecc_wa` once the core has them.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _helpers import generate, run_cli
+from click.testing import CliRunner
+
+import nandlab
+from nandlab import experiment
+from nandlab.cli import cli
+from nandlab.data import data_dir
+from nandlab.experiment import TraceDigests, run_key
+from nandlab.reproduce import xia_diffecc as xia
+
+_REAL_EXECUTE = experiment._execute
+
+#: Program latency (µs) that stands in for each scheme in the fake runs.
+FAKE_PROGRAM_US = {"baseline": 1300.0, "agcr": 975.0, "diffecc_wa": 650.0}
+
+
+def fake_execute(payload: dict[str, Any], program_us: dict[str, float]) -> dict[str, Any]:
+    """Run `baseline` with the scheme's stand-in program latency; keep the planned identity."""
+    p = dict(payload)
+    p["overrides"] = {
+        k: v for k, v in payload["overrides"].items() if not k.startswith("scheme.params")
+    }
+    p["overrides"]["timing.program_us"] = [program_us[payload["scheme"]]]
+    p["scheme"] = "baseline"
+    row = _REAL_EXECUTE(p)
+    row["scheme"] = payload["scheme"]
+    return row
+
+
+@pytest.fixture
+def traces_dir(tmp_path: Path) -> Path:
+    """A --traces directory holding a small write-heavy stand-in for pgbench_wh."""
+    d = tmp_path / "traces"
+    d.mkdir()
+    generate(
+        d / "pgbench_wh.csv",
+        requests=3000,
+        span_bytes=1 << 30,
+        iops=3000.0,
+        seed=5,
+        write_fraction=0.7,
+        sizes_bytes=[8192, 16384],
+    )
+    return d
+
+
+def _schemes_available() -> bool:
+    trace = data_dir() / "msr_hm_0_sample1000.csv"
+    try:
+        for s in ("agcr", "diffecc_wa"):
+            nandlab.simulate("xia-diffecc", trace, scheme=s, overrides={"host.max_requests": 10})
+    except nandlab.ConfigError as e:
+        if "unknown scheme" in str(e):
+            return False
+        raise
+    return True
+
+
+# --------------------------------------------------------------------------- selection and plan
+
+
+def test_select_traces_table_ii_and_ours(tmp_path: Path) -> None:
+    (tmp_path / "msr").mkdir()
+    (tmp_path / "msr" / "hm_0.csv.gz").write_bytes(b"")
+    (tmp_path / "Financial1.spc").write_text("")
+    (tmp_path / "CAMRESSDPA03-lvm0.csv").write_text("")  # src2_0, the paper's src0
+    sel = xia.select_traces([tmp_path], quick=False, max_requests=None)
+    names = {t.name: t for t in sel.traces}
+    assert names["hm0"].source == "Table II" and names["hm0"].path.name == "hm_0.csv.gz"
+    assert names["Financial1"].path.name == "Financial1.spc"
+    assert names["src0"].path.name == "CAMRESSDPA03-lvm0.csv"
+    assert names["hm0"].max_requests == xia.DEFAULT_MAX_REQUESTS
+    # excerpts of traces found in full are dropped; WebSearch1's is not in Table II and stays
+    assert "hm0 excerpt" not in names and "Financial1 excerpt" not in names
+    assert names["WebSearch1 excerpt"].max_requests is None
+    assert len(sel.missing_table_ii) == 12
+    assert "hm1" in sel.missing_table_ii and "hm0" not in sel.missing_table_ii
+    assert set(xia.TABLE_II) == {
+        "Financial1", "hm0", "hm1", "mds0", "proj0", "rsrch0", "rsrch2", "src0",
+        "stg0", "ts0", "wdev0", "wdev2", "web0", "web1", "web3",
+    }  # fmt: skip
+
+
+def test_select_traces_quick(traces_dir: Path) -> None:
+    sel = xia.select_traces([traces_dir], quick=True, max_requests=None)
+    assert [t.name for t in sel.traces] == ["pgbench_wh", "Financial1 excerpt", "hm0 excerpt"]
+    assert sel.traces[0].path == traces_dir / "pgbench_wh.csv"
+    assert sel.traces[0].max_requests == xia.QUICK_MAX_REQUESTS
+    assert sel.check_trace == "pgbench_wh"
+
+
+def test_plan_runs_counts(traces_dir: Path, tmp_path: Path) -> None:
+    sel = xia.select_traces([traces_dir], quick=True, max_requests=None)
+    runs = xia.plan_runs(sel, quick=True)
+    assert sum(r.kind == "main" for r in runs) == 3 * 3
+    assert sum(r.kind == "sweep_m" for r in runs) == 3
+    assert sum(r.kind == "sweep_n" for r in runs) == 2
+    d = TraceDigests(tmp_path / "d.json")
+    keys = {run_key(r.spec, d) for r in runs}
+    assert len(keys) == 9 + 5 - 1  # m=-1, n=3 of the n sweep is the main diffecc_wa run
+    main = next(r for r in runs if r.kind == "main" and r.scheme == "diffecc_wa")
+    assert main.spec.overrides["scheme.params.m"] == -1
+    assert main.spec.overrides["scheme.params.n"] == 3
+    base = next(r for r in runs if r.kind == "main" and r.scheme == "baseline")
+    assert not any(k.startswith("scheme.params") for k in base.spec.overrides)
+
+    full = xia.plan_runs(sel, quick=False)
+    assert sum(r.kind != "main" for r in full) == 3 * (9 + 5)
+    assert len({run_key(r.spec, d) for r in full}) == 3 * (3 + 9 + 5 - 2)
+
+
+# --------------------------------------------------------------------------- analysis
+
+
+def _report(mean: float, read: float, write: float, erases: int, **flash: Any) -> dict[str, Any]:
+    return {
+        "host": {
+            "requests": 100,
+            "reads": 30,
+            "writes": 70,
+            "mean_us": mean,
+            "read_mean_us": read,
+            "write_mean_us": write,
+        },
+        "flash": {
+            "erases": erases,
+            "reads_by_ecc": flash.get("by_ecc", {"default": 30, "ldpc_low_cost": 0}),
+            "programs_by_mode": flash.get("by_mode", {"normal": 70, "low_cost": 0}),
+            "programs_by_source": {"host": 70, "gc": 0},
+        },
+        "rewrites": flash.get("rewrites", 0),
+    }
+
+
+def test_analyse_tables_and_headline(traces_dir: Path) -> None:
+    sel = xia.select_traces([traces_dir], quick=True, max_requests=None)
+    runs = xia.plan_runs(sel, quick=True)
+    reports: dict[str, Any] = {}
+    for i, r in enumerate(runs):
+        r.key = f"k{i}"
+        if r.scheme == "baseline":
+            rep = _report(1000, 100, 2000, 10)
+        elif r.scheme == "agcr":
+            rep = _report(800, 120, 1500, 10)
+        else:
+            # sweep points: the mean is lowest at m = -1 and at n = 3
+            x = r.m if r.kind == "sweep_m" else (r.n if r.kind == "sweep_n" else None)
+            penalty = 0 if x is None else abs(x - (-1 if r.kind == "sweep_m" else 3)) * 10
+            rep = _report(
+                500 + penalty,
+                90,
+                1000,
+                10,
+                by_ecc={"default": 20, "ldpc_low_cost": 10},
+                by_mode={"normal": 20, "low_cost": 50},
+                rewrites=2,
+            )
+        reports[r.key] = (rep, None)
+    an = xia.analyse(runs, reports)
+    assert [r["trace"] for r in an.rows] == [
+        "pgbench_wh",
+        "Financial1 excerpt",
+        "hm0 excerpt",
+        "Average",
+    ]
+    row = an.rows[0]
+    assert row["diffecc_write_norm"] == pytest.approx(0.5)
+    assert row["agcr_read_norm"] == pytest.approx(1.2)
+    assert row["diffecc_read_vs_agcr"] == pytest.approx(0.75)
+    assert row["diffecc_erases_norm"] == pytest.approx(1.0)
+    assert row["diffecc_high_cost_reads"] == 10 and row["diffecc_low_cost_writes"] == 50
+    assert row["diffecc_rewrites"] == 2
+    avg = an.rows[-1]
+    assert avg["diffecc_write_norm"] == pytest.approx(0.5)
+    hl = {h["metric"]: h for h in an.headline}
+    assert hl["write response vs normal (average)"]["ours"] == pytest.approx(-0.5)
+    assert hl["write response vs normal (average)"]["paper"] == "-48 %"
+    assert hl["read response vs AGCR (average)"]["ours"] == pytest.approx(-0.25)
+    (p,) = an.param_rows
+    assert (p["trace"], p["best_m"], p["best_n"]) == ("pgbench_wh", -1, 3)
+    assert p["m_default_near_best"] and p["n_default_near_best"]
+    assert [x for x, _ in an.sweeps["m"]["overall"]["pgbench_wh"]] == [-2.0, -1.0, 2.0]
+    assert an.errors == []
+    check = xia.quick_check(an, "pgbench_wh")
+    assert check["passed"] and "diffecc_wa mean write response" in check["message"]
+
+
+# --------------------------------------------------------------------------- the command
+
+
+def _invoke_fake(
+    monkeypatch: Any, traces_dir: Path, out: Path, program_us: dict[str, float]
+) -> Any:
+    monkeypatch.setattr(
+        experiment, "_execute", functools.partial(fake_execute, program_us=program_us)
+    )
+    args = ["reproduce", "xia-diffecc", "--quick", "--traces", str(traces_dir)]
+    args += ["--out", str(out), "--json", str(out / "xia.json"), "--processes", "1"]
+    return CliRunner().invoke(cli, args, catch_exceptions=False)
+
+
+def test_cli_quick_with_stand_in_schemes(
+    monkeypatch: Any, traces_dir: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    res = _invoke_fake(monkeypatch, traces_dir, out, FAKE_PROGRAM_US)
+    assert res.exit_code == 0, res.output
+    assert "check passed" in res.output
+    assert "Headline" in res.output and "-48 %" in res.output
+    doc = json.loads((out / "xia.json").read_text())
+    assert doc["paper"] == "xia-diffecc"
+    assert len(doc["runs"]) == 13
+    run = doc["runs"][0]
+    assert set(run) >= {"trace", "scheme", "params", "report"}
+    assert isinstance(run["params"], dict) and isinstance(run["report"], dict)
+    assert run["report"]["host"]["requests"] > 0
+    assert {r["scheme"] for r in doc["runs"]} == {"baseline", "agcr", "diffecc_wa"}
+    assert [r["trace"] for r in doc["table"]][-1] == "Average"
+    assert doc["table"][0]["diffecc_write_norm"] < 1.0
+    assert doc["check"]["passed"] is True
+    assert doc["grid"]["executed"] == 13
+    for fig in ("fig5_sweep_m", "fig6_sweep_n", "fig7_mean_response", "fig8_read_write_response"):
+        for ext in ("png", "svg"):
+            assert (out / f"{fig}.{ext}").stat().st_size > 0
+    assert (out / "fig9_operation_distribution.png").is_file()
+
+    # re-running the same reproduction skips every finished run
+    res2 = _invoke_fake(monkeypatch, traces_dir, out, FAKE_PROGRAM_US)
+    assert res2.exit_code == 0, res2.output
+    doc2 = json.loads((out / "xia.json").read_text())
+    assert (doc2["grid"]["executed"], doc2["grid"]["skipped"]) == (0, 13)
+    assert doc2["table"] == doc["table"]
+
+
+def test_cli_quick_fails_when_direction_is_wrong(
+    monkeypatch: Any, traces_dir: Path, tmp_path: Path
+) -> None:
+    slow = dict(FAKE_PROGRAM_US, diffecc_wa=2600.0)
+    res = _invoke_fake(monkeypatch, traces_dir, tmp_path / "out", slow)
+    assert res.exit_code == 1
+    assert "check FAILED" in res.output and "expected below baseline" in res.output
+
+
+def test_cli_help_lists_reproduce() -> None:
+    res = CliRunner().invoke(cli, ["reproduce", "--help"])
+    assert res.exit_code == 0 and "xia-diffecc" in res.output
+    res = CliRunner().invoke(cli, ["reproduce", "xia-diffecc", "--help"])
+    assert res.exit_code == 0
+    for opt in ("--traces", "--quick", "--out", "--json", "--processes", "--scheduler"):
+        assert opt in res.output
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("distributed") is not None, reason="dask.distributed is installed"
+)
+def test_cli_scheduler_without_dask(traces_dir: Path, tmp_path: Path) -> None:
+    args = ["reproduce", "xia-diffecc", "--quick", "--traces", str(traces_dir)]
+    args += ["--out", str(tmp_path / "o"), "--scheduler", "tcp://127.0.0.1:8786"]
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 2
+    assert "pip install 'nandlab[dask]'" in res.output
+
+
+@pytest.mark.skipif(not _schemes_available(), reason="the core has no agcr/diffecc_wa schemes yet")
+def test_quick_end_to_end(tmp_path: Path) -> None:
+    """The CI check: real schemes, the pgbench_wh slice (or the bundled fallback)."""
+    out = tmp_path / "xia"
+    res = run_cli(
+        "reproduce", "xia-diffecc", "--quick", "--out", out, "--json", out / "x.json",
+        timeout=300,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stdout + res.stderr
+    doc = json.loads((out / "x.json").read_text())
+    assert doc["check"]["passed"] is True
+    assert all(r["error"] is None for r in doc["runs"])
