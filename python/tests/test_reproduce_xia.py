@@ -85,7 +85,9 @@ def test_select_traces_table_ii_and_ours(tmp_path: Path) -> None:
     assert names["hm0"].source == "Table II" and names["hm0"].path.name == "hm_0.csv.gz"
     assert names["Financial1"].path.name == "Financial1.spc"
     assert names["src0"].path.name == "CAMRESSDPA03-lvm0.csv"
-    assert names["hm0"].max_requests == xia.DEFAULT_MAX_REQUESTS
+    assert names["hm0"].max_requests is None  # whole traces by default
+    capped = xia.select_traces([tmp_path], quick=False, max_requests=500_000)
+    assert {t.name: t.max_requests for t in capped.traces}["hm0"] == 500_000
     # excerpts of traces found in full are dropped; WebSearch1's is not in Table II and stays
     assert "hm0 excerpt" not in names and "Financial1 excerpt" not in names
     assert names["WebSearch1 excerpt"].max_requests is None
