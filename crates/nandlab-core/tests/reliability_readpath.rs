@@ -99,3 +99,48 @@ fn worn_aged_page_costs_exactly_the_soft_sensing_terms_more() {
     // Fresh read = 45 sense + 20.48 transfer + 5 hard decode.
     assert!((ra - (45.0 + 20.48 + 5.0)).abs() < 1e-6, "{ra}");
 }
+
+#[test]
+fn xia_preset_runs_in_both_read_cost_modes_and_says_which() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../python/nandlab/configs/xia-diffecc.toml"),
+    )
+    .unwrap();
+    let mut reqs = Vec::new();
+    for i in 0..400u64 {
+        reqs.push(HostRequest {
+            arrival_ns: i * 2_000_000,
+            op: if i % 3 == 0 { Op::Read } else { Op::Write },
+            offset_bytes: (i % 50) * 8192,
+            len_bytes: 8192,
+        });
+    }
+    for model in ["none", "vth"] {
+        let cfg = load(
+            &text,
+            "xia-diffecc.toml",
+            &[
+                format!("reliability.model=\"{model}\""),
+                format!("reliability.cache_dir=\"{}\"", dir.path().display()),
+                "reliability.pe_grid=[0.0, 6000.0]".into(),
+                "reliability.retention_grid_s=[0.0, 2592000.0]".into(),
+                "scheme.name=\"diffecc_wa\"".into(),
+                "device.logical_capacity_bytes=268435456".into(),
+                "precondition.initial_pe_cycles=3000".into(),
+            ],
+        )
+        .unwrap();
+        let mut open = || Ok(VecSource::new(reqs.clone()));
+        let r = simulate_source(cfg, &mut open, Value::Null, &mut |_, _| {}).unwrap();
+        assert_eq!(r["reliability"]["model"], model);
+        assert!(r["host"]["requests"].as_u64() == Some(400));
+        if model == "vth" {
+            assert!(r["reliability"]["reads"].as_u64().unwrap() > 0);
+            assert!(r["reliability"]["mean_rber"].as_f64().unwrap() > 0.0);
+            // Low-cost pages: ΔVpp doubled (650 µs vs 1300 µs).
+            assert_eq!(r["reliability"]["mode_dvpp_v"][1], 0.3);
+        }
+    }
+}

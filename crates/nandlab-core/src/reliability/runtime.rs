@@ -119,7 +119,11 @@ impl ReadModel {
         let n_ecc = timing.eccs.len();
         let mut codes = Vec::with_capacity(n_ecc);
         for i in 0..n_ecc {
-            let c = r.codes.get(i).cloned().unwrap_or(CodeConfig::Bch { t: 40 });
+            let c = r
+                .codes
+                .get(i)
+                .cloned()
+                .unwrap_or(CodeConfig::Bch { t: 130 });
             let key = format!("reliability.codes[{i}]");
             let m = match c {
                 CodeConfig::Bch { t } => EccModel::Bch(
