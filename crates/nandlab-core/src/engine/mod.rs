@@ -674,9 +674,7 @@ impl Engine {
                     let ecc = self.ftl.page_ecc(t.ppn);
                     let (sense, bus, decode) = self.read_cost(t.ppn, pt, ecc);
                     self.ftl.note_read(t.ppn);
-                    self.stats.flash_reads.add(t.source);
-                    self.stats.reads_by_ecc[ecc as usize] += 1;
-                    self.stats.reads_by_page_type[pt as usize] += 1;
+                    self.count_read(t.source, ecc, pt);
                     run.phases[0] = Phase::Array(sense);
                     run.phases[1] = Phase::Bus(bus);
                     run.n = 2;
@@ -685,20 +683,9 @@ impl Engine {
                     tm.decode_ns = decode;
                 }
                 TxnKind::Program => {
-                    let host = t.source == Source::Host;
-                    let Ok(ppn) = self.ftl.allocate(t.plane, t.placement.stream, host, now) else {
-                        self.fail(format!(
-                            "internal error: program dispatched on plane {} without space",
-                            t.plane
-                        ));
+                    let Some((ppn, pt)) = self.program_page(&t, t.source) else {
                         return;
                     };
-                    let time_s = (now / 1_000_000_000) as i32;
-                    self.ftl
-                        .program(ppn, t.lpn, t.placement.mode, t.placement.ecc, time_s);
-                    let pt = self.layout.page_type[(ppn % ppb) as usize];
-                    self.stats.flash_programs.add(t.source);
-                    self.stats.programs_by_mode[t.placement.mode as usize] += 1;
                     run.phases[0] = Phase::Bus(xfer);
                     run.phases[1] = Phase::Array(self.timing.program_ns(pt, t.placement.mode));
                     run.n = 2;
@@ -717,22 +704,10 @@ impl Engine {
                     let src_pt = self.layout.page_type[(t.ppn % ppb) as usize];
                     let ecc = self.ftl.page_ecc(t.ppn);
                     let (sense, bus, decode) = self.read_cost(t.ppn, src_pt, ecc);
-                    let Ok(dst) = self.ftl.allocate(t.plane, t.placement.stream, false, now) else {
-                        self.fail(format!(
-                            "internal error: GC move dispatched on plane {} without space",
-                            t.plane
-                        ));
+                    let Some((dst, dst_pt)) = self.program_page(&t, Source::Gc) else {
                         return;
                     };
-                    let time_s = (now / 1_000_000_000) as i32;
-                    self.ftl
-                        .program(dst, t.lpn, t.placement.mode, t.placement.ecc, time_s);
-                    let dst_pt = self.layout.page_type[(dst % ppb) as usize];
-                    self.stats.flash_reads.add(Source::Gc);
-                    self.stats.reads_by_ecc[ecc as usize] += 1;
-                    self.stats.reads_by_page_type[src_pt as usize] += 1;
-                    self.stats.flash_programs.add(Source::Gc);
-                    self.stats.programs_by_mode[t.placement.mode as usize] += 1;
+                    self.count_read(Source::Gc, ecc, src_pt);
                     self.stats.gc_pages_moved += 1;
                     run.phases[0] = Phase::Array(sense);
                     let mut n = 1;
@@ -857,6 +832,40 @@ impl Engine {
             }
         }
         self.dispatch(die);
+    }
+
+    /// Allocate and program the page of a program or GC-move transaction at dispatch; counts
+    /// the program. Returns the new PPN and its page type (`None` after an internal error).
+    fn program_page(
+        &mut self,
+        t: &crate::sched::Txn,
+        source: Source,
+    ) -> Option<(u32, crate::flash::PageType)> {
+        let host = source == Source::Host;
+        let Ok(ppn) = self
+            .ftl
+            .allocate(t.plane, t.placement.stream, host, self.now)
+        else {
+            self.fail(format!(
+                "internal error: {source:?} program dispatched on plane {} without space",
+                t.plane
+            ));
+            return None;
+        };
+        let time_s = (self.now / 1_000_000_000) as i32;
+        self.ftl
+            .program(ppn, t.lpn, t.placement.mode, t.placement.ecc, time_s);
+        self.stats.flash_programs.add(source);
+        self.stats.programs_by_mode[t.placement.mode as usize] += 1;
+        let ppb = self.ftl.geo.pages_per_block;
+        Some((ppn, self.layout.page_type[(ppn % ppb) as usize]))
+    }
+
+    #[inline]
+    fn count_read(&mut self, source: Source, ecc: u8, pt: crate::flash::PageType) {
+        self.stats.flash_reads.add(source);
+        self.stats.reads_by_ecc[ecc as usize] += 1;
+        self.stats.reads_by_page_type[pt as usize] += 1;
     }
 
     /// Sense, transfer and decode time of a read of `ppn` (page type `pt`, ECC `ecc`), ns:
