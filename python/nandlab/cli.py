@@ -304,6 +304,27 @@ def print_summary(res: RunResult, console: Console = _out) -> None:
     for label, value in summary_rows(res.report):
         t.add_row(label, value)
     console.print(t)
+    note = saturation_note(res.report)
+    if note:
+        console.print(note, style="yellow")
+
+
+def saturation_note(report: dict[str, Any]) -> str | None:
+    """A one-line hint when queueing dominates the response time (the device is saturated)."""
+    host = report.get("host") or {}
+    wait = ((host.get("wait") or {}).get("all") or {}).get("mean_us")
+    service = ((host.get("service") or {}).get("all") or {}).get("mean_us")
+    if not wait or not service or wait < 10 * service:
+        return None
+    util = (report.get("flash") or {}).get("die_utilization")
+    dev = report.get("device") or {}
+    u = f"{util * 100:.0f} %" if isinstance(util, (int, float)) else "?"
+    return (
+        f"note: queue wait ({wait:,.0f} µs) is {wait / service:,.0f}x the service time: the "
+        f"modelled device ({dev.get('dies', '?')} dies, mean die utilisation {u}) cannot keep up "
+        "with this trace's bursts. Add parallelism (--set device.dies_per_chip=4) or slow the "
+        "trace (--set host.time_scale=2) to study an unsaturated device."
+    )
 
 
 # --------------------------------------------------------------------------- commands

@@ -96,3 +96,17 @@ def test_cli_summary_rows_from_report_layout() -> None:
     assert rows["erase count min / mean / max"] == "0 / 0.500 / 2"
     assert rows["simulated span s"] == "2.500"
     assert rows["write amplification"] == "2.000"
+
+
+def test_saturation_note() -> None:
+    from nandlab.cli import saturation_note
+
+    busy = {
+        "host": {"wait": {"all": {"mean_us": 5000.0}}, "service": {"all": {"mean_us": 100.0}}},
+        "flash": {"die_utilization": 0.93},
+        "device": {"dies": 8},
+    }
+    note = saturation_note(busy)
+    assert note is not None and "50x" in note and "93 %" in note
+    calm = {"host": {"wait": {"all": {"mean_us": 10.0}}, "service": {"all": {"mean_us": 100.0}}}}
+    assert saturation_note(calm) is None
