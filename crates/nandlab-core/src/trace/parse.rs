@@ -281,6 +281,28 @@ fn size_field(v: &[u8], unit: u64, field: &'static str, expected: &str) -> Resul
     scaled(x, unit, v, field, expected)
 }
 
+/// A parsed request, after checking that `offset + len` fits 2^64 (`v`/`field`: the offset
+/// field, for the error).
+#[inline]
+fn request(
+    time_ns: u64,
+    op: Op,
+    offset: u64,
+    len: u64,
+    device: u32,
+    v: &[u8],
+    field: &'static str,
+) -> Result<Rec, FieldError> {
+    end_check(offset, len, v, field)?;
+    Ok(Rec::Req(Raw {
+        time_ns,
+        op,
+        offset,
+        len,
+        device,
+    }))
+}
+
 #[inline]
 fn end_check(offset: u64, len: u64, v: &[u8], field: &'static str) -> Result<(), FieldError> {
     match offset.checked_add(len) {
@@ -355,14 +377,7 @@ fn parse_msr(line: &[u8]) -> Result<Rec, FieldError> {
     let offset = int_field(o, "Offset", "a non-negative integer (bytes)")?;
     let s = f.get("Size", c)?;
     let len = size_field(s, 1, "Size", "a positive integer (bytes)")?;
-    end_check(offset, len, o, "Offset")?;
-    Ok(Rec::Req(Raw {
-        time_ns,
-        op,
-        offset,
-        len,
-        device,
-    }))
+    request(time_ns, op, offset, len, device, o, "Offset")
 }
 
 fn parse_spc(line: &[u8]) -> Result<Rec, FieldError> {
@@ -381,14 +396,7 @@ fn parse_spc(line: &[u8]) -> Result<Rec, FieldError> {
     };
     let t = f.get("Timestamp", c)?;
     let time_ns = dec_field(t, 9, "Timestamp", "non-negative seconds (e.g. 0.026214)")?;
-    end_check(offset, len, l, "LBA")?;
-    Ok(Rec::Req(Raw {
-        time_ns,
-        op,
-        offset,
-        len,
-        device,
-    }))
+    request(time_ns, op, offset, len, device, l, "LBA")
 }
 
 /// Shared by DiskSim and MQSim: `time device lba size op`.
@@ -423,14 +431,7 @@ fn parse_ws5(line: &[u8], disksim: bool) -> Result<Rec, FieldError> {
             _ => return Err(bad("op", v, "unknown op", "`1` (read) or `0` (write)")),
         }
     };
-    end_check(offset, len, l, "lba")?;
-    Ok(Rec::Req(Raw {
-        time_ns,
-        op,
-        offset,
-        len,
-        device,
-    }))
+    request(time_ns, op, offset, len, device, l, "lba")
 }
 
 fn parse_disksim(line: &[u8]) -> Result<Rec, FieldError> {
@@ -511,14 +512,7 @@ fn parse_blkparse(line: &[u8], ev: BlkparseEvent) -> Result<Rec, FieldError> {
     }
     let offset = scaled(sector, SECTOR, sec, "sector", "a sector below 2^55")?;
     let len = scaled(nsec, SECTOR, n, "nsectors", "fewer than 2^55 sectors")?;
-    end_check(offset, len, sec, "sector")?;
-    Ok(Rec::Req(Raw {
-        time_ns,
-        op,
-        offset,
-        len,
-        device: 0,
-    }))
+    request(time_ns, op, offset, len, 0, sec, "sector")
 }
 
 fn parse_canonical(line: &[u8]) -> Result<Rec, FieldError> {
@@ -538,14 +532,7 @@ fn parse_canonical(line: &[u8]) -> Result<Rec, FieldError> {
         "size_bytes",
         "a positive integer (bytes)",
     )?;
-    end_check(offset, len, o, "offset_bytes")?;
-    Ok(Rec::Req(Raw {
-        time_ns,
-        op,
-        offset,
-        len,
-        device: 0,
-    }))
+    request(time_ns, op, offset, len, 0, o, "offset_bytes")
 }
 
 fn parse_systor(line: &[u8]) -> Result<Rec, FieldError> {
@@ -559,14 +546,7 @@ fn parse_systor(line: &[u8]) -> Result<Rec, FieldError> {
     let o = f.get("Offset", c)?;
     let offset = int_field(o, "Offset", "a non-negative integer (bytes)")?;
     let len = size_field(f.get("Size", c)?, 1, "Size", "a positive integer (bytes)")?;
-    end_check(offset, len, o, "Offset")?;
-    Ok(Rec::Req(Raw {
-        time_ns,
-        op,
-        offset,
-        len,
-        device,
-    }))
+    request(time_ns, op, offset, len, device, o, "Offset")
 }
 
 fn parse_tencent(line: &[u8]) -> Result<Rec, FieldError> {
@@ -590,14 +570,7 @@ fn parse_tencent(line: &[u8]) -> Result<Rec, FieldError> {
         _ => return Err(bad("IOType", v, "unknown op", "`0` (read) or `1` (write)")),
     };
     let device = dev_field(f.get("VolumeID", c)?, "VolumeID")?;
-    end_check(offset, len, o, "Offset")?;
-    Ok(Rec::Req(Raw {
-        time_ns,
-        op,
-        offset,
-        len,
-        device,
-    }))
+    request(time_ns, op, offset, len, device, o, "Offset")
 }
 
 fn parse_vscsi(line: &[u8]) -> Result<Rec, FieldError> {
@@ -642,14 +615,7 @@ fn parse_vscsi(line: &[u8]) -> Result<Rec, FieldError> {
         return Ok(Rec::ZeroSize);
     }
     let offset = scaled(lbn, SECTOR, l, "lbn", "an LBN below 2^55")?;
-    end_check(offset, size, l, "lbn")?;
-    Ok(Rec::Req(Raw {
-        time_ns,
-        op,
-        offset,
-        len: size,
-        device: 0,
-    }))
+    request(time_ns, op, offset, size, 0, l, "lbn")
 }
 
 #[cfg(test)]
