@@ -7,7 +7,7 @@ use nandlab_core::config::{load, Config};
 use nandlab_core::engine::Engine;
 use nandlab_core::flash::PageType;
 use nandlab_core::host::VecSource;
-use nandlab_core::scheme::{registry, Ctx, RefreshPlan, Scheme};
+use nandlab_core::scheme::{registry, Ctx, RefreshPlan};
 use nandlab_core::trace::{HostRequest, Op};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -22,7 +22,7 @@ channels = 1
 chips_per_channel = 1
 dies_per_chip = 1
 planes_per_die = 1
-blocks_per_plane = 16
+blocks_per_plane = 32
 pages_per_block = 24
 page_size_bytes = 8192
 [timing]
@@ -114,16 +114,19 @@ fn table_i_eight_cases_plan() {
     assert_eq!(
         adj,
         vec![
-            (1, PageType::Lsb), // case 1 CSB: one sensing
-            (2, PageType::Csb), // case 1 MSB, only LSB invalid after the move: two sensings
-            (4, PageType::Lsb), // case 2 CSB
-            (5, PageType::Csb), // case 2 MSB
-            (8, PageType::Lsb), // case 3 MSB, LSB moved and CSB invalid: one sensing
+            (1, PageType::Lsb),  // case 1 CSB: one sensing
+            (2, PageType::Csb),  // case 1 MSB, only LSB invalid after the move: two sensings
+            (4, PageType::Lsb),  // case 2 CSB
+            (5, PageType::Csb),  // case 2 MSB
+            (8, PageType::Lsb),  // case 3 MSB, LSB moved and CSB invalid: one sensing
             (11, PageType::Lsb), // case 4 MSB
         ]
     );
     assert!(plan.adjusted.iter().all(|a| !a.corrupt));
-    assert_eq!(ida.stats()["wordline_cases"], serde_json::json!([1, 1, 1, 1, 1, 1, 1, 1]));
+    assert_eq!(
+        ida.stats()["wordline_cases"],
+        serde_json::json!([1, 1, 1, 1, 1, 1, 1, 1])
+    );
     // The default (baseline) plan moves every valid page.
     let mut base = registry("baseline", &Default::default(), e.timing(), 2).unwrap();
     plan.clear();
@@ -184,12 +187,14 @@ fn adjusted_pages_read_at_their_new_latency() {
     let lat = |sense: f64| sense + xfer + 20.0;
     assert_eq!(f(&r, "host.read_mean_us"), lat(150.0));
     for (lpn, sense) in [
-        (11, 50.0),  // case 4 MSB → one sensing
-        (8, 50.0),   // case 3 MSB → one sensing
-        (5, 100.0),  // case 2 MSB (LSB invalid, CSB valid) → two sensings
-        (4, 50.0),   // case 2 CSB → one sensing
-        (2, 100.0),  // case 1 MSB after its LSB moved → two sensings
-        (13, 100.0), // case 5 CSB was moved: CSB of a fresh word line again
+        (11, 50.0), // case 4 MSB → one sensing
+        (8, 50.0),  // case 3 MSB → one sensing
+        (5, 100.0), // case 2 MSB (LSB invalid, CSB valid) → two sensings
+        (4, 50.0),  // case 2 CSB → one sensing
+        (2, 100.0), // case 1 MSB after its LSB moved → two sensings
+        // Case 5 CSB was moved: 4th move (0, 6, 12, 13, …) → page 3 of the destination
+        // block, an LSB page there.
+        (13, 50.0),
     ] {
         let r = read_at(lpn, 150, "error_fraction = 0.0");
         assert_eq!(f(&r, "refresh.blocks_refreshed"), 1.0, "lpn {lpn}");
@@ -277,7 +282,11 @@ fn refresh_off_leaves_the_report_unchanged() {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
     let reqs: Vec<HostRequest> = (0..3000u64)
         .map(|i| {
-            let op = if rng.gen_bool(0.6) { Op::Write } else { Op::Read };
+            let op = if rng.gen_bool(0.6) {
+                Op::Write
+            } else {
+                Op::Read
+            };
             req(i * 2_000_000, op, rng.gen_range(0..200))
         })
         .collect();
@@ -290,7 +299,11 @@ fn refresh_off_leaves_the_report_unchanged() {
     assert!(a.get("refresh").is_none());
     assert_eq!(a, b);
     // The ida scheme without refresh places like the baseline.
-    let c = strip_wall(run(&format!("{base}\n[scheme]\nname = \"ida\"\n"), &[], reqs));
+    let c = strip_wall(run(
+        &format!("{base}\n[scheme]\nname = \"ida\"\n"),
+        &[],
+        reqs,
+    ));
     assert_eq!(a["host"], c["host"]);
     assert_eq!(a["flash"], c["flash"]);
 }
@@ -303,18 +316,31 @@ fn invariants_hold_with_refresh_and_gc() {
             "<t>",
             &[
                 "refresh.period_s=2".into(),
-                format!("ftl.gc_victim=\"{}\"", ["greedy", "fifo", "cost_benefit"][i]),
+                "device.op_percent_of_logical=100".into(),
+                format!(
+                    "ftl.gc_victim=\"{}\"",
+                    ["greedy", "fifo", "cost_benefit"][i]
+                ),
             ],
         )
         .unwrap();
-        let mut e = engine(&cfg, scheme, "error_fraction = 0.2");
+        let params = if *scheme == "ida" {
+            "error_fraction = 0.2"
+        } else {
+            ""
+        };
+        let mut e = engine(&cfg, scheme, params);
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(i as u64);
         let logical = e.logical_pages();
         let mut t = 0;
         let reqs: Vec<HostRequest> = (0..20_000)
             .map(|_| {
                 t += rng.gen_range(0..2_000_000u64);
-                let op = if rng.gen_bool(0.5) { Op::Write } else { Op::Read };
+                let op = if rng.gen_bool(0.25) {
+                    Op::Write
+                } else {
+                    Op::Read
+                };
                 req(t, op, rng.gen_range(0..logical))
             })
             .collect();

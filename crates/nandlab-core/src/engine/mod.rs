@@ -449,8 +449,10 @@ impl Engine {
                 for plane in 0..self.ftl.geo.planes() {
                     self.maybe_refresh(plane);
                 }
-                let busy = !self.heap.is_empty() || self.in_flight > 0;
-                if busy || !self.input_done {
+                // Scan while the host is active: refresh started after the last host request
+                // would never end on a device that is always refreshing.
+                // An empty heap with requests in flight is a stall: stop so `run` reports it.
+                if !self.input_done || (self.in_flight > 0 && !self.heap.is_empty()) {
                     let dt = self.cfg.refresh.check_interval_ns();
                     self.push(self.now + dt, EV_REFRESH);
                 }
@@ -784,7 +786,8 @@ impl Engine {
                     // IDA §III-B: "we conservatively set the voltage adjustment latency to the
                     // MSB write latency".
                     let mode = self.ftl.page_mode(t.ppn);
-                    run.phases[0] = Phase::Array(self.timing.program_ns(crate::flash::PageType::Msb, mode));
+                    run.phases[0] =
+                        Phase::Array(self.timing.program_ns(crate::flash::PageType::Msb, mode));
                     run.n = 1;
                 }
                 TxnKind::Erase => {
@@ -994,8 +997,7 @@ impl Engine {
             let wl = self.layout.word_line[(ppn % ppb) as usize] as usize;
             let mut idx = 0;
             for (b, &p) in self.layout.wl(wl).iter().enumerate().take(2) {
-                if self.layout.bits > b + 1 && self.ftl.page_state(base + p) == PageState::Valid
-                {
+                if self.layout.bits > b + 1 && self.ftl.page_state(base + p) == PageState::Valid {
                     idx |= 1 << b;
                 }
             }
@@ -1017,7 +1019,9 @@ impl Engine {
         if !self.rf_on || self.rf_block[p] != NONE {
             return;
         }
-        if self.ftl.needs_gc(plane) {
+        // Room for the refresh's own destination block beyond the GC reserve: refresh and GC
+        // moves share the plane's relocation stream.
+        if self.ftl.free_blocks(plane) <= self.ftl.gc_threshold_blocks {
             self.rf_deferred[p] = true;
             return;
         }
@@ -1097,7 +1101,15 @@ impl Engine {
             let lpn = self.ftl.page_lpn(a.ppn);
             die = self
                 .sched
-                .enqueue(TxnKind::Read, Source::Refresh, lpn, a.ppn, plane, NONE, none)
+                .enqueue(
+                    TxnKind::Read,
+                    Source::Refresh,
+                    lpn,
+                    a.ppn,
+                    plane,
+                    NONE,
+                    none,
+                )
                 .1;
             pending += 1;
         }
@@ -1168,7 +1180,15 @@ impl Engine {
                 };
                 die = self
                     .sched
-                    .enqueue(TxnKind::Read, Source::Refresh, lpn, a.ppn, plane, NONE, none)
+                    .enqueue(
+                        TxnKind::Read,
+                        Source::Refresh,
+                        lpn,
+                        a.ppn,
+                        plane,
+                        NONE,
+                        none,
+                    )
                     .1;
             }
             pending += 1;

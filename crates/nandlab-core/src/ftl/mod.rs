@@ -455,7 +455,7 @@ impl Ftl {
         .encode();
         self.l2p[lpn as usize] = ppn + 1;
         let b = self.geo.block_of_ppn(ppn);
-        if ppn % self.geo.pages_per_block == 0 {
+        if ppn.is_multiple_of(self.geo.pages_per_block) {
             self.blk_data_s[b as usize] = time_s;
         }
         self.bucket_move(b, 1);
@@ -573,7 +573,7 @@ impl Ftl {
     /// Set the program time of a page (preconditioning ages).
     pub fn set_program_s(&mut self, ppn: u32, t: i32) {
         self.pages[ppn as usize][1] = t as u32;
-        if ppn % self.geo.pages_per_block == 0 {
+        if ppn.is_multiple_of(self.geo.pages_per_block) {
             self.blk_data_s[self.geo.block_of_ppn(ppn) as usize] = t;
         }
     }
