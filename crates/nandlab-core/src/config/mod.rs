@@ -71,6 +71,39 @@ pub struct Config {
     pub stats: StatsConfig,
     /// Reliability model (RBER per page read, ECC costs that follow it).
     pub reliability: ReliabilityConfig,
+    /// Periodic data refresh (off by default; left out of the serialized config while off so
+    /// reports of runs without refresh are unchanged).
+    #[serde(skip_serializing_if = "RefreshConfig::is_off")]
+    pub refresh: RefreshConfig,
+}
+
+/// Periodic data refresh (IDA §III-C, "remapping-based refresh" of Table II): every block whose
+/// data is older than `period_s` has its valid pages read through ECC and written to a new
+/// block; the old block is then reclaimed by GC.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct RefreshConfig {
+    /// Refresh period, s (IDA Table II: 3 days – 3 months per application); 0 = off.
+    pub period_s: f64,
+    /// How often the engine scans for due blocks, s; 0 = min(period / 100, 3600 s), at
+    /// least 1 s.
+    pub check_interval_s: f64,
+}
+
+impl RefreshConfig {
+    /// True when refresh is off.
+    pub fn is_off(&self) -> bool {
+        self.period_s == 0.0
+    }
+    /// Scan interval, ns (refresh on).
+    pub fn check_interval_ns(&self) -> u64 {
+        let s = if self.check_interval_s > 0.0 {
+            self.check_interval_s
+        } else {
+            (self.period_s / 100.0).min(3600.0)
+        };
+        (s.max(1.0) * 1e9).round() as u64
+    }
 }
 
 /// Where read costs come from.
@@ -162,6 +195,7 @@ impl Default for Config {
             scheme: SchemeConfig::default(),
             stats: StatsConfig::default(),
             reliability: ReliabilityConfig::default(),
+            refresh: RefreshConfig::default(),
         }
     }
 }
@@ -715,6 +749,22 @@ impl Config {
                 "precondition.initial_age_window_s",
                 p.initial_age_window_s,
                 "allowed range is 0 ..= 2e9 s",
+            ));
+        }
+        let rf = &self.refresh;
+        // 2e9 s bounds the i32 second clock of page program times.
+        if !(rf.period_s.is_finite() && (0.0..=2.0e9).contains(&rf.period_s)) {
+            return Err(invalid(
+                "refresh.period_s",
+                rf.period_s,
+                "allowed range is 0 (off) ..= 2e9 s",
+            ));
+        }
+        if !(rf.check_interval_s.is_finite() && (0.0..=2.0e9).contains(&rf.check_interval_s)) {
+            return Err(invalid(
+                "refresh.check_interval_s",
+                rf.check_interval_s,
+                "allowed range is 0 (auto) ..= 2e9 s",
             ));
         }
         let r = &self.reliability;

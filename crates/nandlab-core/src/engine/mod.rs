@@ -35,7 +35,7 @@ use crate::flash::{BlockLayout, Timing};
 use crate::ftl::{Ftl, PageState, NONE, UNMAPPED};
 use crate::host::RequestSource;
 use crate::sched::{Sched, TxnKind};
-use crate::scheme::{Action, Ctx, Placement, Scheme, Source};
+use crate::scheme::{Action, AdjustedPage, Ctx, Placement, RefreshPlan, Scheme, Source};
 use crate::stats::Stats;
 use crate::trace::{HostRequest, Op};
 
@@ -44,6 +44,7 @@ pub use precondition::{rng_stream, PreconditionReport};
 const EV_DIE: u64 = 1 << 32;
 const EV_HOST: u64 = 2 << 32;
 const EV_TICK: u64 = 3 << 32;
+const EV_REFRESH: u64 = 4 << 32;
 const ID_MASK: u64 = (1 << 32) - 1;
 const PROGRESS_EVERY: u64 = 1 << 16;
 
@@ -107,6 +108,20 @@ pub struct Engine {
     gc_zero_gain: Vec<u32>,
     actions: Vec<Action>,
     scratch: Vec<u32>,
+    /// Data refresh on (`refresh.period_s > 0`).
+    rf_on: bool,
+    rf_period_s: i64,
+    /// Per plane: block being refreshed, or NONE.
+    rf_block: Vec<u32>,
+    /// Per plane: refresh transactions outstanding in the current phase.
+    rf_pending: Vec<u32>,
+    /// Per plane: 1 = read / move / adjust, 2 = read-back of adjusted pages.
+    rf_phase: Vec<u8>,
+    /// Per plane: a due block waits for free space (GC) before its refresh starts.
+    rf_deferred: Vec<bool>,
+    /// Per plane: pages the current refresh adjusts in place.
+    rf_adjusted: Vec<Vec<AdjustedPage>>,
+    rf_plan: RefreshPlan,
     completed: u64,
     in_flight: u64,
     to_issue: u64,
@@ -143,6 +158,9 @@ impl Engine {
         );
         let dies = geo.dies();
         let planes = geo.planes() as usize;
+        let ppb = geo.pages_per_block as usize;
+        let rf_on = !cfg.refresh.is_off();
+        let rf_plan = RefreshPlan::new(layout.clone(), rng_stream(cfg.seed, 4));
         let stats = Stats {
             programs_by_mode: vec![0; timing.modes.len()],
             reads_by_ecc: vec![0; timing.eccs.len()],
@@ -193,6 +211,16 @@ impl Engine {
             gc_zero_gain: vec![0; planes],
             actions: Vec::with_capacity(16),
             scratch: Vec::with_capacity(geo.pages_per_block as usize),
+            rf_on,
+            rf_period_s: cfg.refresh.period_s.round() as i64,
+            rf_block: vec![NONE; planes],
+            rf_pending: vec![0; planes],
+            rf_phase: vec![0; planes],
+            rf_deferred: vec![false; planes],
+            rf_adjusted: (0..if rf_on { planes } else { 0 })
+                .map(|_| Vec::with_capacity(ppb))
+                .collect(),
+            rf_plan,
             completed: 0,
             in_flight: 0,
             to_issue: 0,
@@ -276,6 +304,9 @@ impl Engine {
         let mut next_progress = PROGRESS_EVERY;
         if let Some(p) = self.scheme.tick_period_ns() {
             self.push(p.max(1), EV_TICK);
+        }
+        if self.rf_on {
+            self.push(self.now, EV_REFRESH);
         }
         let scale = self.cfg.host.time_scale;
         let mut pull = |src: &mut S| -> Result<Option<HostRequest>, NandlabError> {
@@ -412,6 +443,18 @@ impl Engine {
                     if busy || !self.input_done {
                         self.push(self.now + p.max(1), EV_TICK);
                     }
+                }
+            }
+            EV_REFRESH => {
+                for plane in 0..self.ftl.geo.planes() {
+                    self.maybe_refresh(plane);
+                }
+                // Scan while the host is active: refresh started after the last host request
+                // would never end on a device that is always refreshing.
+                // An empty heap with requests in flight is a stall: stop so `run` reports it.
+                if !self.input_done || (self.in_flight > 0 && !self.heap.is_empty()) {
+                    let dt = self.cfg.refresh.check_interval_ns();
+                    self.push(self.now + dt, EV_REFRESH);
                 }
             }
             _ => self.fail(format!("internal error: unknown event {payload:#x}")),
@@ -672,7 +715,8 @@ impl Engine {
                 TxnKind::Read => {
                     let pt = self.layout.page_type[(t.ppn % ppb) as usize];
                     let ecc = self.ftl.page_ecc(t.ppn);
-                    let (sense, bus, decode) = self.read_cost(t.ppn, pt, ecc);
+                    let rt = self.read_type(t.ppn, pt, t.source);
+                    let (sense, bus, decode) = self.read_cost(t.ppn, rt, ecc);
                     self.ftl.note_read(t.ppn);
                     self.count_read(t.source, ecc, pt);
                     run.phases[0] = Phase::Array(sense);
@@ -696,19 +740,33 @@ impl Engine {
                     if self.ftl.page_state(t.ppn) != PageState::Valid
                         || self.ftl.lookup(t.lpn) != t.ppn
                     {
-                        self.stats.gc_moves_cancelled += 1;
                         self.sched.release(id);
-                        self.move_done(t.plane);
+                        if t.source == Source::Refresh {
+                            self.stats.refresh.moves_cancelled += 1;
+                            self.refresh_step_done(t.plane);
+                        } else {
+                            self.stats.gc_moves_cancelled += 1;
+                            self.move_done(t.plane);
+                        }
                         continue;
                     }
                     let src_pt = self.layout.page_type[(t.ppn % ppb) as usize];
                     let ecc = self.ftl.page_ecc(t.ppn);
-                    let (sense, bus, decode) = self.read_cost(t.ppn, src_pt, ecc);
-                    let Some((dst, dst_pt)) = self.program_page(&t, Source::Gc) else {
+                    let rt = self.read_type(t.ppn, src_pt, t.source);
+                    let (sense, bus, decode) = self.read_cost(t.ppn, rt, ecc);
+                    let Some((dst, dst_pt)) = self.program_page(&t, t.source) else {
                         return;
                     };
-                    self.count_read(Source::Gc, ecc, src_pt);
-                    self.stats.gc_pages_moved += 1;
+                    self.count_read(t.source, ecc, src_pt);
+                    if t.source == Source::Refresh {
+                        if self.rf_phase[t.plane as usize] == 2 {
+                            self.stats.refresh.pages_rewritten += 1;
+                        } else {
+                            self.stats.refresh.pages_moved += 1;
+                        }
+                    } else {
+                        self.stats.gc_pages_moved += 1;
+                    }
                     run.phases[0] = Phase::Array(sense);
                     let mut n = 1;
                     if !self.cfg.ftl.copyback {
@@ -720,6 +778,17 @@ impl Engine {
                     run.phases[n] = Phase::Array(self.timing.program_ns(dst_pt, t.placement.mode));
                     run.n = n as u8 + 1;
                     self.sched.txn_mut(id).ppn = dst;
+                    if t.source == Source::Refresh {
+                        self.maybe_gc(t.plane);
+                    }
+                }
+                TxnKind::Adjust => {
+                    // IDA §III-B: "we conservatively set the voltage adjustment latency to the
+                    // MSB write latency".
+                    let mode = self.ftl.page_mode(t.ppn);
+                    run.phases[0] =
+                        Phase::Array(self.timing.program_ns(crate::flash::PageType::Msb, mode));
+                    run.n = 1;
                 }
                 TxnKind::Erase => {
                     self.stats.flash_erases.add(t.source);
@@ -784,6 +853,8 @@ impl Engine {
                 let done = self.now + t.decode_ns;
                 if t.source == Source::Host {
                     self.host_page_done(t.req, done, done - t.start_ns);
+                } else if t.source == Source::Refresh {
+                    self.refresh_step_done(t.plane);
                 } else if self.ftl.lookup(t.lpn) == t.ppn {
                     // Second half of a scheme rewrite: program the data again.
                     let ctx = Ctx {
@@ -816,13 +887,18 @@ impl Engine {
                     self.stats.rewrites += 1;
                 }
             }
+            TxnKind::Move if t.source == Source::Refresh => self.refresh_step_done(t.plane),
             TxnKind::Move => self.move_done(t.plane),
+            TxnKind::Adjust => self.refresh_step_done(t.plane),
             TxnKind::Erase => {
                 self.ftl.erase(t.ppn);
                 let plane = t.plane as usize;
                 self.gc_active[plane] = false;
                 self.gc_victim[plane] = NONE;
                 self.maybe_gc(t.plane);
+                if self.rf_on && self.rf_deferred[plane] {
+                    self.maybe_refresh(t.plane);
+                }
                 if self.cfg.ftl.allocation == Allocation::Dynamic {
                     // Space came back: waiting host writes may fit any idle die now.
                     for d in 0..self.dies.len() as u32 {
@@ -899,6 +975,249 @@ impl Engine {
             xfer + c.extra_transfer_ns.round() as u64,
             c.decode_ns.round() as u64,
         )
+    }
+
+    /// Page type a read of `ppn` (layout type `pt`) senses as: the IDA-adjusted type when its
+    /// word line was voltage-adjusted. Counts host MSB reads by lower-page validity (IDA
+    /// Fig. 4) and reads of adjusted pages.
+    #[inline]
+    fn read_type(
+        &mut self,
+        ppn: u32,
+        pt: crate::flash::PageType,
+        source: Source,
+    ) -> crate::flash::PageType {
+        let adj = self.ftl.page_read_type(ppn);
+        if let Some(rt) = adj {
+            self.stats.refresh.adjusted_reads_by_type[rt as usize] += 1;
+        }
+        if self.rf_on && source == Source::Host && pt == crate::flash::PageType::Msb {
+            let ppb = self.ftl.geo.pages_per_block;
+            let base = ppn - ppn % ppb;
+            let wl = self.layout.word_line[(ppn % ppb) as usize] as usize;
+            let mut idx = 0;
+            for (b, &p) in self.layout.wl(wl).iter().enumerate().take(2) {
+                if self.layout.bits > b + 1 && self.ftl.page_state(base + p) == PageState::Valid {
+                    idx |= 1 << b;
+                }
+            }
+            let r = &mut self.stats.refresh;
+            r.host_msb_reads_by_lower_valid[idx] += 1;
+            r.host_msb_reads_adjusted += adj.is_some() as u64;
+        }
+        adj.unwrap_or(pt)
+    }
+
+    // ----- data refresh ------------------------------------------------------------------
+
+    /// Start the refresh of the oldest due block of `plane` (IDA §III-C; Table II
+    /// "remapping-based refresh"), unless one runs there already or the plane is short of free
+    /// blocks (then it waits for GC: refresh is background work). Due blocks with no valid
+    /// data are skipped and their refresh clock restarts.
+    fn maybe_refresh(&mut self, plane: u32) {
+        let p = plane as usize;
+        if !self.rf_on || self.rf_block[p] != NONE {
+            return;
+        }
+        // Room for the refresh's own destination block beyond the GC reserve: refresh and GC
+        // moves share the plane's relocation stream.
+        if self.ftl.free_blocks(plane) <= self.ftl.gc_threshold_blocks {
+            self.rf_deferred[p] = true;
+            return;
+        }
+        self.rf_deferred[p] = false;
+        let now_s = (self.now / 1_000_000_000) as i64;
+        let bpp = self.ftl.geo.blocks_per_plane;
+        let mut best = NONE;
+        let mut best_s = i64::MAX;
+        for b in plane * bpp..(plane + 1) * bpp {
+            if self.ftl.block_state(b) != crate::ftl::BlockState::Full {
+                continue;
+            }
+            let t = self.ftl.block_data_s(b) as i64;
+            if now_s - t < self.rf_period_s {
+                continue;
+            }
+            if self.ftl.block_valid(b) == 0 {
+                self.stats.refresh.skipped_empty += 1;
+                self.ftl.set_block_data_s(b, now_s as i32);
+                continue;
+            }
+            if t < best_s {
+                best_s = t;
+                best = b;
+            }
+        }
+        if best != NONE {
+            self.start_refresh(plane, best);
+        }
+    }
+
+    fn start_refresh(&mut self, plane: u32, block: u32) {
+        let p = plane as usize;
+        if !self.ftl.claim_for_refresh(block) {
+            return;
+        }
+        self.rf_block[p] = block;
+        self.rf_phase[p] = 1;
+        self.stats.refresh.blocks_refreshed += 1;
+        self.rf_plan.clear();
+        let ctx = Ctx {
+            now_ns: self.now,
+            ftl: &self.ftl,
+            timing: &self.timing,
+        };
+        self.scheme.plan_refresh(block, &ctx, &mut self.rf_plan);
+        let mut pending = 0u32;
+        let mut die = NONE;
+        for i in 0..self.rf_plan.moves.len() {
+            let src = self.rf_plan.moves[i];
+            let lpn = self.ftl.page_lpn(src);
+            let ctx = Ctx {
+                now_ns: self.now,
+                ftl: &self.ftl,
+                timing: &self.timing,
+            };
+            let pl = self.scheme.placement(lpn, Source::Refresh, &ctx);
+            if !self.placement_ok(pl) {
+                return;
+            }
+            die = self
+                .sched
+                .enqueue(TxnKind::Move, Source::Refresh, lpn, src, plane, NONE, pl)
+                .1;
+            pending += 1;
+        }
+        // Step 1 of Fig. 7b reads every valid page, also those then kept in place.
+        let none = Placement {
+            stream: 0,
+            mode: 0,
+            ecc: 0,
+        };
+        self.rf_adjusted[p].clear();
+        for i in 0..self.rf_plan.adjusted.len() {
+            let a = self.rf_plan.adjusted[i];
+            self.rf_adjusted[p].push(a);
+            let lpn = self.ftl.page_lpn(a.ppn);
+            die = self
+                .sched
+                .enqueue(
+                    TxnKind::Read,
+                    Source::Refresh,
+                    lpn,
+                    a.ppn,
+                    plane,
+                    NONE,
+                    none,
+                )
+                .1;
+            pending += 1;
+        }
+        for i in 0..self.rf_plan.adjust_wls.len() {
+            let ppn = self.rf_plan.adjust_wls[i];
+            die = self
+                .sched
+                .enqueue(TxnKind::Adjust, Source::Refresh, 0, ppn, plane, NONE, none)
+                .1;
+            pending += 1;
+        }
+        let r = &mut self.stats.refresh;
+        r.wordlines_adjusted += self.rf_plan.adjust_wls.len() as u64;
+        r.pages_adjusted += self.rf_plan.adjusted.len() as u64;
+        r.blocks_adjusted += !self.rf_plan.adjust_wls.is_empty() as u64;
+        self.rf_pending[p] = pending;
+        if pending == 0 {
+            self.finish_refresh(plane);
+        } else if die != NONE {
+            self.dispatch(die);
+        }
+    }
+
+    /// One refresh transaction of `plane` finished (or was cancelled).
+    fn refresh_step_done(&mut self, plane: u32) {
+        let p = plane as usize;
+        self.rf_pending[p] -= 1;
+        if self.rf_pending[p] > 0 {
+            return;
+        }
+        if self.rf_phase[p] == 2 || self.rf_adjusted[p].is_empty() {
+            self.finish_refresh(plane);
+            return;
+        }
+        // Adjustments done: the kept pages now read faster; read each back (Fig. 7b step 5);
+        // a corrupted one is rewritten from its error-free copy (step 8), which costs a move
+        // (read back, decode, program to a new block).
+        self.rf_phase[p] = 2;
+        let mut pending = 0;
+        let mut die = NONE;
+        for i in 0..self.rf_adjusted[p].len() {
+            let a = self.rf_adjusted[p][i];
+            if self.ftl.page_state(a.ppn) != PageState::Valid {
+                continue;
+            }
+            self.ftl.set_page_read_type(a.ppn, a.read_type);
+            let lpn = self.ftl.page_lpn(a.ppn);
+            self.stats.refresh.readbacks += 1;
+            if a.corrupt {
+                let ctx = Ctx {
+                    now_ns: self.now,
+                    ftl: &self.ftl,
+                    timing: &self.timing,
+                };
+                let pl = self.scheme.placement(lpn, Source::Refresh, &ctx);
+                if !self.placement_ok(pl) {
+                    return;
+                }
+                die = self
+                    .sched
+                    .enqueue(TxnKind::Move, Source::Refresh, lpn, a.ppn, plane, NONE, pl)
+                    .1;
+            } else {
+                let none = Placement {
+                    stream: 0,
+                    mode: 0,
+                    ecc: 0,
+                };
+                die = self
+                    .sched
+                    .enqueue(
+                        TxnKind::Read,
+                        Source::Refresh,
+                        lpn,
+                        a.ppn,
+                        plane,
+                        NONE,
+                        none,
+                    )
+                    .1;
+            }
+            pending += 1;
+        }
+        self.rf_pending[p] = pending;
+        if pending == 0 {
+            self.finish_refresh(plane);
+        } else if die != NONE {
+            self.dispatch(die);
+        }
+    }
+
+    /// The refresh of `plane`'s block is over: it returns to the full blocks (GC reclaims it
+    /// when empty, IDA §III-C "reclaimed by GC (later)"); an adjusted block is an IDA block
+    /// whose refresh clock restarts (its cells were reprogrammed).
+    fn finish_refresh(&mut self, plane: u32) {
+        let p = plane as usize;
+        let block = self.rf_block[p];
+        if !self.rf_adjusted[p].is_empty() {
+            self.ftl.mark_ida(block);
+        }
+        self.ftl
+            .set_block_data_s(block, (self.now / 1_000_000_000) as i32);
+        self.ftl.unclaim_victim(block);
+        self.rf_block[p] = NONE;
+        self.rf_phase[p] = 0;
+        self.rf_adjusted[p].clear();
+        self.maybe_gc(plane);
+        self.maybe_refresh(plane);
     }
 
     // ----- GC ----------------------------------------------------------------------------

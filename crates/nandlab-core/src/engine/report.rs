@@ -93,7 +93,7 @@ impl Engine {
             let pt = crate::flash::PageType::of_bit(i, bits) as usize;
             by_type.insert((*name).into(), json!(s.reads_by_page_type[pt]));
         }
-        json!({
+        let mut report = json!({
             "nandlab_version": env!("CARGO_PKG_VERSION"),
             "scheme": self.scheme().name(),
             "seed": self.config().seed,
@@ -166,6 +166,46 @@ impl Engine {
             "replay_wall_s": replay_wall_s,
             "host_requests_per_s": if wall_s > 0.0 { requests as f64 / wall_s } else { 0.0 },
             "replay_requests_per_s": if replay_wall_s > 0.0 { requests as f64 / replay_wall_s } else { 0.0 },
+        });
+        if !self.config().refresh.is_off() {
+            report["refresh"] = self.refresh_report();
+        }
+        report
+    }
+
+    fn refresh_report(&self) -> Value {
+        let r = &self.stats.refresh;
+        let n = r.blocks_refreshed.max(1) as f64;
+        let types = ["lsb", "csb", "msb", "tsb"];
+        let mut adj = serde_json::Map::new();
+        for (i, t) in types.iter().enumerate() {
+            adj.insert((*t).into(), json!(r.adjusted_reads_by_type[i]));
+        }
+        let v = &r.host_msb_reads_by_lower_valid;
+        json!({
+            "period_s": self.config().refresh.period_s,
+            "check_interval_s": self.config().refresh.check_interval_ns() as f64 / 1e9,
+            "blocks_refreshed": r.blocks_refreshed,
+            "blocks_adjusted": r.blocks_adjusted,
+            "skipped_empty": r.skipped_empty,
+            "pages_moved": r.pages_moved,
+            "moves_cancelled": r.moves_cancelled,
+            "wordlines_adjusted": r.wordlines_adjusted,
+            "pages_adjusted": r.pages_adjusted,
+            "readbacks": r.readbacks,
+            "pages_rewritten": r.pages_rewritten,
+            // IDA §III-C / Table IV: extra reads (N_target read-backs) and writes (N_error)
+            // per refreshed block, relative to the baseline refresh.
+            "extra_reads_per_block": r.readbacks as f64 / n,
+            "extra_writes_per_block": r.pages_rewritten as f64 / n,
+            "adjusted_reads_by_type": Value::Object(adj),
+            "host_msb_reads": {
+                "lower_all_valid": v[3],
+                "lsb_invalid_csb_valid": v[2],
+                "lsb_valid_csb_invalid": v[1],
+                "lower_all_invalid": v[0],
+                "served_adjusted": r.host_msb_reads_adjusted,
+            },
         })
     }
 }

@@ -115,6 +115,11 @@ pub struct BlockLayout {
     pub word_line: Vec<u32>,
     /// Page type of page `p`.
     pub page_type: Vec<PageType>,
+    /// Bits per cell (pages per word line).
+    pub bits: usize,
+    /// Word-line view: `wl_pages[w][bit]` = page index of bit `bit` (0 = LSB) of word line `w`
+    /// (entries ≥ `bits` unused).
+    pub wl_pages: Vec<[u32; 4]>,
 }
 
 impl BlockLayout {
@@ -149,10 +154,36 @@ impl BlockLayout {
                 }
             }
         }
+        let mut wl_pages = vec![[u32::MAX; 4]; pages / bits.max(1)];
+        for p in 0..pages {
+            let w = word_line[p] as usize;
+            // Bit of the page within its cell: MLC's MSB is bit 1 (PageType::Msb = 2).
+            let bit = match (bits, page_type[p]) {
+                (2, PageType::Msb) => 1,
+                (_, t) => t as usize,
+            };
+            if w < wl_pages.len() && bit < 4 {
+                wl_pages[w][bit] = p as u32;
+            }
+        }
         BlockLayout {
             word_line,
             page_type,
+            bits,
+            wl_pages,
         }
+    }
+
+    /// Word lines per block.
+    #[inline]
+    pub fn word_lines(&self) -> usize {
+        self.wl_pages.len()
+    }
+
+    /// Page indices of word line `w`, LSB first (`bits` entries).
+    #[inline]
+    pub fn wl(&self, w: usize) -> &[u32] {
+        &self.wl_pages[w][..self.bits.min(4)]
     }
 }
 
@@ -354,6 +385,24 @@ mod tests {
             let plane = die * g.planes_per_die + pl;
             let back = (plane * g.blocks_per_plane + blk) * g.pages_per_block + page;
             assert_eq!(back, ppn);
+        }
+    }
+
+    #[test]
+    fn word_line_view_matches_layout() {
+        for order in [PageOrder::Sequential, PageOrder::Staggered] {
+            for bits in 1..=4usize {
+                let l = BlockLayout::new(12 * bits, bits, order);
+                assert_eq!(l.word_lines(), 12);
+                for w in 0..12 {
+                    let pages = l.wl(w);
+                    assert_eq!(pages.len(), bits);
+                    for (b, &p) in pages.iter().enumerate() {
+                        assert_eq!(l.word_line[p as usize] as usize, w);
+                        assert_eq!(l.page_type[p as usize], PageType::of_bit(b, bits));
+                    }
+                }
+            }
         }
     }
 

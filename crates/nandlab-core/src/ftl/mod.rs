@@ -43,6 +43,13 @@ use crate::flash::Geometry;
 pub const UNMAPPED: u32 = u32::MAX;
 /// Block / open-block sentinel.
 pub const NONE: u32 = u32::MAX;
+/// Block kind: reprogrammed by IDA coding (IDA §III-C, "an additional bit (per block)").
+pub const BLOCK_IDA: u8 = 1;
+/// Page flags bits 0–1: read type after an IDA voltage adjustment, as `PageType + 1`
+/// (0 = not adjusted). IDA §III-C keeps one bit per word line (CSB+MSB vs MSB-only code); the
+/// per-page read type derives from it and is what the read path needs.
+const FLAG_READ_TYPE_MASK: u32 = 0x3 << 24;
+
 /// Free blocks host writes leave to GC in each plane.
 pub const HOST_RESERVE_BLOCKS: usize = 1;
 
@@ -141,6 +148,12 @@ pub struct Ftl {
     blk_stream: Vec<u8>,
     blk_full_ns: Vec<u64>,
     blk_reads: Vec<u32>,
+    /// Time the block's data was last written as a whole, s (first program after erase, or an
+    /// IDA voltage adjustment): the data-refresh clock.
+    blk_data_s: Vec<i32>,
+    /// Block kind: 0 normal, [`BLOCK_IDA`] after an IDA voltage adjustment (IDA §III-C: one
+    /// bit per block).
+    blk_kind: Vec<u8>,
     // Greedy: per (plane, valid count) intrusive doubly linked lists of full blocks.
     bkt_head: Vec<u32>,
     bkt_next: Vec<u32>,
@@ -190,6 +203,8 @@ impl Ftl {
             blk_stream: vec![0; blocks],
             blk_full_ns: vec![0; blocks],
             blk_reads: vec![0; blocks],
+            blk_data_s: vec![0; blocks],
+            blk_kind: vec![0; blocks],
             bkt_head: vec![NONE; planes * (ppb + 1)],
             bkt_next: vec![NONE; blocks],
             bkt_prev: vec![NONE; blocks],
@@ -250,6 +265,55 @@ impl Ftl {
     #[inline]
     pub fn page_program_s(&self, ppn: u32) -> i32 {
         self.pages[ppn as usize][1] as i32
+    }
+    /// Read type of a page after an IDA voltage adjustment (`None`: read as its layout type).
+    #[inline]
+    pub fn page_read_type(&self, ppn: u32) -> Option<crate::flash::PageType> {
+        match (self.pages[ppn as usize][2] & FLAG_READ_TYPE_MASK) >> 24 {
+            0 => None,
+            1 => Some(crate::flash::PageType::Lsb),
+            _ => Some(crate::flash::PageType::Csb),
+        }
+    }
+    /// Record that a page now reads as `t` (LSB or CSB) after a voltage adjustment of its word
+    /// line. Cleared when the page is erased (a re-program of the page starts with no flags).
+    pub fn set_page_read_type(&mut self, ppn: u32, t: crate::flash::PageType) {
+        let v = match t {
+            crate::flash::PageType::Lsb => 1,
+            _ => 2,
+        };
+        let w = &mut self.pages[ppn as usize][2];
+        *w = (*w & !FLAG_READ_TYPE_MASK) | (v << 24);
+    }
+    /// Data-refresh clock of a block: s when its data was last written as a whole.
+    #[inline]
+    pub fn block_data_s(&self, block: u32) -> i32 {
+        self.blk_data_s[block as usize]
+    }
+    /// Restart a block's data-refresh clock (an IDA voltage adjustment rewrote its cells in
+    /// place; a block found empty at refresh has nothing to lose).
+    pub fn set_block_data_s(&mut self, block: u32, t: i32) {
+        self.blk_data_s[block as usize] = t;
+    }
+    /// Whether a block was reprogrammed by IDA coding since its last erase.
+    #[inline]
+    pub fn block_is_ida(&self, block: u32) -> bool {
+        self.blk_kind[block as usize] == BLOCK_IDA
+    }
+    /// Mark a block as an IDA block (cleared by erase).
+    pub fn mark_ida(&mut self, block: u32) {
+        self.blk_kind[block as usize] = BLOCK_IDA;
+    }
+    /// Claim a full block for data refresh: it leaves the GC candidates (state
+    /// [`BlockState::Victim`]) until [`Ftl::unclaim_victim`] returns it. `false` when the
+    /// block is not full (open, free, or already claimed by GC or refresh).
+    pub fn claim_for_refresh(&mut self, block: u32) -> bool {
+        if self.blk_state[block as usize] != BlockState::Full as u8 {
+            return false;
+        }
+        self.untrack_full(block);
+        self.blk_state[block as usize] = BlockState::Victim as u8;
+        true
     }
     /// Valid pages in a block.
     #[inline]
@@ -391,6 +455,9 @@ impl Ftl {
         .encode();
         self.l2p[lpn as usize] = ppn + 1;
         let b = self.geo.block_of_ppn(ppn);
+        if ppn.is_multiple_of(self.geo.pages_per_block) {
+            self.blk_data_s[b as usize] = time_s;
+        }
         self.bucket_move(b, 1);
     }
 
@@ -492,6 +559,7 @@ impl Ftl {
         self.blk_wp[b] = 0;
         self.blk_valid[b] = 0;
         self.blk_reads[b] = 0;
+        self.blk_kind[b] = 0;
         self.blk_erase[b] += 1;
         self.blk_state[b] = BlockState::Free as u8;
         self.free[self.geo.plane_of_block(block) as usize].push_back(block);
@@ -505,6 +573,9 @@ impl Ftl {
     /// Set the program time of a page (preconditioning ages).
     pub fn set_program_s(&mut self, ppn: u32, t: i32) {
         self.pages[ppn as usize][1] = t as u32;
+        if ppn.is_multiple_of(self.geo.pages_per_block) {
+            self.blk_data_s[self.geo.block_of_ppn(ppn) as usize] = t;
+        }
     }
 
     // ----- bucket / fifo bookkeeping ----------------------------------------------------

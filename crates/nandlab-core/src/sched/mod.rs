@@ -28,6 +28,8 @@ pub enum TxnKind {
     Move,
     /// Erase block `ppn` (a block id here).
     Erase,
+    /// IDA voltage adjustment of the word line holding page `ppn`, in place (data refresh).
+    Adjust,
 }
 
 /// One flash transaction.
@@ -177,7 +179,7 @@ impl Sched {
                 ftl.can_allocate(t.plane, t.placement.stream, t.source == Source::Host)
             }
             TxnKind::Move => ftl.can_allocate(t.plane, t.placement.stream, false),
-            TxnKind::Read | TxnKind::Erase => true,
+            TxnKind::Read | TxnKind::Erase | TxnKind::Adjust => true,
         }
     }
 

@@ -24,10 +24,20 @@ impl Baseline {
     /// Build from `[scheme.params]`.
     pub fn new(params: &toml::Table, timing: &Timing, streams: u32) -> Result<Self, ConfigError> {
         let p = Params::new("baseline", params);
+        let b = Self::from_params(&p, timing, streams)?;
+        p.finish()?;
+        Ok(b)
+    }
+
+    /// Read the baseline keys from `p` (shared with schemes that extend the baseline).
+    pub(crate) fn from_params(
+        p: &Params<'_>,
+        timing: &Timing,
+        streams: u32,
+    ) -> Result<Self, ConfigError> {
         let mode = p.usize("mode", 0, 0, timing.modes.len() - 1)? as u8;
         let ecc = p.usize("ecc", 0, 0, timing.eccs.len() - 1)? as u8;
         let separate = p.bool("separate_gc_stream", true)?;
-        p.finish()?;
         Ok(Baseline {
             mode,
             ecc,

@@ -15,7 +15,7 @@
 //! | [`Scheme::on_host_write`] | each page of a host write, before placement | `diffecc_wa` (Bloom filters), `agcr`, `efm` (Read/Write_TBL, MRO), `hotis` |
 //! | [`Scheme::on_tick`] | every [`Scheme::tick_period_ns`] of simulated time | `efm` (×0.2 decay every T, wear stages), `diffecc_wa` (filter decay is per request, not per tick), `flexlevel` |
 //! | [`Scheme::on_idle`] | when the device has been idle (engine support lands with FlexECC's scrubber) | `flexecc` scrubber |
-//! | [`Scheme::plan_refresh`] | per block due for data refresh (engine support lands with `ftl::refresh`) | `ida` (voltage-adjust word lines), `warm` |
+//! | [`Scheme::plan_refresh`] | per block due for data refresh (`[refresh] period_s`) | `ida` (voltage-adjust word lines), `warm`; default: move every valid page |
 //! | [`Scheme::gc_move`] | every valid page GC relocates | `flexecc` (flushed BCH → CRC), `efm` (keep region) |
 //!
 //! Schemes are picked by name from the config (`[scheme] name = "..."`, parameters under
@@ -24,12 +24,13 @@
 pub mod agcr;
 pub mod baseline;
 pub mod diffecc_wa;
+pub mod ida;
 pub mod params;
 pub mod separator;
 
 use crate::config::ConfigError;
-use crate::flash::Timing;
-use crate::ftl::Ftl;
+use crate::flash::{BlockLayout, PageType, Timing};
+use crate::ftl::{Ftl, PageState};
 
 /// Why a page is being programmed or read.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -91,6 +92,69 @@ pub enum Action {
     },
 }
 
+/// A page left in place by a word-line voltage adjustment (IDA §III-B).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AdjustedPage {
+    /// The page.
+    pub ppn: u32,
+    /// Page type it reads as afterwards (fewer sensings).
+    pub read_type: PageType,
+    /// Found corrupted at the read-back (IDA Fig. 7b step 8): its error-free copy, kept from
+    /// the refresh's first read, is written to a new block.
+    pub corrupt: bool,
+}
+
+/// What a data refresh of one block does (filled by [`Scheme::plan_refresh`]). The engine owns
+/// one plan and clears it before each call, so planning allocates nothing.
+#[derive(Clone, Debug)]
+pub struct RefreshPlan {
+    /// Word-line view of a block (pages of each word line, by bit).
+    pub layout: BlockLayout,
+    /// Valid pages to relocate to a new block of the same plane.
+    pub moves: Vec<u32>,
+    /// One page (any) of each word line voltage-adjusted in place; each costs one MSB program
+    /// time on the die (IDA §III-B: "we conservatively set the voltage adjustment latency to
+    /// the MSB write latency").
+    pub adjust_wls: Vec<u32>,
+    /// Valid pages left in place by the adjustments, with their new read type.
+    pub adjusted: Vec<AdjustedPage>,
+    /// Random stream of refresh planning, derived from the run's seed.
+    pub rng: rand_xoshiro::Xoshiro256PlusPlus,
+}
+
+impl RefreshPlan {
+    /// An empty plan for blocks of `layout`; `rng` from the run's seed.
+    pub fn new(layout: BlockLayout, rng: rand_xoshiro::Xoshiro256PlusPlus) -> RefreshPlan {
+        let ppb = layout.page_type.len();
+        RefreshPlan {
+            moves: Vec::with_capacity(ppb),
+            adjust_wls: Vec::with_capacity(layout.word_lines()),
+            adjusted: Vec::with_capacity(ppb),
+            layout,
+            rng,
+        }
+    }
+    /// Forget the previous block's plan.
+    pub fn clear(&mut self) {
+        self.moves.clear();
+        self.adjust_wls.clear();
+        self.adjusted.clear();
+    }
+    /// The baseline refresh: move every valid page of `block`.
+    pub fn move_all_valid(&mut self, ftl: &Ftl, block: u32) {
+        ftl.valid_pages(block, &mut self.moves);
+    }
+    /// Valid flags of word line `w` of `block`, by bit (LSB first).
+    pub fn wl_valid(&self, ftl: &Ftl, block: u32, w: usize) -> [bool; 4] {
+        let base = block * ftl.geo.pages_per_block;
+        let mut v = [false; 4];
+        for (b, &p) in self.layout.wl(w).iter().enumerate() {
+            v[b] = ftl.page_state(base + p) == PageState::Valid;
+        }
+        v
+    }
+}
+
 /// Read-only view of the device a scheme decides from.
 pub struct Ctx<'a> {
     /// Simulated time, ns.
@@ -135,6 +199,12 @@ pub trait Scheme: Send {
         self.placement(lpn, Source::Gc, ctx)
     }
 
+    /// Plan the data refresh of `block` (full, with valid data) into `plan` (cleared by the
+    /// caller). Default: the baseline refresh, which moves every valid page.
+    fn plan_refresh(&mut self, block: u32, ctx: &Ctx<'_>, plan: &mut RefreshPlan) {
+        plan.move_all_valid(ctx.ftl, block);
+    }
+
     /// Scheme-specific statistics for the report (a JSON object).
     fn stats(&self) -> serde_json::Value {
         serde_json::Value::Object(Default::default())
@@ -158,6 +228,7 @@ pub fn registry(
         )?)),
         // The EFM paper's "TOS18" baseline is the journal version of AGCR (same scheme).
         "agcr" | "tos18" => Ok(Box::new(agcr::Agcr::new(params, timing, streams)?)),
+        "ida" => Ok(Box::new(ida::Ida::new(params, timing, streams)?)),
         other => Err(ConfigError::Invalid {
             key: "scheme.name".into(),
             value: format!("{other:?}"),
@@ -167,4 +238,4 @@ pub fn registry(
 }
 
 /// Names [`registry`] knows.
-pub const NAMES: &[&str] = &["baseline", "diffecc_wa", "agcr", "tos18"];
+pub const NAMES: &[&str] = &["baseline", "diffecc_wa", "agcr", "tos18", "ida"];

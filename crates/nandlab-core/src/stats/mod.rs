@@ -217,6 +217,38 @@ pub struct Stats {
     pub events: u64,
     /// Reliability-model counters.
     pub reliability: ReliabilityStats,
+    /// Data-refresh and IDA counters.
+    pub refresh: RefreshStats,
+}
+
+/// Data-refresh counters (reported only while `[refresh]` is on).
+#[derive(Clone, Debug, Default)]
+pub struct RefreshStats {
+    /// Refreshes started (blocks with valid data).
+    pub blocks_refreshed: u64,
+    /// Refreshes that voltage-adjusted at least one word line (the block became an IDA block).
+    pub blocks_adjusted: u64,
+    /// Due blocks with no valid data: skipped (their refresh clock restarts).
+    pub skipped_empty: u64,
+    /// Valid pages moved to a new block.
+    pub pages_moved: u64,
+    /// Moves skipped because the host overwrote the page first.
+    pub moves_cancelled: u64,
+    /// Word lines voltage-adjusted in place.
+    pub wordlines_adjusted: u64,
+    /// Valid pages left in place by adjustments (N_target).
+    pub pages_adjusted: u64,
+    /// Adjusted pages read back after the adjustment (IDA Fig. 7b step 5).
+    pub readbacks: u64,
+    /// Adjusted pages found corrupted and written to a new block (N_error, step 8).
+    pub pages_rewritten: u64,
+    /// Reads of adjusted pages, by the page type they read as (LSB, CSB, MSB, TSB).
+    pub adjusted_reads_by_type: [u64; 4],
+    /// Host reads of MSB pages by validity of the lower pages of their word line (IDA Fig. 4):
+    /// index bit 0 = LSB valid, bit 1 = CSB valid (TLC; MLC uses bit 0 only).
+    pub host_msb_reads_by_lower_valid: [u64; 4],
+    /// Host reads of MSB pages served at an adjusted (faster) latency.
+    pub host_msb_reads_adjusted: u64,
 }
 
 /// Erase-count distribution.
