@@ -531,11 +531,7 @@ impl Engine {
                         ppn,
                         plane,
                         slot,
-                        Placement {
-                            stream: 0,
-                            mode: 0,
-                            ecc: 0,
-                        },
+                        Placement::NONE,
                     );
                     self.dispatch(die);
                 }
@@ -678,11 +674,7 @@ impl Engine {
                             ppn,
                             plane,
                             NONE,
-                            Placement {
-                                stream: 0,
-                                mode: 0,
-                                ecc: 0,
-                            },
+                            Placement::NONE,
                         );
                         self.dispatch(die);
                     }
@@ -1089,11 +1081,6 @@ impl Engine {
             pending += 1;
         }
         // Step 1 of Fig. 7b reads every valid page, also those then kept in place.
-        let none = Placement {
-            stream: 0,
-            mode: 0,
-            ecc: 0,
-        };
         self.rf_adjusted[p].clear();
         for i in 0..self.rf_plan.adjusted.len() {
             let a = self.rf_plan.adjusted[i];
@@ -1108,7 +1095,7 @@ impl Engine {
                     a.ppn,
                     plane,
                     NONE,
-                    none,
+                    Placement::NONE,
                 )
                 .1;
             pending += 1;
@@ -1117,7 +1104,15 @@ impl Engine {
             let ppn = self.rf_plan.adjust_wls[i];
             die = self
                 .sched
-                .enqueue(TxnKind::Adjust, Source::Refresh, 0, ppn, plane, NONE, none)
+                .enqueue(
+                    TxnKind::Adjust,
+                    Source::Refresh,
+                    0,
+                    ppn,
+                    plane,
+                    NONE,
+                    Placement::NONE,
+                )
                 .1;
             pending += 1;
         }
@@ -1173,11 +1168,6 @@ impl Engine {
                     .enqueue(TxnKind::Move, Source::Refresh, lpn, a.ppn, plane, NONE, pl)
                     .1;
             } else {
-                let none = Placement {
-                    stream: 0,
-                    mode: 0,
-                    ecc: 0,
-                };
                 die = self
                     .sched
                     .enqueue(
@@ -1187,7 +1177,7 @@ impl Engine {
                         a.ppn,
                         plane,
                         NONE,
-                        none,
+                        Placement::NONE,
                     )
                     .1;
             }
@@ -1294,11 +1284,7 @@ impl Engine {
             victim,
             plane,
             NONE,
-            Placement {
-                stream: 0,
-                mode: 0,
-                ecc: 0,
-            },
+            Placement::NONE,
         );
     }
 

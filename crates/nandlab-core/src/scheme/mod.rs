@@ -80,6 +80,16 @@ pub struct Placement {
     pub ecc: u8,
 }
 
+impl Placement {
+    /// Stream 0, mode 0, ECC 0: the placeholder of transactions that program nothing
+    /// (reads, erases).
+    pub const NONE: Placement = Placement {
+        stream: 0,
+        mode: 0,
+        ecc: 0,
+    };
+}
+
 /// Background work a scheme asks for. Executed through the scheduler like GC.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Action {
