@@ -1086,18 +1086,7 @@ impl Engine {
             let a = self.rf_plan.adjusted[i];
             self.rf_adjusted[p].push(a);
             let lpn = self.ftl.page_lpn(a.ppn);
-            die = self
-                .sched
-                .enqueue(
-                    TxnKind::Read,
-                    Source::Refresh,
-                    lpn,
-                    a.ppn,
-                    plane,
-                    NONE,
-                    Placement::NONE,
-                )
-                .1;
+            die = self.enqueue_refresh_read(lpn, a.ppn, plane);
             pending += 1;
         }
         for i in 0..self.rf_plan.adjust_wls.len() {
@@ -1168,18 +1157,7 @@ impl Engine {
                     .enqueue(TxnKind::Move, Source::Refresh, lpn, a.ppn, plane, NONE, pl)
                     .1;
             } else {
-                die = self
-                    .sched
-                    .enqueue(
-                        TxnKind::Read,
-                        Source::Refresh,
-                        lpn,
-                        a.ppn,
-                        plane,
-                        NONE,
-                        Placement::NONE,
-                    )
-                    .1;
+                die = self.enqueue_refresh_read(lpn, a.ppn, plane);
             }
             pending += 1;
         }
@@ -1189,6 +1167,21 @@ impl Engine {
         } else if die != NONE {
             self.dispatch(die);
         }
+    }
+
+    /// Queue a refresh read of `ppn` (holding `lpn`) on `plane`; returns its die.
+    fn enqueue_refresh_read(&mut self, lpn: u32, ppn: u32, plane: u32) -> u32 {
+        self.sched
+            .enqueue(
+                TxnKind::Read,
+                Source::Refresh,
+                lpn,
+                ppn,
+                plane,
+                NONE,
+                Placement::NONE,
+            )
+            .1
     }
 
     /// The refresh of `plane`'s block is over: it returns to the full blocks (GC reclaims it
