@@ -693,6 +693,15 @@ def _dur_label(s: float) -> str:
     help="Level configurations (Guo Table 10).",
 )
 @click.option(
+    "--read-ref-margin",
+    type=click.FloatRange(0.0, 0.5),
+    default=0.05,
+    show_default=True,
+    help="Normal-state gap between each level's verify voltage and its lower read reference, "
+    "V. Guo gives none; 0.05 is our default reading, 0 the alternative that reproduces "
+    "Table 11's baseline > NUNMA 1 ordering but not RBER rising with ΔVpp.",
+)
+@click.option(
     "--cache-dir",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
@@ -705,6 +714,7 @@ def rber(
     retention: str,
     dvpp: str,
     levels: str,
+    read_ref_margin: float,
     cache_dir: Path | None,
     json_out: str | None,
 ) -> None:
@@ -716,6 +726,7 @@ def rber(
         "dvpp_v": _floats(dvpp, "--mode"),
         "levels": [x.strip() for x in levels.split(",") if x.strip()],
         "cache_dir": str(cache_dir) if cache_dir else "",
+        "read_ref_margin_v": read_ref_margin,
     }
     with _err.status("RBER table (Monte-Carlo Vth model; cached after the first run)…"):
         out = json.loads(_core.rber_table(json.dumps(req)))

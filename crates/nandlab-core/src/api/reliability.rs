@@ -51,6 +51,8 @@ pub struct RberRequest {
     pub levels: Vec<String>,
     /// Cache directory.
     pub cache_dir: String,
+    /// Normal-state gap between verify voltage and lower read reference, V.
+    pub read_ref_margin_v: f64,
 }
 
 impl Default for RberRequest {
@@ -67,6 +69,7 @@ impl Default for RberRequest {
                 "nunma3".into(),
             ],
             cache_dir: String::new(),
+            read_ref_margin_v: crate::reliability::vth::NORMAL_READ_REF_MARGIN_V,
         }
     }
 }
@@ -87,7 +90,9 @@ pub fn rber_table(req_json: &str) -> Result<String, NandlabError> {
         "mlc" => VthParams::guo_ch3_mlc(),
         "tlc" => VthParams::tlc(),
         other => return Err(bad("cell", other, "allowed: mlc, tlc")),
-    };
+    }
+    .with_read_ref_margin(req.read_ref_margin_v)
+    .map_err(|e| bad("read_ref_margin_v", req.read_ref_margin_v, e.to_string()))?;
     let mut levels = Vec::new();
     for l in &req.levels {
         levels.push(match l.as_str() {

@@ -158,6 +158,10 @@ pub struct ReliabilityConfig {
     /// ISPP step of program mode 0, V (Guo §3.2: 0.15). Other modes' steps follow their
     /// program time: ΔVpp_i = ΔVpp_0 · t_0 / t_i (EFM eq. 2, t_p ∝ 1/ΔVpp).
     pub mode0_dvpp_v: f64,
+    /// Normal-state gap between each level's verify voltage and its lower read reference, V
+    /// (default 0.05; 0 is the alternative reading of Guo §3.4.2; see
+    /// `reliability::vth::VthParams::read_ref`).
+    pub read_ref_margin_v: f64,
     /// P/E grid of the RBER table.
     pub pe_grid: Vec<f64>,
     /// Retention grid of the RBER table, s.
@@ -175,6 +179,7 @@ impl Default for ReliabilityConfig {
             cache_dir: String::new(),
             level_config: 0,
             mode0_dvpp_v: 0.15,
+            read_ref_margin_v: crate::reliability::vth::NORMAL_READ_REF_MARGIN_V,
             pe_grid: d.pe,
             retention_grid_s: d.retention_s,
             codes: Vec::new(),
@@ -774,6 +779,13 @@ impl Config {
                 "reliability.mode0_dvpp_v",
                 r.mode0_dvpp_v,
                 "allowed range is 0 < x ≤ 2 V",
+            ));
+        }
+        if !(r.read_ref_margin_v.is_finite() && (0.0..=0.5).contains(&r.read_ref_margin_v)) {
+            return Err(invalid(
+                "reliability.read_ref_margin_v",
+                r.read_ref_margin_v,
+                "allowed range is 0 ≤ x ≤ 0.5 V",
             ));
         }
         let n_ecc = 1 + t.ecc.len();

@@ -12,10 +12,10 @@ use std::time::Instant;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use super::table::{CacheStatus, RberTable, TableSpec};
-use super::vth::LevelConfig;
+use super::vth::{LevelConfig, VthParams};
 use crate::config::{CodeConfig, Config, ConfigError, ReliabilityModel};
 use crate::ecc::{draw_errors, Bch, BchTiming, EccModel, Ldpc, ReadCost};
-use crate::flash::Timing;
+use crate::flash::{CellType, Timing};
 
 /// The per-run read model.
 pub struct ReadModel {
@@ -96,6 +96,31 @@ impl ReadModel {
             }
         }
         let mut spec = TableSpec::guo_default();
+        spec.params =
+            match cfg.device.cell {
+                CellType::Mlc => VthParams::guo_ch3_mlc(),
+                CellType::Tlc if r.level_config == 0 => VthParams::tlc(),
+                CellType::Tlc => return Err(cfg_err(
+                    "reliability.level_config",
+                    r.level_config,
+                    "reduced-state (NUNMA) configurations are MLC only; use 0 with a TLC device",
+                )),
+                other => {
+                    return Err(cfg_err(
+                        "device.cell",
+                        format!("{other:?}"),
+                        "the Vth model covers MLC and TLC; use reliability.model = \"none\"",
+                    ))
+                }
+            }
+            .with_read_ref_margin(r.read_ref_margin_v)
+            .map_err(|e| {
+                cfg_err(
+                    "reliability.read_ref_margin_v",
+                    r.read_ref_margin_v,
+                    e.to_string(),
+                )
+            })?;
         spec.pe = r.pe_grid.clone();
         spec.retention_s = r.retention_grid_s.clone();
         spec.modes_dvpp = axis;
