@@ -213,3 +213,22 @@ fn x0_reading_changes_only_retention() {
     assert_ne!(a.rber, b.rber);
     println!("x0 per cell {:.3e}, x0 = mean {:.3e}", a.rber, b.rber);
 }
+
+/// The TLC preset (foggy–fine programming, our extrapolation): a fresh part is far below the
+/// LDPC hard-decision limit and RBER rises with P/E; full-sequence programming with Guo's
+/// MLC coupling ratios is the broken alternative (RBER ≈ 0.27 even when fresh).
+#[test]
+fn tlc_preset_is_sane_fresh_and_rises_with_wear() {
+    let p = VthParams::tlc();
+    let fresh = run(&p, &LevelConfig::Normal, None, cond(0.0, 0.0, 0.15));
+    let mid = run(&p, &LevelConfig::Normal, None, cond(1000.0, 0.0, 0.15));
+    let worn = run(&p, &LevelConfig::Normal, None, cond(3000.0, 0.0, 0.15));
+    assert!(fresh.rber < 1e-4, "{}", fresh.rber);
+    assert!(clearly_below(&fresh, &mid) && clearly_below(&mid, &worn));
+    let full = VthParams {
+        program: nandlab_core::reliability::vth::ProgramScheme::FullSequence,
+        ..VthParams::tlc()
+    };
+    let broken = run(&full, &LevelConfig::Normal, None, cond(0.0, 0.0, 0.15));
+    assert!(broken.rber > 0.1, "{}", broken.rber);
+}

@@ -38,6 +38,10 @@ use super::{check_range, ReliabilityError};
 /// (our reading of Guo §3.4.2; see [`VthParams::read_ref`]).
 pub const NORMAL_READ_REF_MARGIN_V: f64 = 0.05;
 
+/// Foggy-step offset of the TLC preset, V: one level spacing (0.3 V) below verify (our
+/// reading; see [`ProgramScheme::FoggyFine`]).
+pub const TLC_FOGGY_OFFSET_V: f64 = 0.3;
+
 /// Maximum number of levels supported (TLC).
 pub const MAX_LEVELS: usize = 8;
 
@@ -169,7 +173,7 @@ impl ReadDisturb {
 
 /// How cells are programmed, which fixes the `ΔVp` a neighbour imposes on an earlier-programmed
 /// victim (eq. 2.2).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub enum ProgramScheme {
     /// One step from the erased level to the final level: `ΔVp = Vth_final − x0`.
     FullSequence,
@@ -180,6 +184,16 @@ pub enum ProgramScheme {
     /// L3 the largest disturbers, matching §2.1.2). In the reduced state the second step is
     /// Guo Table 8's (MSB = 1 rows: L0→L2 or L1→L2). TLC always uses full sequence.
     TwoStep,
+    /// Foggy–fine programming (TLC; not in Guo — our reading of how TLC parts limit
+    /// interference): every programmed cell first goes "foggy" to `foggy_offset_v` below its
+    /// verify voltage, and only the fine step, `ΔVp = Vth_final − max(x0, Vverify − offset)`,
+    /// disturbs already-programmed neighbours. Full-sequence TLC with Guo's MLC coupling
+    /// ratios moves a victim by up to 0.8 V across 0.3 V level spacings (RBER ≈ 0.27 at 0 P/E),
+    /// which no TLC part does.
+    FoggyFine {
+        /// Foggy-step target below the verify voltage, V.
+        foggy_offset_v: f64,
+    },
 }
 
 /// What `x0` in eq. 2.3–2.4 stands for.
@@ -294,7 +308,15 @@ impl VthParams {
 
     /// TLC extrapolation (not in Guo): the ch. 3 noise model with seven verify voltages from
     /// 2.55 V in 0.3 V steps (half the MLC spacing), read references at the verify voltages
-    /// (the MLC reading, [`NORMAL_READ_REF_MARGIN_V`]), Gray map.
+    /// (the MLC reading, [`NORMAL_READ_REF_MARGIN_V`]), Gray map, foggy–fine programming
+    /// ([`ProgramScheme::FoggyFine`], [`TLC_FOGGY_OFFSET_V`]).
+    ///
+    /// What it does not model well: with 0.3 V level spacing the upper margin (0.1 V at
+    /// ΔVpp 0.15) is smaller than the interference shift, so errors right after programming
+    /// are mostly *upward* and retention charge loss partly undoes them — RBER rises with
+    /// P/E (3.6e-5 fresh, 1.9e-3 at 1000, 4.9e-3 at 3000 P/E) but falls slightly with
+    /// retention time. No source calibrates a TLC Vth model for us; use it for wear trends
+    /// only.
     pub fn tlc() -> Self {
         let verify: Vec<f64> = (0..7).map(|i| 2.55 + 0.3 * f64::from(i)).collect();
         let read_ref = verify
@@ -306,7 +328,9 @@ impl VthParams {
             verify,
             read_ref,
             bit_map: gray_map(8),
-            program: ProgramScheme::FullSequence,
+            program: ProgramScheme::FoggyFine {
+                foggy_offset_v: TLC_FOGGY_OFFSET_V,
+            },
             ..Self::guo_ch3_mlc()
         }
     }
@@ -337,6 +361,9 @@ impl VthParams {
         check_len("bit_map", self.bit_map.len(), l)?;
         check_ascending("verify", &self.verify)?;
         check_ascending("read_ref", &self.read_ref)?;
+        if let ProgramScheme::FoggyFine { foggy_offset_v } = self.program {
+            check_range("foggy_offset_v", foggy_offset_v, 0.0, 5.0, "[0, 5] V")?;
+        }
         let mut seen = [false; MAX_LEVELS];
         for &b in &self.bit_map {
             if usize::from(b) >= l || seen[usize::from(b)] {
@@ -588,6 +615,8 @@ struct Prep {
     pe: f64,
     reads: f64,
     two_step: bool,
+    /// Foggy-fine offset, V (`None` unless [`ProgramScheme::FoggyFine`]).
+    foggy: Option<f64>,
     x0_mean: bool,
 }
 
@@ -718,6 +747,10 @@ impl Prep {
             pe: n,
             reads: c.reads,
             two_step: p.program == ProgramScheme::TwoStep && p.cell == CellType::Mlc,
+            foggy: match p.program {
+                ProgramScheme::FoggyFine { foggy_offset_v } => Some(foggy_offset_v),
+                _ => None,
+            },
             x0_mean: p.x0 == X0Reading::Mean,
         })
     }
@@ -767,6 +800,9 @@ impl Prep {
             return 0.0;
         }
         let (x0, v) = self.program(rng, lvl);
+        if let Some(off) = self.foggy {
+            return v - (self.verify[lvl] - off).max(x0).min(v);
+        }
         if !self.two_step || lvl == 1 {
             return v - x0;
         }
