@@ -12,6 +12,10 @@ use serde_json::Value;
 const DAY_NS: u64 = 86_400 * 1_000_000_000;
 
 fn base(cache: &std::path::Path, thresholds: &str) -> String {
+    base_with(cache, thresholds, "soft_sensing")
+}
+
+fn base_with(cache: &std::path::Path, thresholds: &str, level_cost: &str) -> String {
     format!(
         r#"
 [device]
@@ -27,7 +31,7 @@ model = "vth"
 cache_dir = "{}"
 pe_grid = [0.0, 6000.0]
 retention_grid_s = [0.0, 2592000.0]
-codes = [{{ code = "ldpc", hard_decode_us = 5.0, soft_decode_us_per_level = 2.0, thresholds = {thresholds} }}]
+codes = [{{ code = "ldpc", hard_decode_us = 5.0, soft_decode_us_per_level = 2.0, thresholds = {thresholds}, level_cost = "{level_cost}" }}]
 [precondition]
 fill = "none"
 "#,
@@ -143,4 +147,36 @@ fn xia_preset_runs_in_both_read_cost_modes_and_says_which() {
             assert_eq!(r["reliability"]["mode_dvpp_v"][1], 0.3);
         }
     }
+}
+
+/// IDA §V-F read retry: with `level_cost = "page_read"` each extra level is a full re-read of
+/// the page — its own sense time, its transfer and another hard decode.
+#[test]
+fn read_retry_costs_whole_rereads() {
+    let dir = tempfile::tempdir().unwrap();
+    let probe = load(&base(dir.path(), "[0.5]"), "<t>", &[]).unwrap();
+    let (geo, logical) = probe.size_device(0).unwrap();
+    let scheme = registry("baseline", &Default::default(), &probe.timing().unwrap(), 2).unwrap();
+    let e = Engine::new(probe, geo, logical, scheme).unwrap();
+    let rm = e.read_model.as_ref().unwrap();
+    let fresh = rm.rber(0, 1.0, 0);
+    let aged = rm.rber(6000, 30.0 * 86_400.0, 0);
+    // Two limits between fresh and aged: the aged page needs exactly two retries.
+    let l0 = fresh * 1.5;
+    let l1 = fresh * 2.0;
+    assert!(aged > l1 * 1.5);
+    let text = base_with(dir.path(), &format!("[{l0:e}, {l1:e}, 0.5]"), "page_read");
+    let a = one_read(&text, 0, 10_000_000);
+    let b = one_read(&text, 6000, 30 * DAY_NS);
+    assert_eq!(a["reliability"]["read_retries"], 0);
+    assert_eq!(b["reliability"]["read_retries"], 2);
+    let ra = a["host"]["read_mean_us"].as_f64().unwrap();
+    let rb = b["host"]["read_mean_us"].as_f64().unwrap();
+    // Each retry: 45 µs sense + 20.48 µs transfer + 5 µs hard decode.
+    let one = 45.0 + 20.48 + 5.0;
+    assert!((ra - one).abs() < 1e-6, "{ra}");
+    assert!(
+        (rb - 3.0 * one).abs() < 1e-6,
+        "aged {rb} µs vs fresh {ra} µs"
+    );
 }

@@ -140,6 +140,11 @@ pub enum CodeConfig {
         soft_decode_us_per_level: f64,
         /// RBER limits per number of extra levels.
         thresholds: Vec<f64>,
+        /// What an extra level costs: `soft_sensing` (default; Guo §3.6: 8 µs sensing + 20 µs
+        /// transfer) or `page_read` (read retry, IDA §V-F: a full re-read at the page's own
+        /// page-type latency, its transfer and another hard decode).
+        #[serde(default)]
+        level_cost: crate::ecc::LevelCost,
     },
     /// CRC, detect only (0.8 µs, FlexECC Table 2).
     Crc,

@@ -58,6 +58,9 @@ pub struct ReadCost {
     pub decode_ns: f64,
     /// Soft-sensing levels used (0 = hard decision or not LDPC).
     pub soft_levels: u32,
+    /// Full page re-reads (read retries, [`LevelCost::PageRead`]); each costs the page's own
+    /// sense and transfer time, which the caller adds (it knows the page type).
+    pub rereads: u32,
     /// Outcome.
     pub outcome: ReadOutcome,
 }
@@ -254,6 +257,23 @@ pub struct Ldpc {
     /// hard-decision limit 4e-3 (Guo §3.6.1, from [12]); past the last entry the page is
     /// uncorrectable.
     pub thresholds: Vec<f64>,
+    /// What one extra level costs: a soft-sensing level (Guo) or a full read retry (IDA §V-F).
+    pub level_cost: LevelCost,
+}
+
+/// What one extra LDPC level costs at read time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LevelCost {
+    /// A soft-sensing level: [`LDPC_SENSE_NS`] of sensing and [`LDPC_TRANSFER_NS`] of transfer
+    /// (Guo §3.6), plus the soft decode time.
+    #[default]
+    SoftSensing,
+    /// A read retry (IDA §V-F: "retrying the page read with different voltage values"): the
+    /// page is sensed again at its own page-type read latency (so an MSB retry costs an MSB
+    /// read, an IDA-adjusted page's retry its faster latency), transferred and hard-decoded
+    /// again. The engine adds the sensing and transfer ([`ReadCost::rereads`]).
+    PageRead,
 }
 
 /// Guo §3.6.1: "the BER limit that triggers extra sensing levels is 4 × 10⁻³" [12].
@@ -308,7 +328,14 @@ impl Ldpc {
             sense_ns_per_level: LDPC_SENSE_NS,
             transfer_ns_per_level: LDPC_TRANSFER_NS,
             thresholds,
+            level_cost: LevelCost::SoftSensing,
         })
+    }
+
+    /// The same code with extra levels costing `cost` (read retries instead of soft sensing).
+    pub fn with_level_cost(mut self, cost: LevelCost) -> Self {
+        self.level_cost = cost;
+        self
     }
 
     /// Extra soft-sensing levels needed at `rber`, or `None` if uncorrectable.
@@ -449,6 +476,7 @@ impl EccModel {
             extra_transfer_ns: 0.0,
             decode_ns: 0.0,
             soft_levels: 0,
+            rereads: 0,
             outcome: ReadOutcome::Corrected,
         };
         match self {
@@ -474,9 +502,17 @@ impl EccModel {
                 };
                 let lf = f64::from(levels);
                 c.soft_levels = levels;
-                c.extra_sense_ns = lf * l.sense_ns_per_level;
-                c.extra_transfer_ns = lf * l.transfer_ns_per_level;
-                c.decode_ns = l.hard_decode_ns + lf * l.soft_decode_ns_per_level;
+                match l.level_cost {
+                    LevelCost::SoftSensing => {
+                        c.extra_sense_ns = lf * l.sense_ns_per_level;
+                        c.extra_transfer_ns = lf * l.transfer_ns_per_level;
+                        c.decode_ns = l.hard_decode_ns + lf * l.soft_decode_ns_per_level;
+                    }
+                    LevelCost::PageRead => {
+                        c.rereads = levels;
+                        c.decode_ns = l.hard_decode_ns * (1.0 + lf);
+                    }
+                }
                 if !ok && errors > 0 {
                     c.outcome = ReadOutcome::Uncorrectable;
                 }

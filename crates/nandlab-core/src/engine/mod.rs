@@ -957,14 +957,16 @@ impl Engine {
         r.reads += 1;
         r.rber_sum += rber;
         r.reads_by_soft_level[(c.soft_levels as usize).min(15)] += 1;
+        r.read_retries += u64::from(c.rereads);
         match c.outcome {
             crate::ecc::ReadOutcome::Corrected => {}
             crate::ecc::ReadOutcome::Uncorrectable => r.uncorrectable += 1,
             crate::ecc::ReadOutcome::DetectedOnly => r.detected_only += 1,
         }
+        let tries = 1 + u64::from(c.rereads);
         (
-            self.timing.read_ns[pt as usize] + c.extra_sense_ns.round() as u64,
-            xfer + c.extra_transfer_ns.round() as u64,
+            tries * self.timing.read_ns[pt as usize] + c.extra_sense_ns.round() as u64,
+            tries * xfer + c.extra_transfer_ns.round() as u64,
             c.decode_ns.round() as u64,
         )
     }

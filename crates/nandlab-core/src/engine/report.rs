@@ -33,6 +33,7 @@ impl Engine {
                     "reads": r.reads,
                     "mean_rber": if r.reads == 0 { 0.0 } else { r.rber_sum / r.reads as f64 },
                     "reads_by_soft_level": &r.reads_by_soft_level[..=last],
+                    "read_retries": r.read_retries,
                     "uncorrectable_reads": r.uncorrectable,
                     "detected_only_reads": r.detected_only,
                 })

@@ -159,6 +159,7 @@ impl ReadModel {
                     hard_decode_us,
                     soft_decode_us_per_level,
                     thresholds,
+                    level_cost,
                 } => EccModel::Ldpc(
                     Ldpc::new(
                         page_bits + page_bits / 8,
@@ -166,7 +167,8 @@ impl ReadModel {
                         soft_decode_us_per_level * 1000.0,
                         thresholds.clone(),
                     )
-                    .map_err(|e| cfg_err(&key, format!("{thresholds:?}"), e.to_string()))?,
+                    .map_err(|e| cfg_err(&key, format!("{thresholds:?}"), e.to_string()))?
+                    .with_level_cost(level_cost),
                 ),
                 CodeConfig::Crc => EccModel::Crc(crate::ecc::Crc {
                     n_bits: page_bits + 32,

@@ -157,6 +157,8 @@ pub struct ReliabilityStats {
     pub rber_sum: f64,
     /// Reads by number of extra LDPC soft-sensing levels (0 = hard decision / not LDPC).
     pub reads_by_soft_level: [u64; 16],
+    /// Full page re-reads (LDPC `level_cost = "page_read"`, IDA §V-F read retries).
+    pub read_retries: u64,
     /// Reads the code could not correct.
     pub uncorrectable: u64,
     /// Reads a detect-only code (CRC) found corrupted.
