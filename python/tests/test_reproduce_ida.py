@@ -1,0 +1,61 @@
+"""`nandlab reproduce ida --quick`: the run plan and one real end-to-end run on the bundled
+WebSearch1 excerpt (IDA-E20 must read faster than the baseline refresh)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from nandlab.cli import cli
+from nandlab.reproduce import ida
+
+
+def test_plan_covers_every_figure() -> None:
+    sel = ida.Selection([ida.TraceChoice("t", Path("x.csv"), "ours")], [])
+    runs = ida.plan_runs(sel, {"t": (100.0, 2.0)}, quick=False, cycles=1.0)
+    labels = {r.label for r in runs}
+    for e in ida.ERROR_FRACTIONS:
+        assert f"E{e}" in labels
+    assert {"baseline late", "E20 late", "baseline mlc", "E20 mlc", "E20 closed"} <= labels
+    assert {f"E20 dtR={d}" for d in ida.DTR_SWEEP if d != 50} <= labels
+    by = {r.label: r.spec.overrides for r in runs}
+    assert by["baseline"]["refresh.period_s"] == 100.0
+    assert by["baseline"]["precondition.initial_age_window_s"] == 100.0
+    assert by["E20 closed"]["refresh.period_s"] == 2.0 * ida.CLOSED_PERIOD_SPANS
+    assert by["E50"]["scheme.params.error_fraction"] == 0.5
+    assert by["E20 dtR=30"]["timing.read_us"] == [50.0, 80.0, 110.0]
+    assert by["E20 late"]["reliability.codes"][0]["level_cost"] == "page_read"
+
+
+def test_msb_share() -> None:
+    rep = {
+        "refresh": {
+            "host_msb_reads": {
+                "lower_all_valid": 6,
+                "lsb_invalid_csb_valid": 2,
+                "lsb_valid_csb_invalid": 1,
+                "lower_all_invalid": 1,
+            }
+        }
+    }
+    assert ida.msb_lower_invalid_share(rep) == 0.4
+    assert ida.msb_lower_invalid_share({}) is None
+
+
+def test_quick_end_to_end(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    js = tmp_path / "ida.json"
+    res = CliRunner().invoke(
+        cli,
+        ["reproduce", "ida", "--quick", "--out", str(out), "--json", str(js), "-j", "2"],
+    )
+    assert res.exit_code == 0, res.output
+    doc = json.loads(js.read_text())
+    assert doc["check"]["passed"]
+    row = doc["table"][0]
+    assert row["reduction_E0"] > row["reduction_E20"] > row["reduction_E80"]
+    assert row["E20_extra_writes_per_block"] > 0
+    assert row["late_read_retries_per_read"] > 0
+    assert (out / "fig8_read_response.png").is_file()
