@@ -353,3 +353,39 @@ fn invariants_hold_with_refresh_and_gc() {
         }
     }
 }
+
+/// `precondition.refresh_before_replay`: one untimed refresh of the filled block leaves IDA's
+/// adjusted read types in place (case 1 on every word line: CSB reads as LSB, MSB as CSB), so
+/// CSB/MSB reads are 50 µs faster than after a baseline refresh, with no refresh traffic in
+/// the replay. The 8 moved LSBs land on pages 0..7 of a new block (types L C M L C M L C).
+#[test]
+fn refresh_before_replay_leaves_adjusted_read_types() {
+    let reqs: Vec<HostRequest> = (0..24u64)
+        .map(|l| req(l * 10_000_000, Op::Read, l))
+        .collect();
+    let ov = [
+        "precondition.fill=\"touched\"",
+        "precondition.refresh_before_replay=true",
+        "refresh.period_s=1000000",
+    ];
+    let mut base_ov = ov.to_vec();
+    base_ov.push("scheme.name=\"baseline\"");
+    let mut ida_ov = ov.to_vec();
+    ida_ov.extend(["scheme.name=\"ida\"", "scheme.params.error_fraction=0.0"]);
+    let b = run(TLC, &base_ov, reqs.clone());
+    let i = run(TLC, &ida_ov, reqs);
+    for r in [&b, &i] {
+        assert_eq!(f(r, "precondition.refreshed_blocks"), 1.0);
+        assert_eq!(f(r, "refresh.blocks_refreshed"), 0.0);
+    }
+    assert_eq!(f(&b, "precondition.refresh_moves"), 24.0);
+    assert_eq!(f(&i, "precondition.refresh_moves"), 8.0);
+    assert_eq!(f(&i, "precondition.refresh_adjusted_pages"), 16.0);
+    // Sense time, µs: baseline 8×(50+100+150) = 2400; IDA 8×50 + 8×100 + (3×50+3×100+2×150).
+    let d = f(&b, "host.read_mean_us") - f(&i, "host.read_mean_us");
+    let want = (2400.0 - (400.0 + 800.0 + 750.0)) / 24.0;
+    assert!(
+        (d - want).abs() < 1e-6,
+        "baseline − ida = {d} µs, want {want}"
+    );
+}

@@ -483,6 +483,10 @@ pub struct PreconditionConfig {
     /// Program ages of preconditioned data are spread uniformly over this window before the
     /// trace starts, seconds.
     pub initial_age_window_s: f64,
+    /// After fill and aging, refresh every full block with data once, untimed, through the
+    /// scheme's `plan_refresh` (IDA: voltage-adjust word lines): the replay starts in the
+    /// state a past data refresh left, without refresh traffic in its latencies.
+    pub refresh_before_replay: bool,
 }
 
 impl Default for PreconditionConfig {
@@ -495,6 +499,7 @@ impl Default for PreconditionConfig {
             initial_pe_cycles: 0,
             initial_pe_spread: 0,
             initial_age_window_s: 0.0,
+            refresh_before_replay: false,
         }
     }
 }

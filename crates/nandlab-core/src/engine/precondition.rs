@@ -7,7 +7,11 @@
 //!    `host.unmapped_read_pages`, as an SSD returns zeros for a deallocated LBA).
 //! 2. **Age** (`age_overwrites`, `age_until_steady`): uniformly random overwrites of the filled
 //!    LPNs with GC running, so that the replay starts with GC in steady state.
-//! 3. **Wear and retention** (`initial_pe_cycles ± initial_pe_spread`, `initial_age_window_s`):
+//! 3. **Refresh** (`refresh_before_replay`): every full block with valid data is refreshed
+//!    once through the scheme's [`crate::scheme::Scheme::plan_refresh`]: planned moves and
+//!    corrupted adjusted pages are relocated, kept pages take their adjusted read type, and an
+//!    adjusted block becomes an IDA block — the state a past refresh leaves (IDA §III-C).
+//! 4. **Wear and retention** (`initial_pe_cycles ± initial_pe_spread`, `initial_age_window_s`):
 //!    each block gets an initial P/E count; each block's data gets a program time uniformly
 //!    spread over the window before the trace starts.
 //!
@@ -40,6 +44,17 @@ pub struct PreconditionReport {
     pub aging_rounds: u64,
     /// Mean initial P/E cycles assigned.
     pub initial_pe_mean: f64,
+    /// Blocks refreshed before the replay (`refresh_before_replay`).
+    pub refreshed_blocks: u64,
+    /// Pages relocated by that refresh (planned moves and corrupted adjusted pages).
+    pub refresh_moves: u64,
+    /// Pages left in place with an adjusted (faster) read type.
+    pub refresh_adjusted_pages: u64,
+    /// Adjusted pages read back after the adjustment (IDA Fig. 7b step 5): IDA's extra reads.
+    pub refresh_readbacks: u64,
+    /// Adjusted pages found corrupted and rewritten from their copy (step 8): IDA's extra
+    /// writes.
+    pub refresh_rewrites: u64,
 }
 
 /// Derive an independent RNG stream from the master seed (SplitMix64 of seed and stream id).
@@ -116,6 +131,10 @@ impl Engine {
             self.precondition.aged_overwrites = done;
         }
 
+        if pc.refresh_before_replay {
+            self.untimed_refresh_all()?;
+        }
+
         if pc.initial_pe_cycles > 0 || pc.initial_age_window_s > 0.0 {
             let mut rng = rng_stream(self.cfg.seed, 2);
             let blocks = self.ftl.geo.blocks();
@@ -144,6 +163,103 @@ impl Engine {
             }
             self.precondition.initial_pe_mean = pe_sum as f64 / blocks.max(1) as f64;
         }
+        Ok(())
+    }
+
+    /// Refresh every full block holding valid data once, untimed (step 3).
+    fn untimed_refresh_all(&mut self) -> Result<(), NandlabError> {
+        let bpp = self.ftl.geo.blocks_per_plane;
+        // The blocks due now; the destination blocks this pass fills are not refreshed again.
+        let due: Vec<u32> = (0..self.ftl.geo.blocks())
+            .filter(|&b| {
+                self.ftl.block_state(b) == crate::ftl::BlockState::Full
+                    && self.ftl.block_valid(b) > 0
+            })
+            .collect();
+        for block in due {
+            if self.ftl.block_valid(block) == 0 || !self.ftl.claim_for_refresh(block) {
+                continue;
+            }
+            let plane = block / bpp;
+            self.rf_plan.clear();
+            let ctx = Ctx {
+                now_ns: 0,
+                ftl: &self.ftl,
+                timing: &self.timing,
+            };
+            self.scheme.plan_refresh(block, &ctx, &mut self.rf_plan);
+            let mut moves = 0u64;
+            for i in 0..self.rf_plan.moves.len() {
+                let src = self.rf_plan.moves[i];
+                self.untimed_relocate(src, plane, &mut moves)?;
+            }
+            for i in 0..self.rf_plan.adjusted.len() {
+                let a = self.rf_plan.adjusted[i];
+                if self.ftl.page_state(a.ppn) != PageState::Valid {
+                    continue;
+                }
+                self.precondition.refresh_readbacks += 1;
+                if a.corrupt {
+                    self.precondition.refresh_rewrites += 1;
+                    self.untimed_relocate(a.ppn, plane, &mut moves)?;
+                } else {
+                    self.ftl.set_page_read_type(a.ppn, a.read_type);
+                    self.precondition.refresh_adjusted_pages += 1;
+                }
+            }
+            if !self.rf_plan.adjust_wls.is_empty() {
+                self.ftl.mark_ida(block);
+            }
+            self.ftl.unclaim_victim(block);
+            self.precondition.refreshed_blocks += 1;
+            self.precondition.refresh_moves += moves;
+        }
+        Ok(())
+    }
+
+    /// Move the valid page `src` to a new page of `plane` (refresh placement), untimed, with
+    /// GC as needed.
+    fn untimed_relocate(
+        &mut self,
+        src: u32,
+        plane: u32,
+        moves: &mut u64,
+    ) -> Result<(), NandlabError> {
+        let lpn = self.ftl.page_lpn(src);
+        let ctx = Ctx {
+            now_ns: 0,
+            ftl: &self.ftl,
+            timing: &self.timing,
+        };
+        let pl = self.scheme.placement(lpn, Source::Refresh, &ctx);
+        if !self.placement_ok(pl) {
+            return Err(self
+                .error
+                .take()
+                .unwrap_or(NandlabError::Sim("bad placement".into())));
+        }
+        let mut gc_moves = 0u64;
+        let mut guard = 0u32;
+        while self.ftl.needs_gc(plane) {
+            if !self.untimed_gc(plane, &mut gc_moves)? {
+                break;
+            }
+            guard += 1;
+            if guard > self.ftl.geo.blocks_per_plane {
+                return Err(NandlabError::Sim(format!(
+                    "preconditioning: GC cannot reclaim space on plane {plane} during the \
+                     refresh; raise device.op_percent_of_logical"
+                )));
+            }
+        }
+        let dst = self.ftl.allocate(plane, pl.stream, false, 0).map_err(|_| {
+            NandlabError::Sim(format!(
+                "preconditioning: refresh on plane {plane} ran out of space \
+                 (raise device.op_percent_of_logical)"
+            ))
+        })?;
+        self.ftl.program(dst, lpn, pl.mode, pl.ecc, 0);
+        *moves += 1;
         Ok(())
     }
 
