@@ -14,7 +14,7 @@ from nandlab.reproduce import ida
 
 def test_plan_covers_every_figure() -> None:
     sel = ida.Selection([ida.TraceChoice("t", Path("x.csv"), "ours")], [])
-    runs = ida.plan_runs(sel, {"t": (100.0, 2.0)}, quick=False, cycles=1.0)
+    runs = ida.plan_runs(sel, {"t": (100.0, 2.0)}, quick=False, cycles=1.0, mode="timed")
     labels = {r.label for r in runs}
     for e in ida.ERROR_FRACTIONS:
         assert f"E{e}" in labels
@@ -27,6 +27,9 @@ def test_plan_covers_every_figure() -> None:
     assert by["E50"]["scheme.params.error_fraction"] == 0.5
     assert by["E20 dtR=30"]["timing.read_us"] == [50.0, 80.0, 110.0]
     assert by["E20 late"]["reliability.codes"][0]["level_cost"] == "page_read"
+    before = {r.label: r.spec.overrides for r in ida.plan_runs(sel, {}, quick=True, cycles=1.0)}
+    assert before["E20 closed"]["precondition.refresh_before_replay"] is True
+    assert before["E20"]["refresh.period_s"] == ida.PAPER_PERIOD_S
 
 
 def test_msb_share() -> None:
@@ -57,5 +60,6 @@ def test_quick_end_to_end(tmp_path: Path) -> None:
     row = doc["table"][0]
     assert row["reduction_E0"] > row["reduction_E20"] > row["reduction_E80"]
     assert row["E20_extra_writes_per_block"] > 0
+    assert row["E20_pages_adjusted"] > 0
     assert row["late_read_retries_per_read"] > 0
     assert (out / "fig8_read_response.png").is_file()

@@ -628,6 +628,7 @@ impl Engine {
     fn finish_host(&mut self, slot: u32) {
         let s = self.slots[slot as usize];
         let response = s.done_ns - s.arrival_ns;
+        self.stats.last_completion_ns = self.stats.last_completion_ns.max(s.done_ns);
         let service = s.service_ns.min(response);
         let wait = response - service;
         let class = match s.op {

@@ -161,6 +161,12 @@ impl Engine {
             "sim": {
                 "span_s": span_ns as f64 / 1e9,
                 "last_arrival_s": self.last_arrival_ns() as f64 / 1e9,
+                // Host throughput over the simulated time to the last completion (the span
+                // may run on past it with background work such as refresh checks).
+                "last_completion_s": s.last_completion_ns as f64 / 1e9,
+                "host_throughput_rps": if s.last_completion_ns > 0 {
+                    requests as f64 / (s.last_completion_ns as f64 / 1e9)
+                } else { 0.0 },
                 "events": s.events,
             },
             "wall_s": wall_s,

@@ -168,6 +168,8 @@ pub struct ReliabilityStats {
 /// Counters the engine keeps while replaying.
 #[derive(Clone, Debug, Default)]
 pub struct Stats {
+    /// Simulated time the last host request completed, ns.
+    pub last_completion_ns: u64,
     /// All host requests.
     pub all: ClassLatency,
     /// Host reads.
