@@ -180,3 +180,60 @@ fn read_retry_costs_whole_rereads() {
         "aged {rb} µs vs fresh {ra} µs"
     );
 }
+
+fn model_of(text: &str, extra: &[&str]) -> Engine {
+    let ov: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+    let cfg = load(text, "<t>", &ov).unwrap();
+    let (geo, logical) = cfg.size_device(0).unwrap();
+    let scheme = registry("baseline", &Default::default(), &cfg.timing().unwrap(), 2).unwrap();
+    Engine::new(cfg, geo, logical, scheme).unwrap()
+}
+
+/// `reliability.mode_levels`: a program mode can write FlexLevel reduced-state pages (NUNMA 3,
+/// Guo Table 10), whose RBER the model puts well below a normal page's at the same wear and
+/// age; modes without an entry use `level_config`.
+#[test]
+fn program_mode_carries_its_level_configuration() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = format!(
+        "{}\n[[timing.program_modes]]\nname = \"reduced\"\nprogram_us = [1300.0]\n",
+        base(dir.path(), "[0.5]")
+    );
+    let e = model_of(&text, &["reliability.mode_levels=[0, 3]"]);
+    let rm = e.read_model.as_ref().unwrap();
+    let normal = rm.rber(6000, 30.0 * 86_400.0, 0);
+    let reduced = rm.rber(6000, 30.0 * 86_400.0, 1);
+    assert!(
+        reduced < 0.5 * normal,
+        "NUNMA 3 {reduced:e} vs normal {normal:e}"
+    );
+    let cfg = load(&text, "<t>", &["reliability.mode_levels=[0]".to_string()]).unwrap();
+    let (geo, logical) = cfg.size_device(0).unwrap();
+    let scheme = registry("baseline", &Default::default(), &cfg.timing().unwrap(), 2).unwrap();
+    let err = Engine::new(cfg, geo, logical, scheme)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("reliability.mode_levels"), "{err}");
+}
+
+/// `reliability.read_disturb_grid`: RBER grows with the reads of the block since erase (Guo
+/// eq. 2.8–2.9) and is interpolated between the grid's tables; without a grid reads are
+/// ignored.
+#[test]
+fn read_disturb_raises_rber_with_reads_since_erase() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = base(dir.path(), "[0.5]");
+    let e = model_of(&text, &["reliability.read_disturb_grid=[0.0, 1000000.0]"]);
+    let rm = e.read_model.as_ref().unwrap();
+    let (pe, t) = (6000, 86_400.0);
+    let r0 = rm.rber_at(pe, t, 0, 0);
+    let r_mid = rm.rber_at(pe, t, 0, 1000);
+    let r1 = rm.rber_at(pe, t, 0, 1_000_000);
+    assert!(r1 > r0, "{r0:e} → {r1:e}");
+    assert!(r0 <= r_mid && r_mid <= r1);
+    assert_eq!(rm.rber_at(pe, t, 0, 5_000_000), r1, "clamped past the grid");
+    let off = model_of(&text, &[]);
+    let rm = off.read_model.as_ref().unwrap();
+    assert_eq!(rm.rber_at(pe, t, 0, 1_000_000), rm.rber_at(pe, t, 0, 0));
+}

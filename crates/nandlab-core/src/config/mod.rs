@@ -160,6 +160,13 @@ pub struct ReliabilityConfig {
     pub cache_dir: String,
     /// Level configuration of every page: 0 normal, 1–3 NUNMA 1–3 (Guo Table 10).
     pub level_config: u32,
+    /// Level configuration per program mode (one entry per mode, overriding `level_config`),
+    /// e.g. `[0, 3]`: mode 1 programs FlexLevel reduced-state (NUNMA 3) pages. Empty = all
+    /// modes use `level_config`.
+    pub mode_levels: Vec<u32>,
+    /// Reads since erase at which read disturb (Guo eq. 2.8–2.9) is tabulated, ascending;
+    /// each point costs a full RBER table. Empty = read disturb off (every read at 0).
+    pub read_disturb_grid: Vec<f64>,
     /// ISPP step of program mode 0, V (Guo §3.2: 0.15). Other modes' steps follow their
     /// program time: ΔVpp_i = ΔVpp_0 · t_0 / t_i (EFM eq. 2, t_p ∝ 1/ΔVpp).
     pub mode0_dvpp_v: f64,
@@ -183,6 +190,8 @@ impl Default for ReliabilityConfig {
             model: ReliabilityModel::None,
             cache_dir: String::new(),
             level_config: 0,
+            mode_levels: Vec::new(),
+            read_disturb_grid: Vec::new(),
             mode0_dvpp_v: 0.15,
             read_ref_margin_v: crate::reliability::vth::NORMAL_READ_REF_MARGIN_V,
             pe_grid: d.pe,
@@ -796,6 +805,26 @@ impl Config {
                 "reliability.read_ref_margin_v",
                 r.read_ref_margin_v,
                 "allowed range is 0 ≤ x ≤ 0.5 V",
+            ));
+        }
+        for (i, w) in r.read_disturb_grid.windows(2).enumerate() {
+            if w[0].partial_cmp(&w[1]) != Some(std::cmp::Ordering::Less) {
+                return Err(invalid(
+                    &format!("reliability.read_disturb_grid[{}]", i + 1),
+                    w[1],
+                    "must be ascending",
+                ));
+            }
+        }
+        if let Some(&x) = r
+            .read_disturb_grid
+            .iter()
+            .find(|x| !(x.is_finite() && **x >= 0.0 && **x <= 1e12))
+        {
+            return Err(invalid(
+                "reliability.read_disturb_grid",
+                x,
+                "allowed range is 0 ≤ reads ≤ 1e12",
             ));
         }
         let n_ecc = 1 + t.ecc.len();

@@ -953,7 +953,8 @@ impl Engine {
         let pe = self.ftl.block_erases(block);
         let age_s = self.now as f64 / 1e9 - self.ftl.page_program_s(ppn) as f64;
         let mode = self.ftl.page_mode(ppn);
-        let (rber, c) = rm.read(pe, age_s, mode, ecc);
+        let reads = self.ftl.block_reads(block);
+        let (rber, c) = rm.read(pe, age_s, mode, ecc, reads);
         let r = &mut self.stats.reliability;
         r.reads += 1;
         r.rber_sum += rber;

@@ -2,9 +2,13 @@
 //! one code model per ECC id, and a seeded RNG for the error count of each read.
 //!
 //! Per page read: RBER = table(P/E of the block, retention age of the page, ΔVpp of its program
-//! mode, level configuration); errors ~ Binomial(codeword bits, RBER); the code model turns
-//! (RBER, errors) into extra sensing, extra transfer, decode time and an outcome
-//! ([`crate::ecc::EccModel::read_cost`]).
+//! mode, level configuration of its program mode, reads of its block since erase);
+//! errors ~ Binomial(codeword bits, RBER); the code model turns (RBER, errors) into extra
+//! sensing, extra transfer, decode time and an outcome ([`crate::ecc::EccModel::read_cost`]).
+//!
+//! Read disturb (Guo eq. 2.8–2.9) is an axis only when `reliability.read_disturb_grid` is
+//! given: one table per grid point, interpolated linearly in `ln(1 + reads)`; otherwise every
+//! read is evaluated at 0 reads since erase.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -12,18 +16,22 @@ use std::time::Instant;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use super::table::{CacheStatus, RberTable, TableSpec};
-use super::vth::{LevelConfig, VthParams};
+use super::vth::VthParams;
 use crate::config::{CodeConfig, Config, ConfigError, ReliabilityModel};
 use crate::ecc::{draw_errors, Bch, BchTiming, EccModel, Ldpc, ReadCost};
 use crate::flash::{CellType, Timing};
 
 /// The per-run read model.
 pub struct ReadModel {
-    table: RberTable,
+    /// One table per read-disturb grid point (one table when read disturb is off).
+    tables: Vec<RberTable>,
+    /// `ln(1 + reads)` of each table's reads-since-erase.
+    reads_x: Vec<f64>,
     codes: Vec<EccModel>,
     /// Program mode id → table mode index.
     mode_index: Vec<usize>,
-    level: usize,
+    /// Program mode id → table level-configuration index.
+    mode_level: Vec<usize>,
     rng: Xoshiro256PlusPlus,
     /// Whether the table came from the cache.
     pub cache_status: CacheStatus,
@@ -124,21 +132,66 @@ impl ReadModel {
         spec.pe = r.pe_grid.clone();
         spec.retention_s = r.retention_grid_s.clone();
         spec.modes_dvpp = axis;
-        let level = r.level_config as usize;
-        if level >= spec.levels.len() {
+        // Level configuration of each program mode: `mode_levels[i]`, else `level_config`.
+        let all_levels = spec.levels.clone();
+        let n_modes = timing.modes.len();
+        if !r.mode_levels.is_empty() && r.mode_levels.len() != n_modes {
             return Err(cfg_err(
-                "reliability.level_config",
-                level,
-                "allowed 0 ..= 3",
+                "reliability.mode_levels",
+                format!("{:?}", r.mode_levels),
+                format!("give one level configuration per program mode ({n_modes})"),
             ));
         }
-        // Keep only the level configuration in use: the table is 4× cheaper.
-        let lc: LevelConfig = spec.levels[level];
-        spec.levels = vec![lc];
+        let mut level_axis: Vec<usize> = Vec::new();
+        let mut mode_level = Vec::with_capacity(n_modes);
+        for i in 0..n_modes {
+            let (key, lv) = match r.mode_levels.get(i) {
+                Some(&l) => (format!("reliability.mode_levels[{i}]"), l as usize),
+                None => (
+                    "reliability.level_config".to_string(),
+                    r.level_config as usize,
+                ),
+            };
+            if lv >= all_levels.len() {
+                return Err(cfg_err(&key, lv, "allowed 0 (normal) ..= 3 (NUNMA 3)"));
+            }
+            if lv > 0 && cfg.device.cell == CellType::Tlc {
+                return Err(cfg_err(
+                    &key,
+                    lv,
+                    "reduced-state (NUNMA) configurations are MLC only",
+                ));
+            }
+            let j = match level_axis.iter().position(|&x| x == lv) {
+                Some(j) => j,
+                None => {
+                    level_axis.push(lv);
+                    level_axis.len() - 1
+                }
+            };
+            mode_level.push(j);
+        }
+        // Keep only the level configurations in use: each one costs a full table.
+        spec.levels = level_axis.iter().map(|&l| all_levels[l]).collect();
+        let reads_grid: Vec<f64> = if r.read_disturb_grid.is_empty() {
+            vec![0.0]
+        } else {
+            r.read_disturb_grid.clone()
+        };
         let dir = cache_dir(cfg);
         let t = Instant::now();
-        let (table, cache_status) = RberTable::load_or_build(&spec, &dir)
-            .map_err(|e| cfg_err("reliability", dir.display(), e.to_string()))?;
+        let mut tables = Vec::with_capacity(reads_grid.len());
+        let mut cache_status = CacheStatus::Hit;
+        for &reads in &reads_grid {
+            let mut sp = spec.clone();
+            sp.reads = reads;
+            let (table, st) = RberTable::load_or_build(&sp, &dir)
+                .map_err(|e| cfg_err("reliability", dir.display(), e.to_string()))?;
+            if st == CacheStatus::Built {
+                cache_status = CacheStatus::Built;
+            }
+            tables.push(table);
+        }
         let table_s = t.elapsed().as_secs_f64();
         let page_bits = 8 * cfg.device.page_size_bytes;
         let n_ecc = timing.eccs.len();
@@ -178,10 +231,11 @@ impl ReadModel {
             codes.push(m);
         }
         Ok(Some(ReadModel {
-            table,
+            tables,
+            reads_x: reads_grid.iter().map(|r| r.ln_1p()).collect(),
             codes,
             mode_index,
-            level: 0,
+            mode_level,
             rng: crate::engine::rng_stream(cfg.seed, 3),
             cache_status,
             table_s,
@@ -189,28 +243,49 @@ impl ReadModel {
         }))
     }
 
-    /// RBER and read cost of one page read.
+    /// RBER and read cost of one page read (`reads`: reads of its block since erase).
     #[inline]
-    pub fn read(&mut self, pe: u32, retention_s: f64, mode: u8, ecc: u8) -> (f64, ReadCost) {
-        let rber = self.table.rber(
-            pe as f64,
-            retention_s.max(0.0),
-            self.mode_index[mode as usize],
-            self.level,
-        );
+    pub fn read(
+        &mut self,
+        pe: u32,
+        retention_s: f64,
+        mode: u8,
+        ecc: u8,
+        reads: u32,
+    ) -> (f64, ReadCost) {
+        let rber = self.rber_at(pe, retention_s, mode, reads);
         let code = &self.codes[ecc as usize];
         let errors = draw_errors(&mut self.rng, code.codeword_bits(), rber);
         (rber, code.read_cost(rber, errors))
     }
 
-    /// RBER without drawing (for reports and tests).
+    /// RBER at 0 reads since erase, without drawing (for reports and tests).
     pub fn rber(&self, pe: u32, retention_s: f64, mode: u8) -> f64 {
-        self.table.rber(
-            pe as f64,
-            retention_s.max(0.0),
-            self.mode_index[mode as usize],
-            self.level,
-        )
+        self.rber_at(pe, retention_s, mode, 0)
+    }
+
+    /// RBER with `reads` reads of the block since erase (linear in `ln(1 + reads)` between
+    /// the read-disturb grid points, clamped to the grid).
+    pub fn rber_at(&self, pe: u32, retention_s: f64, mode: u8, reads: u32) -> f64 {
+        let m = self.mode_index[mode as usize];
+        let l = self.mode_level[mode as usize];
+        let at = |i: usize| self.tables[i].rber(pe as f64, retention_s.max(0.0), m, l);
+        let n = self.tables.len();
+        if n == 1 {
+            return at(0);
+        }
+        let x = f64::from(reads).ln_1p();
+        let i = self.reads_x.partition_point(|&g| g <= x);
+        if i == 0 {
+            return at(0);
+        }
+        if i >= n {
+            return at(n - 1);
+        }
+        let (x0, x1) = (self.reads_x[i - 1], self.reads_x[i]);
+        let f = if x1 > x0 { (x - x0) / (x1 - x0) } else { 0.0 };
+        let (a, b) = (at(i - 1), at(i));
+        a + (b - a) * f
     }
 
     /// The code model of an ECC id.
