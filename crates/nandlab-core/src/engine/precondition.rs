@@ -23,7 +23,7 @@ use crate::api::NandlabError;
 use crate::config::Fill;
 use crate::ftl::PageState;
 use crate::host::Prepass;
-use crate::scheme::{Ctx, Source};
+use crate::scheme::Ctx;
 
 /// What preconditioning did.
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
@@ -154,17 +154,18 @@ impl Engine {
             ftl: &self.ftl,
             timing: &self.timing,
         };
-        let pl = self.scheme.placement(lpn, Source::Host, &ctx);
+        let pl = self.scheme.precondition_placement(lpn, &ctx);
         if !self.placement_ok(pl) {
             return Err(self
                 .error
                 .take()
                 .unwrap_or(NandlabError::Sim("bad placement".into())));
         }
-        let plane = self.ftl.plane_for_write(lpn);
+        let plane = self.ftl.plane_for_write_in(lpn, pl.region);
+        let pool = self.ftl.pool(plane, pl.region);
         let mut guard = 0u32;
-        while self.ftl.needs_gc(plane) {
-            if !self.untimed_gc(plane, moves)? {
+        while self.ftl.needs_gc(pool) {
+            if !self.untimed_gc(pool, moves)? {
                 break;
             }
             guard += 1;
@@ -175,20 +176,32 @@ impl Engine {
                 )));
             }
         }
-        let ppn = self.ftl.allocate(plane, pl.stream, true, 0).map_err(|_| {
-            NandlabError::Sim(format!(
-                "preconditioning: plane {plane} is full; the filled data does not fit the \
-                 device (raise device.op_percent_of_logical)"
-            ))
-        })?;
-        self.ftl.program(ppn, lpn, pl.mode, pl.ecc, 0);
+        let ppn = self
+            .ftl
+            .allocate_in(plane, pl.region, pl.stream, true, 0)
+            .map_err(|_| {
+                NandlabError::Sim(format!(
+                    "preconditioning: plane {plane}{} is full; the filled data does not fit the \
+                     device (raise device.op_percent_of_logical{})",
+                    self.region_note(pl.region),
+                    if self.ftl.regions() > 1 {
+                        " or that region's fraction"
+                    } else {
+                        ""
+                    }
+                ))
+            })?;
+        let mode = self.region_mode(pl);
+        self.ftl.program(ppn, lpn, mode, pl.ecc, 0);
         Ok(())
     }
 
-    fn untimed_gc(&mut self, plane: u32, moves: &mut u64) -> Result<bool, NandlabError> {
-        let Some(victim) = self.ftl.select_victim(plane, 0) else {
+    fn untimed_gc(&mut self, pool: u32, moves: &mut u64) -> Result<bool, NandlabError> {
+        let Some(victim) = self.ftl.select_victim(pool, 0) else {
             return Ok(false);
         };
+        let plane = self.ftl.plane_of_pool(pool);
+        let region = self.ftl.block_region(victim);
         self.scratch.clear();
         self.ftl.valid_pages(victim, &mut self.scratch);
         for i in 0..self.scratch.len() {
@@ -199,19 +212,25 @@ impl Engine {
                 ftl: &self.ftl,
                 timing: &self.timing,
             };
-            let pl = self.scheme.gc_move(lpn, src, &ctx);
+            let mut pl = self.scheme.gc_move(lpn, src, &ctx);
+            pl.region = region;
             if !self.placement_ok(pl) {
                 return Err(self
                     .error
                     .take()
                     .unwrap_or(NandlabError::Sim("bad placement".into())));
             }
-            let dst = self.ftl.allocate(plane, pl.stream, false, 0).map_err(|_| {
-                NandlabError::Sim(format!(
-                    "preconditioning: GC on plane {plane} ran out of space"
-                ))
-            })?;
-            self.ftl.program(dst, lpn, pl.mode, pl.ecc, 0);
+            let dst = self
+                .ftl
+                .allocate_in(plane, region, pl.stream, false, 0)
+                .map_err(|_| {
+                    NandlabError::Sim(format!(
+                        "preconditioning: GC on plane {plane}{} ran out of space",
+                        self.region_note(region)
+                    ))
+                })?;
+            let mode = self.region_mode(pl);
+            self.ftl.program(dst, lpn, mode, pl.ecc, 0);
             *moves += 1;
         }
         self.ftl.erase(victim);

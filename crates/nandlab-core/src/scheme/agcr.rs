@@ -64,6 +64,7 @@ impl Agcr {
             stream: 0,
             mode: mode as u8,
             ecc: ecc as u8,
+            region: 0,
         };
         let high = pl(
             p.usize("high_mode", 2.min(nm), 0, nm)?,
