@@ -24,6 +24,7 @@
 pub mod agcr;
 pub mod baseline;
 pub mod diffecc_wa;
+pub mod efm;
 pub mod ida;
 pub mod params;
 pub mod separator;
@@ -308,6 +309,8 @@ pub fn registry(
         // The EFM paper's "TOS18" baseline is the journal version of AGCR (same scheme).
         "agcr" | "tos18" => Ok(Box::new(agcr::Agcr::new(params, timing, streams)?)),
         "ida" => Ok(Box::new(ida::Ida::new(params, timing, streams)?)),
+        "efm" => Ok(Box::new(efm::Efm::new(params, timing, streams, true)?)),
+        "efm_static" => Ok(Box::new(efm::Efm::new(params, timing, streams, false)?)),
         other => Err(ConfigError::Invalid {
             key: "scheme.name".into(),
             value: format!("{other:?}"),
@@ -317,4 +320,12 @@ pub fn registry(
 }
 
 /// Names [`registry`] knows.
-pub const NAMES: &[&str] = &["baseline", "diffecc_wa", "agcr", "tos18", "ida"];
+pub const NAMES: &[&str] = &[
+    "baseline",
+    "diffecc_wa",
+    "agcr",
+    "tos18",
+    "ida",
+    "efm",
+    "efm_static",
+];
