@@ -25,9 +25,11 @@ pub mod agcr;
 pub mod baseline;
 pub mod diffecc_wa;
 pub mod efm;
+pub mod hotis;
 pub mod ida;
 pub mod params;
 pub mod separator;
+pub mod warm;
 
 use crate::config::ConfigError;
 use crate::flash::{BlockLayout, PageType, Timing};
@@ -311,6 +313,8 @@ pub fn registry(
         "ida" => Ok(Box::new(ida::Ida::new(params, timing, streams)?)),
         "efm" => Ok(Box::new(efm::Efm::new(params, timing, streams, true)?)),
         "efm_static" => Ok(Box::new(efm::Efm::new(params, timing, streams, false)?)),
+        "warm" => Ok(Box::new(warm::Warm::new(params, timing, streams)?)),
+        "hotis" => Ok(Box::new(hotis::Hotis::new(params, timing, streams)?)),
         other => Err(ConfigError::Invalid {
             key: "scheme.name".into(),
             value: format!("{other:?}"),
@@ -328,4 +332,6 @@ pub const NAMES: &[&str] = &[
     "ida",
     "efm",
     "efm_static",
+    "warm",
+    "hotis",
 ];
