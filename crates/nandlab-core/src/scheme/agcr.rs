@@ -197,14 +197,17 @@ impl Scheme for Agcr {
     }
 
     fn stats(&self) -> serde_json::Value {
-        json!({
+        let mut v = json!({
             "placed_read_only": self.placed_read_only,
             "placed_interleaved": self.placed_interleaved,
             "placed_write_only": self.placed_write_only,
             "placed_unknown": self.placed_unknown,
             "history_bytes": self.history.len(),
-            "region_migrations": self.migrations,
-        })
+        });
+        if self.regions_on {
+            v["region_migrations"] = json!(self.migrations);
+        }
+        v
     }
 }
 
