@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import click
 
+from nandlab.reproduce import efm as _efm
 from nandlab.reproduce import xia_diffecc as _xia_diffecc
 
 
@@ -19,5 +20,6 @@ def reproduce() -> None:
 
 
 reproduce.add_command(_xia_diffecc.xia_diffecc)
+reproduce.add_command(_efm.efm)
 
 __all__ = ["reproduce"]
