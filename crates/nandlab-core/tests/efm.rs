@@ -405,7 +405,7 @@ fn regions_survive_gc_and_keep_invariants() {
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
         let lpn = (x >> 33) % 200;
-        let op = if (x >> 20) % 3 == 0 {
+        let op = if (x >> 20).is_multiple_of(3) {
             Op::Read
         } else {
             Op::Write

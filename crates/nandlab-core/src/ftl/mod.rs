@@ -243,9 +243,7 @@ impl Ftl {
             for (r, &n) in region_blocks.iter().enumerate() {
                 let mut q = VecDeque::with_capacity(n as usize);
                 q.extend((start..start + n as usize).map(|b| b as u32));
-                for b in start..start + n as usize {
-                    blk_region[b] = r as u8;
-                }
+                blk_region[start..start + n as usize].fill(r as u8);
                 start += n as usize;
                 free.push(q);
             }
