@@ -20,6 +20,7 @@ COMMANDS = [
     ["ecc"],
     ["reproduce"],
     ["reproduce", "xia-diffecc"],
+    ["reproduce", "efm"],
 ]
 
 
