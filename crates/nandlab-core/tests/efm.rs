@@ -443,3 +443,39 @@ fn no_regions_report_has_no_region_section() {
     assert!(r.get("regions").is_none());
     assert!(r["config"].get("regions").is_none());
 }
+
+#[test]
+fn region_read_latency_from_the_reliability_model() {
+    // read_latency = "model": a page's RBER (hence its ECC cost) follows its region's program
+    // mode ΔVpp; the report says which source the run used.
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().display().to_string();
+    let c = cfg(&[
+        "reliability.model=\"vth\"",
+        &format!("reliability.cache_dir={}", toml::Value::String(cache)),
+        "reliability.pe_grid=[0.0, 6000.0]",
+        "reliability.retention_grid_s=[0.0, 2592000.0]",
+        "regions.read_latency=\"model\"",
+    ]);
+    let reqs: Vec<HostRequest> = (0..40)
+        .map(|i| {
+            let op = if i < 20 { Op::Write } else { Op::Read };
+            req(i * 1_000_000, op, (i % 20) * 8, 1)
+        })
+        .collect();
+    let r = run(c, reqs);
+    let g = &r["regions"];
+    assert!(
+        g["read_latency_source"]
+            .as_str()
+            .unwrap()
+            .starts_with("model"),
+        "{g:#}"
+    );
+    assert!(g["read_us_at_start"].is_null());
+    assert_eq!(r["reliability"]["model"], "vth");
+    // Region modes 1, 0, 2 (450, 600, 800 µs) give ΔVpp 0.2, 0.15, 0.1125 V (t ∝ 1/ΔVpp).
+    let dv = r["reliability"]["mode_dvpp_v"].as_array().unwrap();
+    assert!((dv[1].as_f64().unwrap() - 0.2).abs() < 1e-9, "{dv:?}");
+    assert!(r["reliability"]["reads"].as_u64().unwrap() >= 20);
+}
