@@ -171,8 +171,14 @@ impl Engine {
             guard += 1;
             if guard > self.ftl.geo.blocks_per_plane {
                 return Err(NandlabError::Sim(format!(
-                    "preconditioning: GC cannot reclaim space on plane {plane} (every victim \
-                     is fully valid); raise device.op_percent_of_logical"
+                    "preconditioning: GC cannot reclaim space on plane {plane}{} (every victim \
+                     is fully valid); raise device.op_percent_of_logical{}",
+                    self.region_note(pl.region),
+                    if self.ftl.regions() > 1 {
+                        " or that region's share (regions.fractions)"
+                    } else {
+                        ""
+                    }
                 )));
             }
         }
