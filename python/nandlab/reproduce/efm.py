@@ -581,19 +581,18 @@ def make_figures(an: Analysis, out: Path) -> list[Path]:
             scheme_labels=LABELS,
             ylabel="lifetime gain",
         )
-        r10 = {}
-        for t in an.study_traces:
-            r10[t] = {
-                f"{LABELS[s]}-{n}R": an.metrics.get((f"{n}R", t, s), {}).get("mean_us")
-                for s in SCHEMES
-                for n in (1, 2, 3)
+        r10 = {
+            f"{LABELS[s]}": {
+                t: {f"{n}R": an.metrics.get((f"{n}R", t, s), {}).get("mean_us") for n in (1, 2, 3)}
+                for t in an.study_traces
             }
-        cols = [f"{LABELS[s]}-{n}R" for s in SCHEMES for n in (1, 2, 3)]
+            for s in SCHEMES
+        }
         paths += figures.grouped_bars(
-            {"Mean response time, normalised to EFM-3R": r10},
-            cols,
+            r10,
+            ["1R", "2R", "3R"],
             out / "fig10_regions",
-            reference="EFM-3R",
+            ylabel="mean response (µs)",
         )
     return paths
 
