@@ -479,3 +479,46 @@ fn region_read_latency_from_the_reliability_model() {
     assert!((dv[1].as_f64().unwrap() - 0.2).abs() < 1e-9, "{dv:?}");
     assert!(r["reliability"]["reads"].as_u64().unwrap() >= 20);
 }
+
+#[test]
+fn one_region_with_the_device_latencies_equals_no_regions() {
+    // A single region holding every block, programmed in mode 0 and read at the device's read
+    // latency, is the device without regions: same latencies, same GC, same counts.
+    let base = [
+        "precondition.fill=\"none\"",
+        "device.blocks_per_plane=20",
+        "device.op_percent_of_logical=40",
+        "device.channels=2",
+        "ftl.wrap_offsets=true",
+    ];
+    let mut reqs = Vec::new();
+    let mut x = 99u64;
+    for i in 0..20000u64 {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let op = if (x >> 40).is_multiple_of(4) {
+            Op::Read
+        } else {
+            Op::Write
+        };
+        reqs.push(req(i * 300_000, op, (x >> 33) % 6000, 1 + (x >> 60) % 2));
+    }
+    let plain: Vec<String> = base.iter().map(|s| s.to_string()).collect();
+    let a = run(load("", "<d>", &plain).unwrap(), reqs.clone());
+    let mut one = plain.clone();
+    one.extend(
+        [
+            "regions.fractions=[1.0]",
+            "regions.program_modes=[0]",
+            "regions.read_us=[[45.0]]",
+        ]
+        .map(String::from),
+    );
+    let b = run(load("", "<d>", &one).unwrap(), reqs);
+    assert!(a["gc"]["invocations"].as_u64().unwrap() > 0, "GC must run");
+    for k in ["host", "flash", "gc", "write_amplification", "wear"] {
+        assert_eq!(a[k], b[k], "{k}");
+    }
+    assert_eq!(b["regions"]["count"], 1);
+}
