@@ -21,6 +21,7 @@ COMMANDS = [
     ["reproduce"],
     ["reproduce", "xia-diffecc"],
     ["reproduce", "ida"],
+    ["reproduce", "efm"],
 ]
 
 

@@ -75,6 +75,213 @@ pub struct Config {
     /// reports of runs without refresh are unchanged).
     #[serde(skip_serializing_if = "RefreshConfig::is_off")]
     pub refresh: RefreshConfig,
+    /// Physical regions: block pools with their own program mode and read latency (off by
+    /// default; left out of the serialized config while off so reports of runs without regions
+    /// are unchanged).
+    #[serde(skip_serializing_if = "RegionsConfig::is_off")]
+    pub regions: RegionsConfig,
+}
+
+/// Where a region's read latency comes from.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum RegionReadLatency {
+    /// `regions.read_us[region][stage]` (EFM Tables II–III): the read latency of a page is its
+    /// region's at the device's current wear stage (plus its ECC's extra sensing and decode).
+    #[default]
+    Table,
+    /// The reliability model (`reliability.model = "vth"`): a page's RBER follows its region's
+    /// program mode (ΔVpp from the program time, EFM eq. 2) and its block's P/E; the table, when
+    /// given, only feeds the schemes' latency sensor.
+    Model,
+}
+
+/// Physical regions (EFM §IV, DESIGN §6): each plane's blocks are split into `fractions.len()`
+/// pools. A block belongs to one region for life (its ISPP step and threshold voltage are a
+/// physical setting): GC relocates a victim's pages within its region and an erased block
+/// returns to its region's free list. Schemes name regions by index (0 = EFM's Region-1).
+///
+/// Region count, sizes and latencies are configuration only: `fractions = [0.5, 0.5]` with two
+/// entries in every per-region list is a two-region device.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Default)]
+#[serde(default, deny_unknown_fields)]
+pub struct RegionsConfig {
+    /// Fraction of each plane's blocks in each region (sum 1); empty = no regions.
+    pub fractions: Vec<f64>,
+    /// Names in reports (default `region1`, `region2`, …).
+    pub names: Vec<String>,
+    /// Program mode id of each region (index into the timing's program modes: 0 =
+    /// `timing.program_us`, 1… = `timing.program_modes`). A page's program mode is its
+    /// region's, whatever mode the scheme asked for.
+    pub program_modes: Vec<u32>,
+    /// Read latency of each region at each wear stage, µs (`read_us[region][stage]`).
+    pub read_us: Vec<Vec<f64>>,
+    /// Mean P/E cycles at which each wear stage starts (first 0, increasing); empty = one
+    /// stage.
+    pub stage_pe: Vec<f64>,
+    /// Weight of an erase (and of a program) of each region toward lifetime (EFM §V-D: 0.8 for
+    /// the reduced-threshold-voltage Region-1); empty = 1 for every region.
+    pub wear_weight: Vec<f64>,
+    /// `table` (default) or `model`.
+    pub read_latency: RegionReadLatency,
+}
+
+impl RegionsConfig {
+    /// True when no regions are configured.
+    pub fn is_off(&self) -> bool {
+        self.fractions.is_empty()
+    }
+    /// Number of regions (1 when off: every block in one pool).
+    pub fn count(&self) -> usize {
+        self.fractions.len().max(1)
+    }
+    /// Number of wear stages.
+    pub fn stages(&self) -> usize {
+        self.stage_pe.len().max(1)
+    }
+    /// Name of region `r`.
+    pub fn name(&self, r: usize) -> String {
+        self.names
+            .get(r)
+            .cloned()
+            .unwrap_or_else(|| format!("region{}", r + 1))
+    }
+    /// Wear weight of region `r`.
+    pub fn weight(&self, r: usize) -> f64 {
+        self.wear_weight.get(r).copied().unwrap_or(1.0)
+    }
+    /// Blocks of each region in a plane of `bpp` blocks: region `r` takes the blocks from
+    /// round(bpp·Σ_{i<r} f_i) to round(bpp·Σ_{i≤r} f_i) (no regions: all of them).
+    pub fn blocks_per_plane(&self, bpp: u32) -> Vec<u32> {
+        if self.is_off() {
+            return vec![bpp];
+        }
+        let mut out = Vec::with_capacity(self.fractions.len());
+        let mut cum = 0.0;
+        let mut start = 0u32;
+        for (i, f) in self.fractions.iter().enumerate() {
+            cum += f;
+            let end = if i + 1 == self.fractions.len() {
+                bpp
+            } else {
+                ((bpp as f64 * cum).round() as u32).clamp(start, bpp)
+            };
+            out.push(end - start);
+            start = end;
+        }
+        out
+    }
+
+    fn validate(&self, n_modes: usize, vth: bool) -> Result<(), ConfigError> {
+        if self.is_off() {
+            let stray = !self.names.is_empty()
+                || !self.program_modes.is_empty()
+                || !self.read_us.is_empty()
+                || !self.stage_pe.is_empty()
+                || !self.wear_weight.is_empty();
+            if stray {
+                return Err(invalid(
+                    "regions.fractions",
+                    "[]",
+                    "give one fraction per region to configure regions",
+                ));
+            }
+            return Ok(());
+        }
+        let n = self.fractions.len();
+        check_range("regions.fractions (count)", n, 1, 16)?;
+        let mut sum = 0.0;
+        for &f in &self.fractions {
+            if !(f.is_finite() && f > 0.0 && f <= 1.0) {
+                return Err(invalid("regions.fractions", f, "each must be in 0 < x ≤ 1"));
+            }
+            sum += f;
+        }
+        if (sum - 1.0).abs() > 1e-6 {
+            return Err(invalid(
+                "regions.fractions",
+                format!("{:?}", self.fractions),
+                format!("must sum to 1 (they sum to {sum})"),
+            ));
+        }
+        let per_region = |key: &str, len: usize, required: bool| -> Result<(), ConfigError> {
+            if (required || len > 0) && len != n {
+                return Err(invalid(
+                    key,
+                    len,
+                    format!("give one entry per region ({n}, as regions.fractions)"),
+                ));
+            }
+            Ok(())
+        };
+        per_region("regions.names", self.names.len(), false)?;
+        per_region("regions.program_modes", self.program_modes.len(), true)?;
+        per_region("regions.wear_weight", self.wear_weight.len(), false)?;
+        for (r, &m) in self.program_modes.iter().enumerate() {
+            if m as usize >= n_modes {
+                return Err(invalid(
+                    &format!("regions.program_modes[{r}]"),
+                    m,
+                    format!(
+                        "allowed range is 0 ..= {} (the timing's program modes)",
+                        n_modes - 1
+                    ),
+                ));
+            }
+        }
+        for (r, &w) in self.wear_weight.iter().enumerate() {
+            if !(w.is_finite() && w > 0.0 && w <= 10.0) {
+                return Err(invalid(
+                    &format!("regions.wear_weight[{r}]"),
+                    w,
+                    "allowed range is 0 < x ≤ 10",
+                ));
+            }
+        }
+        for (i, &p) in self.stage_pe.iter().enumerate() {
+            let prev = if i == 0 {
+                None
+            } else {
+                Some(self.stage_pe[i - 1])
+            };
+            let ok = p.is_finite()
+                && (0.0..=1e9).contains(&p)
+                && match prev {
+                    None => p == 0.0,
+                    Some(q) => p > q,
+                };
+            if !ok {
+                return Err(invalid(
+                    &format!("regions.stage_pe[{i}]"),
+                    p,
+                    "stages start at 0 P/E and increase (at most 1e9)",
+                ));
+            }
+        }
+        let stages = self.stages();
+        let table_needed = self.read_latency == RegionReadLatency::Table;
+        per_region("regions.read_us", self.read_us.len(), table_needed)?;
+        for (r, row) in self.read_us.iter().enumerate() {
+            if row.len() != stages {
+                return Err(invalid(
+                    &format!("regions.read_us[{r}]"),
+                    format!("{row:?}"),
+                    format!("give one read latency per wear stage ({stages}, as regions.stage_pe)"),
+                ));
+            }
+            for &x in row {
+                check_us(&format!("regions.read_us[{r}]"), x)?;
+            }
+        }
+        if self.read_latency == RegionReadLatency::Model && !vth {
+            return Err(invalid(
+                "regions.read_latency",
+                "\"model\"",
+                "needs reliability.model = \"vth\" (or use read_latency = \"table\")",
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// Periodic data refresh (IDA §III-C, "remapping-based refresh" of Table II): every block whose
@@ -215,6 +422,7 @@ impl Default for Config {
             stats: StatsConfig::default(),
             reliability: ReliabilityConfig::default(),
             refresh: RefreshConfig::default(),
+            regions: RegionsConfig::default(),
         }
     }
 }
@@ -835,6 +1043,15 @@ impl Config {
                 format!("give one code per ECC id ({n_ecc}: id 0 and timing.ecc)"),
             ));
         }
+        self.regions
+            .validate(1 + t.program_modes.len(), r.model == ReliabilityModel::Vth)?;
+        if !self.regions.is_off() && !self.refresh.is_off() {
+            return Err(invalid(
+                "refresh.period_s",
+                self.refresh.period_s,
+                "data refresh is not supported together with [regions] yet (set 0)",
+            ));
+        }
         if p.initial_pe_spread > p.initial_pe_cycles {
             return Err(invalid(
                 "precondition.initial_pe_spread",
@@ -959,6 +1176,25 @@ impl Config {
                     self.ftl.streams
                 ),
             ));
+        }
+        if !self.regions.is_off() {
+            for (r, &b) in self.regions.blocks_per_plane(bpp as u32).iter().enumerate() {
+                let thr_r = (((b as f64) * self.ftl.gc_threshold_pct / 100.0).ceil() as u64).max(2);
+                let need = thr_r + self.ftl.streams as u64 + 1;
+                if (b as u64) < need {
+                    return Err(invalid(
+                        "regions.fractions",
+                        format!("{:?}", self.regions.fractions),
+                        format!(
+                            "region {} ({}) gets {b} blocks per plane of {bpp}; it needs at \
+                             least {need} (GC reserve {thr_r}, {} open blocks, 1 host reserve)",
+                            r,
+                            self.regions.name(r),
+                            self.ftl.streams
+                        ),
+                    ));
+                }
+            }
         }
         let total_pages = bpp * stripe_pages;
         if total_pages >= u32::MAX as u64 {

@@ -135,6 +135,30 @@ pub struct Engine {
     pub precondition: PreconditionReport,
     /// Reliability model (`None`: fixed per-ECC latencies).
     pub read_model: Option<crate::reliability::runtime::ReadModel>,
+    /// Regions (`[regions]`); `None` without.
+    rg: Option<RegionRuntime>,
+}
+
+/// Flat per-region tables of the engine's hot path (`[regions]`).
+#[derive(Clone, Debug)]
+struct RegionRuntime {
+    /// Regions.
+    n: usize,
+    /// Wear stages.
+    stages: usize,
+    /// Program mode of each region.
+    mode: Vec<u8>,
+    /// Read latency by `region · stages + stage`, ns (table source).
+    read_ns: Vec<u64>,
+    /// Read latency comes from the table (else from the reliability model).
+    table: bool,
+    /// Whether region r is a lowest-read-latency region at stage s (`r · stages + s`).
+    opt_read: Vec<bool>,
+    /// Whether region r is a lowest-program-latency region.
+    opt_write: Vec<bool>,
+    /// Wear stage when the replay started.
+    stage_at_start: usize,
+    mean_pe_at_start: f64,
 }
 
 impl Engine {
@@ -148,22 +172,27 @@ impl Engine {
         let timing = cfg.timing()?;
         let layout = cfg.layout();
         let read_model = crate::reliability::runtime::ReadModel::new(&cfg, &timing)?;
-        let ftl = Ftl::new(
+        let mut ftl = Ftl::with_regions(
             geo.clone(),
             logical_pages,
             cfg.ftl.streams,
             cfg.ftl.allocation,
             cfg.ftl.gc_victim,
             cfg.ftl.gc_threshold_pct,
+            &cfg.regions.blocks_per_plane(geo.blocks_per_plane),
         );
+        ftl.set_wear_stages(&cfg.regions.stage_pe);
+        let rg = RegionRuntime::new(&cfg.regions, &timing);
         let dies = geo.dies();
         let planes = geo.planes() as usize;
+        let pools = ftl.pools() as usize;
         let ppb = geo.pages_per_block as usize;
         let rf_on = !cfg.refresh.is_off();
         let rf_plan = RefreshPlan::new(layout.clone(), rng_stream(cfg.seed, 4));
         let stats = Stats {
             programs_by_mode: vec![0; timing.modes.len()],
             reads_by_ecc: vec![0; timing.eccs.len()],
+            regions: crate::stats::RegionStats::new(ftl.regions() as usize),
             die_busy_ns: vec![0; dies as usize],
             channel_busy_ns: vec![0; geo.channels as usize],
             ..Stats::default()
@@ -185,6 +214,24 @@ impl Engine {
                 Some(w)
             }
         };
+        let mut scheme = scheme;
+        scheme.set_regions(&match &rg {
+            Some(rg) => crate::scheme::RegionInfo {
+                n: rg.n,
+                stages: rg.stages,
+                read_ns: rg.read_ns.clone(),
+                program_ns: rg
+                    .mode
+                    .iter()
+                    .map(|&m| timing.program_ns(crate::flash::PageType::Lsb, m))
+                    .collect(),
+                configured: true,
+            },
+            None => crate::scheme::RegionInfo::single(
+                timing.read_ns[0],
+                timing.program_ns(crate::flash::PageType::Lsb, 0),
+            ),
+        });
         let mut e = Engine {
             page_size: geo.page_size_bytes as u64,
             sched: Sched::new(
@@ -205,10 +252,10 @@ impl Engine {
             chan_free_at: vec![0; geo.channels as usize],
             slots: Vec::with_capacity(1024),
             free_slots: Vec::with_capacity(1024),
-            gc_active: vec![false; planes],
-            gc_pending: vec![0; planes],
-            gc_victim: vec![NONE; planes],
-            gc_zero_gain: vec![0; planes],
+            gc_active: vec![false; pools],
+            gc_pending: vec![0; pools],
+            gc_victim: vec![NONE; pools],
+            gc_zero_gain: vec![0; pools],
             actions: Vec::with_capacity(16),
             scratch: Vec::with_capacity(geo.pages_per_block as usize),
             rf_on,
@@ -231,6 +278,7 @@ impl Engine {
             last_arrival_ns: 0,
             precondition: PreconditionReport::default(),
             read_model,
+            rg,
             cfg,
         };
         if let Some(w) = e.log.as_mut() {
@@ -300,6 +348,7 @@ impl Engine {
             n => n,
         };
         let total_hint = total_hint.min(max);
+        self.note_start_stage();
         let mut pulled = 0u64;
         let mut next_progress = PROGRESS_EVERY;
         if let Some(p) = self.scheme.tick_period_ns() {
@@ -502,11 +551,15 @@ impl Engine {
             }
         }
         self.actions.clear();
-        self.scheme.on_host_request(
-            r.op,
-            (span.first_lpn % self.logical_pages) as u32,
-            span.pages as u32,
-        );
+        let first = (span.first_lpn % self.logical_pages) as u32;
+        self.scheme.on_host_request(r.op, first, span.pages as u32);
+        let ctx = Ctx {
+            now_ns: self.now,
+            ftl: &self.ftl,
+            timing: &self.timing,
+        };
+        self.scheme
+            .on_request(r.op, first, span.pages as u32, &ctx, &mut self.actions);
         for i in 0..span.pages {
             let lpn = ((span.first_lpn + i) % self.logical_pages) as u32;
             match r.op {
@@ -547,7 +600,7 @@ impl Engine {
                         continue;
                     }
                     let plane = match self.cfg.ftl.allocation {
-                        Allocation::Static => self.ftl.plane_for_write(lpn),
+                        Allocation::Static => self.ftl.plane_for_write_in(lpn, pl.region),
                         Allocation::Dynamic => NONE,
                     };
                     self.slots[slot as usize].pending += 1;
@@ -581,16 +634,18 @@ impl Engine {
         if (pl.stream as u32) < self.cfg.ftl.streams
             && (pl.mode as usize) < self.timing.modes.len()
             && (pl.ecc as usize) < self.timing.eccs.len()
+            && (pl.region as u32) < self.ftl.regions()
         {
             return true;
         }
         let msg = format!(
             "scheme `{}` returned placement {pl:?} outside ftl.streams = {}, {} program modes, \
-             {} ECC kinds",
+             {} ECC kinds, {} regions",
             self.scheme.name(),
             self.cfg.ftl.streams,
             self.timing.modes.len(),
-            self.timing.eccs.len()
+            self.timing.eccs.len(),
+            self.ftl.regions()
         );
         self.fail(msg);
         false
@@ -712,6 +767,9 @@ impl Engine {
                     let (sense, bus, decode) = self.read_cost(t.ppn, rt, ecc);
                     self.ftl.note_read(t.ppn);
                     self.count_read(t.source, ecc, pt);
+                    if self.rg.is_some() {
+                        self.count_region_read(t.source, t.ppn, sense + bus + decode);
+                    }
                     run.phases[0] = Phase::Array(sense);
                     run.phases[1] = Phase::Bus(bus);
                     run.n = 2;
@@ -720,14 +778,18 @@ impl Engine {
                     tm.decode_ns = decode;
                 }
                 TxnKind::Program => {
-                    let Some((ppn, pt)) = self.program_page(&t, t.source) else {
+                    let Some((ppn, pt, mode)) = self.program_page(&t, t.source) else {
                         return;
                     };
+                    let prog = self.timing.program_ns(pt, mode);
                     run.phases[0] = Phase::Bus(xfer);
-                    run.phases[1] = Phase::Array(self.timing.program_ns(pt, t.placement.mode));
+                    run.phases[1] = Phase::Array(prog);
                     run.n = 2;
                     self.sched.txn_mut(id).ppn = ppn;
-                    self.maybe_gc(t.plane);
+                    if self.rg.is_some() {
+                        self.count_region_program(t.source, t.placement.region, xfer + prog);
+                    }
+                    self.maybe_gc(self.ftl.pool(t.plane, t.placement.region));
                 }
                 TxnKind::Move => {
                     if self.ftl.page_state(t.ppn) != PageState::Valid
@@ -739,7 +801,7 @@ impl Engine {
                             self.refresh_step_done(t.plane);
                         } else {
                             self.stats.gc_moves_cancelled += 1;
-                            self.move_done(t.plane);
+                            self.move_done(self.ftl.pool(t.plane, t.placement.region));
                         }
                         continue;
                     }
@@ -747,7 +809,10 @@ impl Engine {
                     let ecc = self.ftl.page_ecc(t.ppn);
                     let rt = self.read_type(t.ppn, src_pt, t.source);
                     let (sense, bus, decode) = self.read_cost(t.ppn, rt, ecc);
-                    let Some((dst, dst_pt)) = self.program_page(&t, t.source) else {
+                    if self.rg.is_some() {
+                        self.count_region_read(t.source, t.ppn, sense + bus + decode);
+                    }
+                    let Some((dst, dst_pt, dst_mode)) = self.program_page(&t, t.source) else {
                         return;
                     };
                     self.count_read(t.source, ecc, src_pt);
@@ -768,9 +833,13 @@ impl Engine {
                         run.phases[3] = Phase::Bus(xfer);
                         n = 4;
                     }
-                    run.phases[n] = Phase::Array(self.timing.program_ns(dst_pt, t.placement.mode));
+                    let prog = self.timing.program_ns(dst_pt, dst_mode);
+                    run.phases[n] = Phase::Array(prog);
                     run.n = n as u8 + 1;
                     self.sched.txn_mut(id).ppn = dst;
+                    if self.rg.is_some() {
+                        self.count_region_program(t.source, t.placement.region, xfer + prog);
+                    }
                     if t.source == Source::Refresh {
                         self.maybe_gc(t.plane);
                     }
@@ -785,6 +854,9 @@ impl Engine {
                 }
                 TxnKind::Erase => {
                     self.stats.flash_erases.add(t.source);
+                    if self.rg.is_some() {
+                        self.stats.regions.erases[t.placement.region as usize] += 1;
+                    }
                     run.phases[0] = Phase::Array(self.timing.erase_ns);
                     run.n = 1;
                 }
@@ -857,7 +929,7 @@ impl Engine {
                     };
                     let pl = self.scheme.placement(t.lpn, t.source, &ctx);
                     if self.placement_ok(pl) {
-                        let plane = self.ftl.plane_for_write(t.lpn);
+                        let plane = self.ftl.plane_for_write_in(t.lpn, pl.region);
                         let (_, d2) = self.sched.enqueue(
                             TxnKind::Program,
                             t.source,
@@ -881,14 +953,15 @@ impl Engine {
                 }
             }
             TxnKind::Move if t.source == Source::Refresh => self.refresh_step_done(t.plane),
-            TxnKind::Move => self.move_done(t.plane),
+            TxnKind::Move => self.move_done(self.ftl.pool(t.plane, t.placement.region)),
             TxnKind::Adjust => self.refresh_step_done(t.plane),
             TxnKind::Erase => {
                 self.ftl.erase(t.ppn);
+                let pool = self.ftl.pool(t.plane, t.placement.region);
+                self.gc_active[pool as usize] = false;
+                self.gc_victim[pool as usize] = NONE;
+                self.maybe_gc(pool);
                 let plane = t.plane as usize;
-                self.gc_active[plane] = false;
-                self.gc_victim[plane] = NONE;
-                self.maybe_gc(t.plane);
                 if self.rf_on && self.rf_deferred[plane] {
                     self.maybe_refresh(t.plane);
                 }
@@ -909,25 +982,92 @@ impl Engine {
         &mut self,
         t: &crate::sched::Txn,
         source: Source,
-    ) -> Option<(u32, crate::flash::PageType)> {
-        let host = source == Source::Host;
-        let Ok(ppn) = self
-            .ftl
-            .allocate(t.plane, t.placement.stream, host, self.now)
-        else {
+    ) -> Option<(u32, crate::flash::PageType, u8)> {
+        // With regions, scheme migrations may not take a pool's last free block either.
+        let host = source == Source::Host || (source == Source::Migration && self.rg.is_some());
+        let Ok(ppn) = self.ftl.allocate_in(
+            t.plane,
+            t.placement.region,
+            t.placement.stream,
+            host,
+            self.now,
+        ) else {
             self.fail(format!(
-                "internal error: {source:?} program dispatched on plane {} without space",
-                t.plane
+                "internal error: {source:?} program dispatched on plane {}{} without space",
+                t.plane,
+                self.region_note(t.placement.region)
             ));
             return None;
         };
         let time_s = (self.now / 1_000_000_000) as i32;
-        self.ftl
-            .program(ppn, t.lpn, t.placement.mode, t.placement.ecc, time_s);
+        let mode = self.region_mode(t.placement);
+        self.ftl.program(ppn, t.lpn, mode, t.placement.ecc, time_s);
         self.stats.flash_programs.add(source);
-        self.stats.programs_by_mode[t.placement.mode as usize] += 1;
+        self.stats.programs_by_mode[mode as usize] += 1;
         let ppb = self.ftl.geo.pages_per_block;
-        Some((ppn, self.layout.page_type[(ppn % ppb) as usize]))
+        Some((ppn, self.layout.page_type[(ppn % ppb) as usize], mode))
+    }
+
+    /// The program mode of a page placed by `pl`: its region's with `[regions]`, else the
+    /// scheme's.
+    #[inline]
+    fn region_mode(&self, pl: Placement) -> u8 {
+        match &self.rg {
+            Some(rg) => rg.mode[pl.region as usize],
+            None => pl.mode,
+        }
+    }
+
+    /// `" region NAME"` for messages (empty without regions).
+    fn region_note(&self, region: u8) -> String {
+        if self.rg.is_some() {
+            format!(" region {}", self.cfg.regions.name(region as usize))
+        } else {
+            String::new()
+        }
+    }
+
+    /// Per-region read counters and the EFM Fig. 6 breakdown of a read of `ppn` costing
+    /// `ns` of flash time.
+    fn count_region_read(&mut self, source: Source, ppn: u32, ns: u64) {
+        let Some(rg) = &self.rg else { return };
+        let r = self.ftl.block_region(self.ftl.geo.block_of_ppn(ppn)) as usize;
+        let st = &mut self.stats.regions;
+        st.reads[r] += 1;
+        match source {
+            Source::Host => {
+                st.host_reads[r] += 1;
+                if rg.opt_read[r * rg.stages + self.ftl.wear_stage()] {
+                    st.optimal_ns += ns;
+                } else {
+                    st.nonoptimal_read_ns += ns;
+                }
+            }
+            Source::Migration => st.migration_ns += ns,
+            Source::Gc => st.gc_ns += ns,
+            _ => st.other_ns += ns,
+        }
+    }
+
+    /// Per-region program counters and the Fig. 6 breakdown of a program costing `ns`.
+    fn count_region_program(&mut self, source: Source, region: u8, ns: u64) {
+        let Some(rg) = &self.rg else { return };
+        let r = region as usize;
+        let st = &mut self.stats.regions;
+        st.programs[r] += 1;
+        match source {
+            Source::Host => {
+                st.host_programs[r] += 1;
+                if rg.opt_write[r] {
+                    st.optimal_ns += ns;
+                } else {
+                    st.nonoptimal_write_ns += ns;
+                }
+            }
+            Source::Migration => st.migration_ns += ns,
+            Source::Gc => st.gc_ns += ns,
+            _ => st.other_ns += ns,
+        }
     }
 
     #[inline]
@@ -942,6 +1082,19 @@ impl Engine {
     /// read's RBER, soft-sensing levels and outcome).
     fn read_cost(&mut self, ppn: u32, pt: crate::flash::PageType, ecc: u8) -> (u64, u64, u64) {
         let xfer = self.timing.transfer_ns;
+        if let Some(rg) = &self.rg {
+            if rg.table {
+                // EFM Tables II-III: the region's read latency at the current wear stage
+                // replaces the page-type sense time; the ECC's extra sensing and decode add.
+                let r = self.ftl.block_region(self.ftl.geo.block_of_ppn(ppn)) as usize;
+                let e = &self.timing.eccs[ecc as usize];
+                return (
+                    rg.read_ns[r * rg.stages + self.ftl.wear_stage()] + e.extra_sense_ns,
+                    xfer,
+                    e.decode_ns,
+                );
+            }
+        }
         let Some(rm) = self.read_model.as_mut() else {
             return (
                 self.timing.sense_ns(pt, ecc),
@@ -1209,14 +1362,17 @@ impl Engine {
 
     // ----- GC ----------------------------------------------------------------------------
 
-    fn maybe_gc(&mut self, plane: u32) {
-        let p = plane as usize;
-        if self.gc_active[p] || !self.ftl.needs_gc(plane) {
+    /// Start GC in `pool` (a plane without regions) when it is short of free blocks.
+    fn maybe_gc(&mut self, pool: u32) {
+        let p = pool as usize;
+        if self.gc_active[p] || !self.ftl.needs_gc(pool) {
             return;
         }
-        let Some(victim) = self.ftl.select_victim(plane, self.now) else {
+        let Some(victim) = self.ftl.select_victim(pool, self.now) else {
             return;
         };
+        let plane = self.ftl.plane_of_pool(pool);
+        let region = self.ftl.block_region(victim);
         let ppb = self.ftl.geo.pages_per_block;
         if self.ftl.block_valid(victim) == ppb && self.ftl.allocation() == Allocation::Dynamic {
             // Nothing to reclaim here now; dynamic allocation steers writes to other planes
@@ -1227,10 +1383,20 @@ impl Engine {
         if self.ftl.block_valid(victim) == ppb {
             self.gc_zero_gain[p] += 1;
             if self.gc_zero_gain[p] > self.ftl.geo.blocks_per_plane {
+                let what = if self.rg.is_some() {
+                    format!("plane {plane}{}", self.region_note(region))
+                } else {
+                    format!("plane {plane}")
+                };
                 self.fail(format!(
-                    "GC cannot reclaim space on plane {plane}: every victim is fully valid (the \
+                    "GC cannot reclaim space on {what}: every victim is fully valid (the \
                      logical data does not fit the physical capacity less the GC reserve); \
-                     raise device.op_percent_of_logical or lower ftl.gc_threshold_pct"
+                     raise device.op_percent_of_logical or lower ftl.gc_threshold_pct{}",
+                    if self.rg.is_some() {
+                        ", or give the region a larger share (regions.fractions)"
+                    } else {
+                        ""
+                    }
                 ));
                 return;
             }
@@ -1252,7 +1418,9 @@ impl Engine {
                 ftl: &self.ftl,
                 timing: &self.timing,
             };
-            let pl = self.scheme.gc_move(lpn, src, &ctx);
+            let mut pl = self.scheme.gc_move(lpn, src, &ctx);
+            // GC keeps a block's region (DESIGN §6, regions are block pools).
+            pl.region = region;
             if !self.placement_ok(pl) {
                 return;
             }
@@ -1260,20 +1428,22 @@ impl Engine {
                 .enqueue(TxnKind::Move, Source::Gc, lpn, src, plane, NONE, pl);
         }
         if self.gc_pending[p] == 0 {
-            self.enqueue_erase(plane);
+            self.enqueue_erase(pool);
         }
     }
 
-    fn move_done(&mut self, plane: u32) {
-        let p = plane as usize;
+    fn move_done(&mut self, pool: u32) {
+        let p = pool as usize;
         self.gc_pending[p] -= 1;
         if self.gc_pending[p] == 0 {
-            self.enqueue_erase(plane);
+            self.enqueue_erase(pool);
         }
     }
 
-    fn enqueue_erase(&mut self, plane: u32) {
-        let victim = self.gc_victim[plane as usize];
+    fn enqueue_erase(&mut self, pool: u32) {
+        let victim = self.gc_victim[pool as usize];
+        let plane = self.ftl.plane_of_pool(pool);
+        let region = self.ftl.block_region(victim);
         self.sched.enqueue(
             TxnKind::Erase,
             Source::Gc,
@@ -1281,7 +1451,10 @@ impl Engine {
             victim,
             plane,
             NONE,
-            Placement::NONE,
+            Placement {
+                region,
+                ..Placement::NONE
+            },
         );
     }
 
@@ -1293,5 +1466,53 @@ impl Engine {
     /// Arrival time of the last request replayed, ns.
     pub fn last_arrival_ns(&self) -> u64 {
         self.last_arrival_ns
+    }
+
+    /// Note the wear stage the replay starts in (after preconditioning).
+    fn note_start_stage(&mut self) {
+        let (stage, pe) = (self.ftl.wear_stage(), self.ftl.mean_pe());
+        if let Some(rg) = self.rg.as_mut() {
+            rg.stage_at_start = stage;
+            rg.mean_pe_at_start = pe;
+        }
+    }
+}
+
+impl RegionRuntime {
+    fn new(cfg: &crate::config::RegionsConfig, timing: &Timing) -> Option<RegionRuntime> {
+        if cfg.is_off() {
+            return None;
+        }
+        let n = cfg.count();
+        let stages = cfg.stages();
+        let mode: Vec<u8> = cfg.program_modes.iter().map(|&m| m as u8).collect();
+        let table = cfg.read_latency == crate::config::RegionReadLatency::Table;
+        let mut read_ns = vec![0u64; n * stages];
+        for (r, row) in cfg.read_us.iter().enumerate().take(n) {
+            for (s, &us) in row.iter().enumerate().take(stages) {
+                read_ns[r * stages + s] = (us * 1000.0).round() as u64;
+            }
+        }
+        let mut opt_read = vec![false; n * stages];
+        for s in 0..stages {
+            let best = (0..n).map(|r| read_ns[r * stages + s]).min().unwrap_or(0);
+            for r in 0..n {
+                opt_read[r * stages + s] = read_ns[r * stages + s] == best;
+            }
+        }
+        let prog = |r: usize| timing.program_ns(crate::flash::PageType::Lsb, mode[r]);
+        let best_w = (0..n).map(prog).min().unwrap_or(0);
+        let opt_write = (0..n).map(|r| prog(r) == best_w).collect();
+        Some(RegionRuntime {
+            n,
+            stages,
+            mode,
+            read_ns,
+            table,
+            opt_read,
+            opt_write,
+            stage_at_start: 0,
+            mean_pe_at_start: 0.0,
+        })
     }
 }

@@ -226,22 +226,25 @@ impl Engine {
         moves: &mut u64,
     ) -> Result<(), NandlabError> {
         let lpn = self.ftl.page_lpn(src);
+        let region = self.ftl.block_region(self.ftl.geo.block_of_ppn(src));
         let ctx = Ctx {
             now_ns: 0,
             ftl: &self.ftl,
             timing: &self.timing,
         };
-        let pl = self.scheme.placement(lpn, Source::Refresh, &ctx);
+        let mut pl = self.scheme.placement(lpn, Source::Refresh, &ctx);
+        pl.region = region;
         if !self.placement_ok(pl) {
             return Err(self
                 .error
                 .take()
                 .unwrap_or(NandlabError::Sim("bad placement".into())));
         }
+        let pool = self.ftl.pool(plane, region);
         let mut gc_moves = 0u64;
         let mut guard = 0u32;
-        while self.ftl.needs_gc(plane) {
-            if !self.untimed_gc(plane, &mut gc_moves)? {
+        while self.ftl.needs_gc(pool) {
+            if !self.untimed_gc(pool, &mut gc_moves)? {
                 break;
             }
             guard += 1;
@@ -252,13 +255,17 @@ impl Engine {
                 )));
             }
         }
-        let dst = self.ftl.allocate(plane, pl.stream, false, 0).map_err(|_| {
-            NandlabError::Sim(format!(
-                "preconditioning: refresh on plane {plane} ran out of space \
-                 (raise device.op_percent_of_logical)"
-            ))
-        })?;
-        self.ftl.program(dst, lpn, pl.mode, pl.ecc, 0);
+        let dst = self
+            .ftl
+            .allocate_in(plane, region, pl.stream, false, 0)
+            .map_err(|_| {
+                NandlabError::Sim(format!(
+                    "preconditioning: refresh on plane {plane} ran out of space \
+                     (raise device.op_percent_of_logical)"
+                ))
+            })?;
+        let mode = self.region_mode(pl);
+        self.ftl.program(dst, lpn, mode, pl.ecc, 0);
         *moves += 1;
         Ok(())
     }
@@ -270,41 +277,60 @@ impl Engine {
             ftl: &self.ftl,
             timing: &self.timing,
         };
-        let pl = self.scheme.placement(lpn, Source::Host, &ctx);
+        let pl = self.scheme.precondition_placement(lpn, &ctx);
         if !self.placement_ok(pl) {
             return Err(self
                 .error
                 .take()
                 .unwrap_or(NandlabError::Sim("bad placement".into())));
         }
-        let plane = self.ftl.plane_for_write(lpn);
+        let plane = self.ftl.plane_for_write_in(lpn, pl.region);
+        let pool = self.ftl.pool(plane, pl.region);
         let mut guard = 0u32;
-        while self.ftl.needs_gc(plane) {
-            if !self.untimed_gc(plane, moves)? {
+        while self.ftl.needs_gc(pool) {
+            if !self.untimed_gc(pool, moves)? {
                 break;
             }
             guard += 1;
             if guard > self.ftl.geo.blocks_per_plane {
                 return Err(NandlabError::Sim(format!(
-                    "preconditioning: GC cannot reclaim space on plane {plane} (every victim \
-                     is fully valid); raise device.op_percent_of_logical"
+                    "preconditioning: GC cannot reclaim space on plane {plane}{} (every victim \
+                     is fully valid); raise device.op_percent_of_logical{}",
+                    self.region_note(pl.region),
+                    if self.ftl.regions() > 1 {
+                        " or that region's share (regions.fractions)"
+                    } else {
+                        ""
+                    }
                 )));
             }
         }
-        let ppn = self.ftl.allocate(plane, pl.stream, true, 0).map_err(|_| {
-            NandlabError::Sim(format!(
-                "preconditioning: plane {plane} is full; the filled data does not fit the \
-                 device (raise device.op_percent_of_logical)"
-            ))
-        })?;
-        self.ftl.program(ppn, lpn, pl.mode, pl.ecc, 0);
+        let ppn = self
+            .ftl
+            .allocate_in(plane, pl.region, pl.stream, true, 0)
+            .map_err(|_| {
+                NandlabError::Sim(format!(
+                    "preconditioning: plane {plane}{} is full; the filled data does not fit the \
+                     device (raise device.op_percent_of_logical{})",
+                    self.region_note(pl.region),
+                    if self.ftl.regions() > 1 {
+                        " or that region's fraction"
+                    } else {
+                        ""
+                    }
+                ))
+            })?;
+        let mode = self.region_mode(pl);
+        self.ftl.program(ppn, lpn, mode, pl.ecc, 0);
         Ok(())
     }
 
-    fn untimed_gc(&mut self, plane: u32, moves: &mut u64) -> Result<bool, NandlabError> {
-        let Some(victim) = self.ftl.select_victim(plane, 0) else {
+    fn untimed_gc(&mut self, pool: u32, moves: &mut u64) -> Result<bool, NandlabError> {
+        let Some(victim) = self.ftl.select_victim(pool, 0) else {
             return Ok(false);
         };
+        let plane = self.ftl.plane_of_pool(pool);
+        let region = self.ftl.block_region(victim);
         self.scratch.clear();
         self.ftl.valid_pages(victim, &mut self.scratch);
         for i in 0..self.scratch.len() {
@@ -315,19 +341,25 @@ impl Engine {
                 ftl: &self.ftl,
                 timing: &self.timing,
             };
-            let pl = self.scheme.gc_move(lpn, src, &ctx);
+            let mut pl = self.scheme.gc_move(lpn, src, &ctx);
+            pl.region = region;
             if !self.placement_ok(pl) {
                 return Err(self
                     .error
                     .take()
                     .unwrap_or(NandlabError::Sim("bad placement".into())));
             }
-            let dst = self.ftl.allocate(plane, pl.stream, false, 0).map_err(|_| {
-                NandlabError::Sim(format!(
-                    "preconditioning: GC on plane {plane} ran out of space"
-                ))
-            })?;
-            self.ftl.program(dst, lpn, pl.mode, pl.ecc, 0);
+            let dst = self
+                .ftl
+                .allocate_in(plane, region, pl.stream, false, 0)
+                .map_err(|_| {
+                    NandlabError::Sim(format!(
+                        "preconditioning: GC on plane {plane}{} ran out of space",
+                        self.region_note(region)
+                    ))
+                })?;
+            let mode = self.region_mode(pl);
+            self.ftl.program(dst, lpn, mode, pl.ecc, 0);
             *moves += 1;
         }
         self.ftl.erase(victim);

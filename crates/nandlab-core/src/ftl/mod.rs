@@ -28,6 +28,19 @@
 //! full blocks only (never an open block). Free blocks are reused in the order they were erased
 //! (FIFO), which spreads erases without a separate wear-levelling policy.
 //!
+//! # Regions (block pools)
+//!
+//! With `[regions]` each plane's blocks are split into R pools by fraction ([`Ftl::with_regions`]);
+//! a block's region never changes. Free lists, open blocks, GC candidates and GC thresholds are
+//! per *pool* = (plane, region), numbered `plane · R + region`; without regions R = 1 and a pool
+//! is a plane, so everything below reads "plane" for "pool". GC relocates a victim's pages
+//! within its pool and an erased block returns to its pool's free list.
+//!
+//! # Wear stages
+//!
+//! The FTL keeps the sum of all blocks' erase counts; the device's wear stage is the last
+//! `stage_pe[i]` the mean P/E count has reached (EFM §IV-B "latency sensor", Table III).
+//!
 //! # Over-provisioning and the write-amplification model
 //!
 //! In steady state a plane keeps about `gc_threshold_blocks` free blocks, so the space that holds
@@ -163,6 +176,19 @@ pub struct Ftl {
     free: Vec<VecDeque<u32>>,
     open: Vec<u32>,
     streams: u32,
+    /// Regions (pools per plane); 1 without `[regions]`.
+    regions: u32,
+    /// Region of each block.
+    blk_region: Vec<u8>,
+    /// GC threshold of each region's pools (free blocks).
+    region_gc_threshold: Vec<usize>,
+    /// Blocks per plane of each region.
+    region_blocks: Vec<u32>,
+    /// Sum of all blocks' erase counts.
+    pe_sum: u64,
+    /// Mean P/E at which each wear stage starts.
+    stage_pe: Vec<f64>,
+    stage: u8,
     rr_plane: u32,
     allocation: Allocation,
     victim_policy: VictimPolicy,
@@ -180,17 +206,49 @@ impl Ftl {
         victim_policy: VictimPolicy,
         gc_threshold_pct: f64,
     ) -> Ftl {
+        let bpp = geo.blocks_per_plane;
+        Ftl::with_regions(
+            geo,
+            logical_pages,
+            streams,
+            allocation,
+            victim_policy,
+            gc_threshold_pct,
+            &[bpp],
+        )
+    }
+
+    /// Build an empty FTL whose planes are split into regions of `region_blocks[r]` blocks
+    /// each (they must sum to `blocks_per_plane`; checked by the config). Region `r` holds the
+    /// plane's blocks from `Σ_{i<r} region_blocks[i]` on.
+    pub fn with_regions(
+        geo: Geometry,
+        logical_pages: u64,
+        streams: u32,
+        allocation: Allocation,
+        victim_policy: VictimPolicy,
+        gc_threshold_pct: f64,
+        region_blocks: &[u32],
+    ) -> Ftl {
         let pages = geo.pages() as usize;
         let blocks = geo.blocks() as usize;
         let planes = geo.planes() as usize;
         let ppb = geo.pages_per_block as usize;
         let bpp = geo.blocks_per_plane as usize;
-        let mut free = Vec::with_capacity(planes);
+        let nr = region_blocks.len().max(1);
+        let mut blk_region = vec![0u8; blocks];
+        let mut free = Vec::with_capacity(planes * nr);
         for p in 0..planes {
-            let mut q = VecDeque::with_capacity(bpp);
-            q.extend((p * bpp..(p + 1) * bpp).map(|b| b as u32));
-            free.push(q);
+            let mut start = p * bpp;
+            for (r, &n) in region_blocks.iter().enumerate() {
+                let mut q = VecDeque::with_capacity(n as usize);
+                q.extend((start..start + n as usize).map(|b| b as u32));
+                blk_region[start..start + n as usize].fill(r as u8);
+                start += n as usize;
+                free.push(q);
+            }
         }
+        let thr_of = |n: usize| (((n as f64) * gc_threshold_pct / 100.0).ceil() as usize).max(2);
         let thr = ((bpp as f64) * gc_threshold_pct / 100.0).ceil() as usize;
         Ftl {
             logical_pages: logical_pages as u32,
@@ -205,19 +263,109 @@ impl Ftl {
             blk_reads: vec![0; blocks],
             blk_data_s: vec![0; blocks],
             blk_kind: vec![0; blocks],
-            bkt_head: vec![NONE; planes * (ppb + 1)],
+            bkt_head: vec![NONE; planes * nr * (ppb + 1)],
             bkt_next: vec![NONE; blocks],
             bkt_prev: vec![NONE; blocks],
-            fifo: (0..planes).map(|_| VecDeque::with_capacity(bpp)).collect(),
+            fifo: (0..planes * nr)
+                .map(|_| VecDeque::with_capacity(bpp / nr))
+                .collect(),
             free,
-            open: vec![NONE; planes * streams as usize],
+            open: vec![NONE; planes * nr * streams as usize],
             streams,
+            regions: nr as u32,
+            blk_region,
+            region_gc_threshold: if nr == 1 {
+                vec![thr.max(2)]
+            } else {
+                region_blocks.iter().map(|&n| thr_of(n as usize)).collect()
+            },
+            region_blocks: region_blocks.to_vec(),
+            pe_sum: 0,
+            stage_pe: vec![0.0],
+            stage: 0,
             rr_plane: 0,
             allocation,
             victim_policy,
             gc_threshold_blocks: thr.max(2),
             geo,
         }
+    }
+
+    /// Set the mean P/E cycles at which each wear stage starts (first 0).
+    pub fn set_wear_stages(&mut self, stage_pe: &[f64]) {
+        self.stage_pe = if stage_pe.is_empty() {
+            vec![0.0]
+        } else {
+            stage_pe.to_vec()
+        };
+        self.update_stage();
+    }
+
+    fn update_stage(&mut self) {
+        let mean = self.mean_pe();
+        let s = self.stage_pe.iter().rposition(|&p| mean >= p).unwrap_or(0);
+        self.stage = s as u8;
+    }
+
+    /// Mean P/E cycles over all blocks.
+    #[inline]
+    pub fn mean_pe(&self) -> f64 {
+        self.pe_sum as f64 / self.blk_erase.len().max(1) as f64
+    }
+
+    /// Current wear stage (index into the stage boundaries).
+    #[inline]
+    pub fn wear_stage(&self) -> usize {
+        self.stage as usize
+    }
+
+    /// Number of regions (1 without `[regions]`).
+    #[inline]
+    pub fn regions(&self) -> u32 {
+        self.regions
+    }
+
+    /// Blocks per plane of each region.
+    pub fn region_blocks(&self) -> &[u32] {
+        &self.region_blocks
+    }
+
+    /// GC threshold (free blocks) of each region's pools.
+    pub fn region_gc_threshold(&self) -> &[usize] {
+        &self.region_gc_threshold
+    }
+
+    /// Region of a block.
+    #[inline]
+    pub fn block_region(&self, block: u32) -> u8 {
+        self.blk_region[block as usize]
+    }
+
+    /// Pool (plane · R + region) of a plane's region.
+    #[inline]
+    pub fn pool(&self, plane: u32, region: u8) -> u32 {
+        plane * self.regions + region as u32
+    }
+
+    /// Pool of a block.
+    #[inline]
+    pub fn pool_of_block(&self, block: u32) -> u32 {
+        self.pool(
+            self.geo.plane_of_block(block),
+            self.blk_region[block as usize],
+        )
+    }
+
+    /// Plane of a pool.
+    #[inline]
+    pub fn plane_of_pool(&self, pool: u32) -> u32 {
+        pool / self.regions
+    }
+
+    /// Number of pools (planes × regions).
+    #[inline]
+    pub fn pools(&self) -> u32 {
+        self.geo.planes() * self.regions
     }
 
     // ----- read-only views -------------------------------------------------------------
@@ -343,20 +491,31 @@ impl Ftl {
     pub fn erase_counts(&self) -> &[u32] {
         &self.blk_erase
     }
-    /// Free blocks in a plane.
+    /// Free blocks in a pool (a plane without regions).
     #[inline]
-    pub fn free_blocks(&self, plane: u32) -> usize {
-        self.free[plane as usize].len()
+    pub fn free_blocks(&self, pool: u32) -> usize {
+        self.free[pool as usize].len()
     }
-    /// True while the plane has fewer free blocks than the GC threshold.
+    /// GC threshold of a pool (free blocks).
     #[inline]
-    pub fn needs_gc(&self, plane: u32) -> bool {
-        self.free[plane as usize].len() < self.gc_threshold_blocks
+    fn pool_threshold(&self, pool: u32) -> usize {
+        self.region_gc_threshold[(pool % self.regions) as usize]
+    }
+    /// True while the pool has fewer free blocks than its GC threshold.
+    #[inline]
+    pub fn needs_gc(&self, pool: u32) -> bool {
+        self.free[pool as usize].len() < self.pool_threshold(pool)
     }
     /// True when free space is critically low (GC must take precedence over host writes).
     #[inline]
-    pub fn gc_urgent(&self, plane: u32) -> bool {
-        self.free[plane as usize].len() <= (self.gc_threshold_blocks / 2).max(HOST_RESERVE_BLOCKS)
+    pub fn gc_urgent(&self, pool: u32) -> bool {
+        self.free[pool as usize].len() <= (self.pool_threshold(pool) / 2).max(HOST_RESERVE_BLOCKS)
+    }
+    /// True when any pool of `plane` is critically low.
+    #[inline]
+    pub fn plane_gc_urgent(&self, plane: u32) -> bool {
+        let p0 = plane * self.regions;
+        (p0..p0 + self.regions).any(|p| self.gc_urgent(p))
     }
     /// Number of valid (mapped) pages.
     pub fn mapped_pages(&self) -> u64 {
@@ -368,6 +527,12 @@ impl Ftl {
     /// The plane a host write of `lpn` goes to.
     #[inline]
     pub fn plane_for_write(&mut self, lpn: u32) -> u32 {
+        self.plane_for_write_in(lpn, 0)
+    }
+
+    /// The plane a write of `lpn` into `region` goes to.
+    #[inline]
+    pub fn plane_for_write_in(&mut self, lpn: u32, region: u8) -> u32 {
         match self.allocation {
             Allocation::Static => self.geo.cwdp_plane(lpn),
             Allocation::Dynamic => {
@@ -377,7 +542,7 @@ impl Ftl {
                 let start = self.rr_plane;
                 let p = (0..planes)
                     .map(|k| (start + k) % planes)
-                    .find(|&p| !self.needs_gc(p))
+                    .find(|&p| !self.needs_gc(self.pool(p, region)))
                     .unwrap_or(start);
                 self.rr_plane = (p + 1) % planes;
                 p
@@ -394,12 +559,19 @@ impl Ftl {
     /// Whether `allocate(plane, stream, host)` would succeed.
     #[inline]
     pub fn can_allocate(&self, plane: u32, stream: u8, host: bool) -> bool {
-        let b = self.open[(plane * self.streams + stream as u32) as usize];
+        self.can_allocate_in(plane, 0, stream, host)
+    }
+
+    /// Whether `allocate_in(plane, region, stream, host)` would succeed.
+    #[inline]
+    pub fn can_allocate_in(&self, plane: u32, region: u8, stream: u8, host: bool) -> bool {
+        let pool = self.pool(plane, region);
+        let b = self.open[(pool * self.streams + stream as u32) as usize];
         if b != NONE {
             return true;
         }
         let reserve = if host { HOST_RESERVE_BLOCKS } else { 0 };
-        self.free[plane as usize].len() > reserve
+        self.free[pool as usize].len() > reserve
     }
 
     /// Take the next free page of `stream`'s open block in `plane`, opening a block from the
@@ -412,14 +584,27 @@ impl Ftl {
         host: bool,
         now_ns: u64,
     ) -> Result<u32, NoSpace> {
-        let slot = (plane * self.streams + stream as u32) as usize;
+        self.allocate_in(plane, 0, stream, host, now_ns)
+    }
+
+    /// [`Ftl::allocate`] in a region of the plane.
+    pub fn allocate_in(
+        &mut self,
+        plane: u32,
+        region: u8,
+        stream: u8,
+        host: bool,
+        now_ns: u64,
+    ) -> Result<u32, NoSpace> {
+        let pool = self.pool(plane, region);
+        let slot = (pool * self.streams + stream as u32) as usize;
         let mut b = self.open[slot];
         if b == NONE {
             let reserve = if host { HOST_RESERVE_BLOCKS } else { 0 };
-            if self.free[plane as usize].len() <= reserve {
+            if self.free[pool as usize].len() <= reserve {
                 return Err(NoSpace);
             }
-            b = self.free[plane as usize].pop_front().ok_or(NoSpace)?;
+            b = self.free[pool as usize].pop_front().ok_or(NoSpace)?;
             self.blk_state[b as usize] = BlockState::Open as u8;
             self.blk_stream[b as usize] = stream;
             self.open[slot] = b;
@@ -479,25 +664,29 @@ impl Ftl {
 
     // ----- GC -------------------------------------------------------------------------
 
-    /// Pick and claim a victim block in `plane` by the configured policy; `None` when the plane
-    /// has no full block.
-    pub fn select_victim(&mut self, plane: u32, now_ns: u64) -> Option<u32> {
+    /// Pick and claim a victim block in `pool` (a plane without regions) by the configured
+    /// policy; `None` when the pool has no full block.
+    pub fn select_victim(&mut self, pool: u32, now_ns: u64) -> Option<u32> {
         let b = match self.victim_policy {
             VictimPolicy::Greedy => {
                 let ppb = self.geo.pages_per_block as usize;
-                let base = plane as usize * (ppb + 1);
+                let base = pool as usize * (ppb + 1);
                 (0..=ppb)
                     .map(|v| self.bkt_head[base + v])
                     .find(|&h| h != NONE)?
             }
-            VictimPolicy::Fifo => *self.fifo[plane as usize].front()?,
+            VictimPolicy::Fifo => *self.fifo[pool as usize].front()?,
             VictimPolicy::CostBenefit => {
+                let plane = self.plane_of_pool(pool);
+                let region = (pool % self.regions) as u8;
                 let bpp = self.geo.blocks_per_plane;
                 let ppb = self.geo.pages_per_block as f64;
                 let mut best = NONE;
                 let mut best_score = f64::NEG_INFINITY;
                 for b in plane * bpp..(plane + 1) * bpp {
-                    if self.blk_state[b as usize] != BlockState::Full as u8 {
+                    if self.blk_state[b as usize] != BlockState::Full as u8
+                        || self.blk_region[b as usize] != region
+                    {
                         continue;
                     }
                     let u = self.blk_valid[b as usize] as f64 / ppb;
@@ -561,13 +750,22 @@ impl Ftl {
         self.blk_reads[b] = 0;
         self.blk_kind[b] = 0;
         self.blk_erase[b] += 1;
+        self.pe_sum += 1;
+        if let Some(&next) = self.stage_pe.get(self.stage as usize + 1) {
+            if self.mean_pe() >= next {
+                self.update_stage();
+            }
+        }
         self.blk_state[b] = BlockState::Free as u8;
-        self.free[self.geo.plane_of_block(block) as usize].push_back(block);
+        let pool = self.pool_of_block(block);
+        self.free[pool as usize].push_back(block);
     }
 
     /// Set a block's erase count (preconditioning).
     pub fn set_erase_count(&mut self, block: u32, n: u32) {
+        self.pe_sum = self.pe_sum - self.blk_erase[block as usize] as u64 + n as u64;
         self.blk_erase[block as usize] = n;
+        self.update_stage();
     }
 
     /// Set the program time of a page (preconditioning ages).
@@ -584,7 +782,7 @@ impl Ftl {
         match self.victim_policy {
             VictimPolicy::Greedy => self.bkt_insert(b),
             VictimPolicy::Fifo => {
-                let p = self.geo.plane_of_block(b) as usize;
+                let p = self.pool_of_block(b) as usize;
                 self.fifo[p].push_back(b);
             }
             VictimPolicy::CostBenefit => {}
@@ -595,7 +793,7 @@ impl Ftl {
         match self.victim_policy {
             VictimPolicy::Greedy => self.bkt_remove(b),
             VictimPolicy::Fifo => {
-                let p = self.geo.plane_of_block(b) as usize;
+                let p = self.pool_of_block(b) as usize;
                 if self.fifo[p].front() == Some(&b) {
                     self.fifo[p].pop_front();
                 } else if let Some(i) = self.fifo[p].iter().position(|&x| x == b) {
@@ -623,7 +821,7 @@ impl Ftl {
     #[inline]
     fn bkt_index(&self, b: u32) -> usize {
         let ppb = self.geo.pages_per_block as usize;
-        self.geo.plane_of_block(b) as usize * (ppb + 1) + self.blk_valid[b as usize] as usize
+        self.pool_of_block(b) as usize * (ppb + 1) + self.blk_valid[b as usize] as usize
     }
 
     fn bkt_insert(&mut self, b: u32) {

@@ -175,29 +175,41 @@ impl Sched {
     fn dispatchable(&self, id: u32, ftl: &Ftl) -> bool {
         let t = &self.txns[id as usize];
         match t.kind {
-            TxnKind::Program => {
-                ftl.can_allocate(t.plane, t.placement.stream, t.source == Source::Host)
+            TxnKind::Program => ftl.can_allocate_in(
+                t.plane,
+                t.placement.region,
+                t.placement.stream,
+                t.source == Source::Host || (t.source == Source::Migration && ftl.regions() > 1),
+            ),
+            TxnKind::Move => {
+                ftl.can_allocate_in(t.plane, t.placement.region, t.placement.stream, false)
             }
-            TxnKind::Move => ftl.can_allocate(t.plane, t.placement.stream, false),
             TxnKind::Read | TxnKind::Erase | TxnKind::Adjust => true,
         }
     }
 
     fn die_urgent(&self, die: u32, ftl: &Ftl) -> bool {
         let p0 = die * self.planes_per_die;
-        (p0..p0 + self.planes_per_die).any(|p| ftl.gc_urgent(p))
+        (p0..p0 + self.planes_per_die).any(|p| ftl.plane_gc_urgent(p))
     }
 
-    /// A plane of `die` that can take a host write of `stream` now, round-robin, preferring
-    /// planes that do not need GC.
-    fn dynamic_plane(&self, die: u32, stream: u8, ftl: &Ftl) -> Option<u32> {
+    /// A plane of `die` that can take a host write of `placement` now, round-robin, preferring
+    /// planes whose pool for it does not need GC.
+    fn dynamic_plane(&self, die: u32, placement: Placement, ftl: &Ftl) -> Option<u32> {
         let p0 = die * self.planes_per_die;
         let start = self.die_rr[die as usize];
+        let (region, stream) = (placement.region, placement.stream);
         let order = (0..self.planes_per_die).map(|k| p0 + (start + k) % self.planes_per_die);
         order
             .clone()
-            .find(|&p| !ftl.needs_gc(p) && ftl.can_allocate(p, stream, true))
-            .or_else(|| order.clone().find(|&p| ftl.can_allocate(p, stream, true)))
+            .find(|&p| {
+                !ftl.needs_gc(ftl.pool(p, region)) && ftl.can_allocate_in(p, region, stream, true)
+            })
+            .or_else(|| {
+                order
+                    .clone()
+                    .find(|&p| ftl.can_allocate_in(p, region, stream, true))
+            })
     }
 
     /// Take the next transaction for `die` under the priority policy, or `None` when nothing is
@@ -232,8 +244,8 @@ impl Sched {
     fn pick_dynamic(&mut self, die: u32, ftl: &Ftl) -> Option<u32> {
         let d = die as usize;
         let write = self.shared_writes.front().and_then(|&id| {
-            let stream = self.txns[id as usize].placement.stream;
-            self.dynamic_plane(die, stream, ftl).map(|p| (id, p))
+            let placement = self.txns[id as usize].placement;
+            self.dynamic_plane(die, placement, ftl).map(|p| (id, p))
         });
         let bg = self.queues[d][Q_BG]
             .front()

@@ -25,6 +25,18 @@
 //!
 //! Memory: 2 bits per logical page (AGCR's cost; Xia & Xiao's separator is 2 KiB).
 //!
+//! **On a device with `[regions]`** (the EFM paper's "TOS18" baseline, EFM §V): the three
+//! program costs are EFM's three regions — high cost (slow write, fast read) → the last region
+//! (Region-3), medium → the middle region (Region-2), low cost → Region-1 — and the region's
+//! program mode replaces the `*_mode` parameters. Because GC keeps a block's region there, the
+//! read-only reclassification that AGCR applies when a page is moved is done as a migration
+//! instead: a host read of a page already read since its last write (read-only so far) that is
+//! not in the high-cost region rewrites it there (`Source::Migration`). The EFM paper observes
+//! exactly this for TOS18: it "pre-allocate[s] data to the low-read latency region" and pays a
+//! large migration overhead (§V-B, Fig. 6). `region_migration = false` turns it off. EFM §V-D
+//! puts TOS18's reduced-threshold-voltage (effective wearing) data in Region-2, its medium
+//! class; that is the configuration's `regions.wear_weight`.
+//!
 //! Parameters: mode ids `high_mode` (2), `medium_mode` (0), `low_mode` (1) and ECC ids
 //! `high_ecc` (3), `medium_ecc` (2), `low_ecc` (1) into the config's tables (see
 //! `configs/xia-diffecc.toml`).
@@ -52,6 +64,10 @@ pub struct Agcr {
     placed_interleaved: u64,
     placed_write_only: u64,
     placed_unknown: u64,
+    /// `[regions]` configured: classes map to regions and read-only pages migrate.
+    regions_on: bool,
+    region_migration: bool,
+    migrations: u64,
 }
 
 impl Agcr {
@@ -64,6 +80,7 @@ impl Agcr {
             stream: 0,
             mode: mode as u8,
             ecc: ecc as u8,
+            region: 0,
         };
         let high = pl(
             p.usize("high_mode", 2.min(nm), 0, nm)?,
@@ -77,8 +94,12 @@ impl Agcr {
             p.usize("low_mode", 1.min(nm), 0, nm)?,
             p.usize("low_ecc", 1.min(ne), 0, ne)?,
         );
+        let region_migration = p.bool("region_migration", true)?;
         p.finish()?;
         Ok(Agcr {
+            regions_on: false,
+            region_migration,
+            migrations: 0,
             history: Vec::new(),
             high,
             medium,
@@ -112,15 +133,35 @@ impl Scheme for Agcr {
         "agcr"
     }
 
+    fn set_regions(&mut self, info: &super::RegionInfo) {
+        if !info.configured {
+            return;
+        }
+        self.regions_on = true;
+        self.high.region = (info.n - 1) as u8;
+        self.medium.region = info.middle();
+        self.low.region = 0;
+    }
+
     fn on_host_read(
         &mut self,
         lpn: u32,
-        _ppn: u32,
+        ppn: u32,
         ctx: &Ctx<'_>,
-        _actions: &mut Vec<super::Action>,
+        actions: &mut Vec<super::Action>,
     ) {
         let h = self.bits(lpn, ctx);
         self.set_bits(lpn, h | R);
+        if self.regions_on && self.region_migration && h & R != 0 {
+            let region = ctx.ftl.block_region(ctx.ftl.geo.block_of_ppn(ppn));
+            if region != self.high.region {
+                self.migrations += 1;
+                actions.push(super::Action::Rewrite {
+                    lpn,
+                    source: Source::Migration,
+                });
+            }
+        }
     }
 
     fn placement(&mut self, lpn: u32, source: Source, ctx: &Ctx<'_>) -> Placement {
@@ -156,13 +197,17 @@ impl Scheme for Agcr {
     }
 
     fn stats(&self) -> serde_json::Value {
-        json!({
+        let mut v = json!({
             "placed_read_only": self.placed_read_only,
             "placed_interleaved": self.placed_interleaved,
             "placed_write_only": self.placed_write_only,
             "placed_unknown": self.placed_unknown,
             "history_bytes": self.history.len(),
-        })
+        });
+        if self.regions_on {
+            v["region_migrations"] = json!(self.migrations);
+        }
+        v
     }
 }
 

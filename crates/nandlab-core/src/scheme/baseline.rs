@@ -60,6 +60,7 @@ impl Scheme for Baseline {
             },
             mode: self.mode,
             ecc: self.ecc,
+            region: 0,
         }
     }
 }

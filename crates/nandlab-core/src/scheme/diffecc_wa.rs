@@ -82,11 +82,13 @@ impl DiffEccWa {
                 stream: 0,
                 mode: normal_mode,
                 ecc: bch,
+                region: 0,
             },
             low_cost: Placement {
                 stream: 0,
                 mode: low_cost_mode,
                 ecc: ldpc,
+                region: 0,
             },
             gc_stream: if streams > 1 { 1 } else { 0 },
             recent: [u32::MAX; RECENT],

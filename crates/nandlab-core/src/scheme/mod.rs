@@ -24,9 +24,12 @@
 pub mod agcr;
 pub mod baseline;
 pub mod diffecc_wa;
+pub mod efm;
+pub mod hotis;
 pub mod ida;
 pub mod params;
 pub mod separator;
+pub mod warm;
 
 use crate::config::ConfigError;
 use crate::flash::{BlockLayout, PageType, Timing};
@@ -78,15 +81,20 @@ pub struct Placement {
     pub mode: u8,
     /// ECC id (index into `Timing::eccs`).
     pub ecc: u8,
+    /// Region (block pool) id, `< ftl.regions()`; 0 without `[regions]`. With regions the page
+    /// is programmed in its region's program mode (`mode` is then ignored), and a GC move
+    /// stays in its victim's region whatever the scheme asks.
+    pub region: u8,
 }
 
 impl Placement {
-    /// Stream 0, mode 0, ECC 0: the placeholder of transactions that program nothing
+    /// Stream 0, mode 0, ECC 0, region 0: the placeholder of transactions that program nothing
     /// (reads, erases).
     pub const NONE: Placement = Placement {
         stream: 0,
         mode: 0,
         ecc: 0,
+        region: 0,
     };
 }
 
@@ -165,6 +173,48 @@ impl RefreshPlan {
     }
 }
 
+/// The regions a scheme can place data in and their latencies (EFM §IV; `[regions]`), handed to
+/// [`Scheme::set_regions`] once before preconditioning. Without `[regions]` there is one region
+/// with the device's page-type-0 read and mode-0 program latencies.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RegionInfo {
+    /// Number of regions (index 0 = EFM's Region-1).
+    pub n: usize,
+    /// Number of wear stages.
+    pub stages: usize,
+    /// Read latency of region r at stage s, ns (`read_ns[r · stages + s]`); from
+    /// `regions.read_us` (zeros when the reliability model gives read latencies and no table
+    /// is configured).
+    pub read_ns: Vec<u64>,
+    /// Program latency of each region's program mode (LSB page), ns.
+    pub program_ns: Vec<u64>,
+    /// Whether regions are configured (`false`: the single implicit region).
+    pub configured: bool,
+}
+
+impl RegionInfo {
+    /// Read latency of region `r` at stage `s`, ns.
+    #[inline]
+    pub fn read(&self, r: usize, s: usize) -> u64 {
+        self.read_ns[r * self.stages + s.min(self.stages - 1)]
+    }
+    /// The middle region ((n − 1) / 2: EFM's Region-2 of three).
+    #[inline]
+    pub fn middle(&self) -> u8 {
+        ((self.n - 1) / 2) as u8
+    }
+    /// A single region with the given latencies.
+    pub fn single(read_ns: u64, program_ns: u64) -> RegionInfo {
+        RegionInfo {
+            n: 1,
+            stages: 1,
+            read_ns: vec![read_ns],
+            program_ns: vec![program_ns],
+            configured: false,
+        }
+    }
+}
+
 /// Read-only view of the device a scheme decides from.
 pub struct Ctx<'a> {
     /// Simulated time, ns.
@@ -185,6 +235,28 @@ pub trait Scheme: Send {
 
     /// A host request arrived (called once, before the per-page hooks of its pages).
     fn on_host_request(&mut self, _op: crate::trace::Op, _first_lpn: u32, _pages: u32) {}
+
+    /// A host request arrived, with the device view and room for background work (called
+    /// right after [`Scheme::on_host_request`]; `pages` LPNs from `first_lpn`, wrapping at the
+    /// logical capacity).
+    fn on_request(
+        &mut self,
+        _op: crate::trace::Op,
+        _first_lpn: u32,
+        _pages: u32,
+        _ctx: &Ctx<'_>,
+        _actions: &mut Vec<Action>,
+    ) {
+    }
+
+    /// The regions and their latencies (called once, before preconditioning).
+    fn set_regions(&mut self, _info: &RegionInfo) {}
+
+    /// Placement of a page written by preconditioning (the fill before the trace); default
+    /// asks [`Scheme::placement`] with [`Source::Host`].
+    fn precondition_placement(&mut self, lpn: u32, ctx: &Ctx<'_>) -> Placement {
+        self.placement(lpn, Source::Host, ctx)
+    }
 
     /// A host write of `lpn` arrived (called before [`Scheme::placement`]).
     fn on_host_write(&mut self, _lpn: u32, _ctx: &Ctx<'_>) {}
@@ -239,6 +311,10 @@ pub fn registry(
         // The EFM paper's "TOS18" baseline is the journal version of AGCR (same scheme).
         "agcr" | "tos18" => Ok(Box::new(agcr::Agcr::new(params, timing, streams)?)),
         "ida" => Ok(Box::new(ida::Ida::new(params, timing, streams)?)),
+        "efm" => Ok(Box::new(efm::Efm::new(params, timing, streams, true)?)),
+        "efm_static" => Ok(Box::new(efm::Efm::new(params, timing, streams, false)?)),
+        "warm" => Ok(Box::new(warm::Warm::new(params, timing, streams)?)),
+        "hotis" => Ok(Box::new(hotis::Hotis::new(params, timing, streams)?)),
         other => Err(ConfigError::Invalid {
             key: "scheme.name".into(),
             value: format!("{other:?}"),
@@ -248,4 +324,14 @@ pub fn registry(
 }
 
 /// Names [`registry`] knows.
-pub const NAMES: &[&str] = &["baseline", "diffecc_wa", "agcr", "tos18", "ida"];
+pub const NAMES: &[&str] = &[
+    "baseline",
+    "diffecc_wa",
+    "agcr",
+    "tos18",
+    "ida",
+    "efm",
+    "efm_static",
+    "warm",
+    "hotis",
+];

@@ -223,6 +223,56 @@ pub struct Stats {
     pub reliability: ReliabilityStats,
     /// Data-refresh and IDA counters.
     pub refresh: RefreshStats,
+    /// Per-region counters (reported only with `[regions]`).
+    pub regions: RegionStats,
+}
+
+/// Per-region counters and the flash-time breakdown of EFM Fig. 6 (only with `[regions]`).
+///
+/// Breakdown (our reading of Fig. 6, in flash time: the array, transfer and decode time of each
+/// operation, without queueing): a host read served by a region with the lowest read latency at
+/// the current wear stage, and a host write programmed into a region with the lowest program
+/// latency, are "optimal"; other host reads / writes are "non-optimal R" / "non-optimal W";
+/// scheme migrations (reads and programs) are "migration". GC and other background work are
+/// counted apart.
+#[derive(Clone, Debug, Default)]
+pub struct RegionStats {
+    /// Flash reads of pages in each region (all sources).
+    pub reads: Vec<u64>,
+    /// Host reads of pages in each region.
+    pub host_reads: Vec<u64>,
+    /// Page programs into each region (all sources).
+    pub programs: Vec<u64>,
+    /// Host page programs into each region.
+    pub host_programs: Vec<u64>,
+    /// Block erases in each region.
+    pub erases: Vec<u64>,
+    /// Flash time of host reads and writes in their optimal region, ns.
+    pub optimal_ns: u64,
+    /// Flash time of host reads outside a lowest-read-latency region, ns.
+    pub nonoptimal_read_ns: u64,
+    /// Flash time of host writes outside a lowest-program-latency region, ns.
+    pub nonoptimal_write_ns: u64,
+    /// Flash time of scheme migrations (reads and programs), ns.
+    pub migration_ns: u64,
+    /// Flash time of GC reads and programs, ns.
+    pub gc_ns: u64,
+    /// Flash time of other background reads and programs, ns.
+    pub other_ns: u64,
+}
+
+impl RegionStats {
+    /// Zeroed counters for `n` regions.
+    pub fn new(n: usize) -> RegionStats {
+        RegionStats {
+            reads: vec![0; n],
+            host_reads: vec![0; n],
+            programs: vec![0; n],
+            host_programs: vec![0; n],
+            erases: vec![0; n],
+            ..RegionStats::default()
+        }
+    }
 }
 
 /// Data-refresh counters (reported only while `[refresh]` is on).

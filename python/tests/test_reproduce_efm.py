@@ -1,0 +1,124 @@
+"""`nandlab reproduce efm`: trace selection, the run plan, the analysis, and the --quick run end
+to end with the real schemes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _helpers import run_cli
+from click.testing import CliRunner
+
+import nandlab
+from nandlab.cli import cli
+from nandlab.data import data_dir
+from nandlab.experiment import TraceDigests, run_key
+from nandlab.reproduce import efm as e
+
+
+def test_select_traces_table_i_and_ours(tmp_path: Path) -> None:
+    (tmp_path / "msr").mkdir()
+    (tmp_path / "msr" / "hm_0.csv.gz").write_bytes(b"")
+    (tmp_path / "CAM-01-SRV-lvm0.csv").write_text("")  # prxy_0
+    (tmp_path / "Financial2.spc").write_text("")  # OLTP2
+    sel = e.select_traces([tmp_path], quick=False, max_requests=None)
+    names = {t.name: t for t in sel.traces}
+    assert names["hm_0"].source == "Table I"
+    assert names["prxy_0"].path.name == "CAM-01-SRV-lvm0.csv"
+    assert names["OLTP2"].path.name == "Financial2.spc"
+    assert "hm_0 excerpt" not in names  # superseded by the full hm_0
+    assert "OLTP1 excerpt" in names and "WebSearch1 excerpt" in names
+    assert set(sel.missing_table_i) == set(e.TABLE_I) - {"hm_0", "prxy_0", "OLTP2"}
+    assert sel.study_traces == [t.name for t in sel.traces]
+
+
+def test_plan_runs_quick(tmp_path: Path) -> None:
+    sel = e.select_traces([tmp_path], quick=True, max_requests=None)
+    assert [t.name for t in sel.traces] == ["OLTP1 excerpt", "hm_0 excerpt", "pgbench_rw slice"]
+    assert sel.traces[2].max_requests == e.QUICK_SLICE
+    runs = e.plan_runs(sel)
+    kinds = {k: sum(r.kind == k for r in runs) for k in ("main", "stage", "lifetime", "regions")}
+    assert kinds == {"main": 3 * 4, "stage": 5 * 4, "lifetime": 4, "regions": 4 * 2}
+    d = TraceDigests(tmp_path / "d.json")
+    keys = {run_key(r.spec, d) for r in runs}
+    # Stage 3 of efm, hotis, warm, tos18 is the Fig. 5 run (same key).
+    assert len(keys) == len(runs) - 4
+    eff = next(r for r in runs if r.kind == "lifetime" and r.scheme == "tos18")
+    assert eff.spec.overrides["regions.wear_weight"] == [1.0, 0.8, 1.0]
+    assert eff.spec.overrides["regions.read_us"][1][2] == 210.0  # Table II: 170 -> 210 µs
+    eff = next(r for r in runs if r.kind == "lifetime" and r.scheme == "efm")
+    assert eff.spec.overrides["regions.read_us"][0][2] == 310.0  # Table II: 270 -> 310 µs
+
+
+def _report(mean: float, lifetime: float = 0.0) -> dict[str, Any]:
+    return {
+        "host": {"requests": 10, "mean_us": mean, "read_mean_us": mean, "write_mean_us": mean},
+        "regions": {
+            "breakdown_us": {
+                "optimal_rw": 1.0,
+                "nonoptimal_read": 1.0,
+                "nonoptimal_write": 1.0,
+                "migration": 1.0,
+            },
+            "lifetime_gain_by_programs": lifetime,
+            "stage_at_start": 2,
+        },
+        "scheme_stats": {"migrations": 0},
+    }
+
+
+def test_analyse_headline(tmp_path: Path) -> None:
+    sel = e.select_traces([tmp_path], quick=True, max_requests=None)
+    runs = e.plan_runs(sel)
+    mean = {"efm": 100.0, "efm_static": 120.0, "hotis": 150.0, "warm": 200.0, "tos18": 400.0}
+    reports: dict[str, Any] = {}
+    for i, r in enumerate(runs):
+        r.key = f"k{i}"
+        lt = {"efm": 0.2, "hotis": 0.05}.get(r.scheme, 0.1) if r.kind == "lifetime" else 0.0
+        reports[r.key] = (_report(mean[r.scheme], lt), None)
+    an = e.analyse(runs, reports)
+    assert [r["trace"] for r in an.rows][-1] == "Average"
+    avg = an.rows[-1]
+    assert avg["reduction_vs_hotis"] == pytest.approx(0.5)
+    assert avg["reduction_vs_tos18"] == pytest.approx(3.0)
+    assert avg["wear_aware_gain"] == pytest.approx(0.2)
+    assert avg["efm_lifetime_gain"] == pytest.approx(0.2)
+    hl = {h["metric"]: h for h in an.headline}
+    assert hl["mean latency reduction vs TOS18 (average)"]["paper"] == "296.0 %"
+    assert hl["mean latency reduction vs WARM (average)"]["ours"] == pytest.approx(1.0)
+    assert e.quick_check(an)["passed"]
+
+
+def test_cli_help_lists_efm() -> None:
+    res = CliRunner().invoke(cli, ["reproduce", "--help"])
+    assert res.exit_code == 0 and "efm" in res.output
+    res = CliRunner().invoke(cli, ["reproduce", "efm", "--help"])
+    assert res.exit_code == 0 and "--quick" in res.output
+
+
+def test_schemes_run_on_the_preset() -> None:
+    trace = data_dir() / "msr_hm_0_sample1000.csv"
+    for s in ("efm", "efm_static", "warm", "hotis", "tos18"):
+        r = nandlab.simulate("efm", trace, scheme=s, overrides={"host.max_requests": 200})
+        assert r.report["regions"]["count"] == 3
+        assert r.report["regions"]["read_latency_source"].startswith("table")
+
+
+def test_quick_end_to_end(tmp_path: Path) -> None:
+    """The CI check: `nandlab reproduce efm --quick` with the real schemes."""
+    out = tmp_path / "efm"
+    res = run_cli(
+        "reproduce", "efm", "--quick", "--out", out, "--json", out / "e.json", timeout=300,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stdout + res.stderr
+    doc = json.loads((out / "e.json").read_text())
+    assert doc["paper"] == "efm"
+    assert doc["check"]["passed"] is True
+    assert all(r["error"] is None for r in doc["runs"])
+    assert len(doc["headline"]) == 8
+    for fig in ("fig5_mean_latency", "fig6_breakdown", "fig7_wear_stages", "fig8_lifetime",
+                "fig10_regions"):  # fmt: skip
+        assert (out / f"{fig}.png").stat().st_size > 0
+    assert "Headline" in res.stdout
