@@ -1222,19 +1222,10 @@ impl Engine {
         for i in 0..self.rf_plan.moves.len() {
             let src = self.rf_plan.moves[i];
             let lpn = self.ftl.page_lpn(src);
-            let ctx = Ctx {
-                now_ns: self.now,
-                ftl: &self.ftl,
-                timing: &self.timing,
-            };
-            let pl = self.scheme.placement(lpn, Source::Refresh, &ctx);
-            if !self.placement_ok(pl) {
+            let Some(d) = self.enqueue_refresh_move(lpn, src, plane) else {
                 return;
-            }
-            die = self
-                .sched
-                .enqueue(TxnKind::Move, Source::Refresh, lpn, src, plane, NONE, pl)
-                .1;
+            };
+            die = d;
             pending += 1;
         }
         // Step 1 of Fig. 7b reads every valid page, also those then kept in place.
@@ -1300,19 +1291,10 @@ impl Engine {
             let lpn = self.ftl.page_lpn(a.ppn);
             self.stats.refresh.readbacks += 1;
             if a.corrupt {
-                let ctx = Ctx {
-                    now_ns: self.now,
-                    ftl: &self.ftl,
-                    timing: &self.timing,
-                };
-                let pl = self.scheme.placement(lpn, Source::Refresh, &ctx);
-                if !self.placement_ok(pl) {
+                let Some(d) = self.enqueue_refresh_move(lpn, a.ppn, plane) else {
                     return;
-                }
-                die = self
-                    .sched
-                    .enqueue(TxnKind::Move, Source::Refresh, lpn, a.ppn, plane, NONE, pl)
-                    .1;
+                };
+                die = d;
             } else {
                 die = self.enqueue_refresh_read(lpn, a.ppn, plane);
             }
@@ -1324,6 +1306,26 @@ impl Engine {
         } else if die != NONE {
             self.dispatch(die);
         }
+    }
+
+    /// Queue the refresh relocation of `ppn` (holding `lpn`) on `plane`, placed by the scheme
+    /// for [`Source::Refresh`]; returns its die, or `None` after a bad placement (the run has
+    /// failed).
+    fn enqueue_refresh_move(&mut self, lpn: u32, ppn: u32, plane: u32) -> Option<u32> {
+        let ctx = Ctx {
+            now_ns: self.now,
+            ftl: &self.ftl,
+            timing: &self.timing,
+        };
+        let pl = self.scheme.placement(lpn, Source::Refresh, &ctx);
+        if !self.placement_ok(pl) {
+            return None;
+        }
+        Some(
+            self.sched
+                .enqueue(TxnKind::Move, Source::Refresh, lpn, ppn, plane, NONE, pl)
+                .1,
+        )
     }
 
     /// Queue a refresh read of `ppn` (holding `lpn`) on `plane`; returns its die.

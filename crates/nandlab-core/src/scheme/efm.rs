@@ -219,11 +219,7 @@ impl Efm {
     }
 
     fn fill(&self) -> u8 {
-        if self.fill_region < 0 {
-            self.regions.middle()
-        } else {
-            (self.fill_region as usize).min(self.n() - 1) as u8
-        }
+        super::fill_region(self.fill_region, self.n())
     }
 
     /// Latencies of `stage` into the classifier (the latency sensor).

@@ -95,11 +95,7 @@ impl Hotis {
     }
 
     fn fill(&self) -> u8 {
-        if self.fill_region < 0 {
-            ((self.n - 1) / 2) as u8
-        } else {
-            (self.fill_region as usize).min(self.n - 1) as u8
-        }
+        super::fill_region(self.fill_region, self.n)
     }
 
     /// Class of a host write of `lpn`: 0 hot, 1 warm, 2 cold (first writes are cold).

@@ -215,6 +215,18 @@ impl RegionInfo {
     }
 }
 
+/// Region of preconditioned data for the `fill_region` parameter every region scheme takes:
+/// negative = the middle region of `n`, else that region (clamped to `n − 1`).
+#[inline]
+pub fn fill_region(param: i64, n: usize) -> u8 {
+    let n = n.max(1);
+    if param < 0 {
+        ((n - 1) / 2) as u8
+    } else {
+        (param as usize).min(n - 1) as u8
+    }
+}
+
 /// Read-only view of the device a scheme decides from.
 pub struct Ctx<'a> {
     /// Simulated time, ns.

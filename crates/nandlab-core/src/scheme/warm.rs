@@ -137,11 +137,7 @@ impl Warm {
     }
 
     fn fill(&self) -> u8 {
-        if self.fill_region < 0 {
-            ((self.n - 1) / 2) as u8
-        } else {
-            (self.fill_region as usize).min(self.n - 1) as u8
-        }
+        super::fill_region(self.fill_region, self.n)
     }
 
     /// A host write of `lpn`: true when write-hot.
