@@ -217,3 +217,39 @@ def fmt_pct(v: float | None, signed: bool = True) -> str:
     if v is None or not math.isfinite(v):
         return "—"
     return f"{v * 100:+.1f} %" if signed else f"{v * 100:.1f} %"
+
+
+# --------------------------------------------------------------------------- run results
+
+
+def reports_by_key(df: pl.DataFrame) -> dict[str, tuple[dict[str, Any] | None, str | None]]:
+    """``key -> (report or None, error or None)`` for the rows of a grid's DataFrame."""
+    out: dict[str, tuple[dict[str, Any] | None, str | None]] = {}
+    for r in df.iter_rows(named=True):
+        out[r["key"]] = (json.loads(r["report"]) if r["report"] else None, r["error"])
+    return out
+
+
+def exit_on_failures(
+    errors: Sequence[tuple[str, str, str]], check: Mapping[str, Any] | None, out: Path
+) -> None:
+    """Report failed runs (``(trace, label, error)``) and the ``--quick`` check, and exit with
+    :data:`EXIT_CHECK_FAILED` if a run failed or the check did not pass."""
+    import sys
+
+    failed = False
+    if errors:
+        failed = True
+        first = errors[0]
+        err_console.print(
+            f"[red]{len(errors)} run(s) failed[/] (re-run to retry; see the error column of "
+            f"{out / 'runs.parquet'}); first: {first[0]} {first[1]}: {first[2]}"
+        )
+    if check is not None:
+        if check["passed"]:
+            err_console.print(f"[green]check passed:[/] {check['message']}")
+        else:
+            failed = True
+            err_console.print(f"[red]check FAILED:[/] {check['message']}")
+    if failed:
+        sys.exit(EXIT_CHECK_FAILED)

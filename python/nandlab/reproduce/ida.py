@@ -30,9 +30,7 @@ retries (``level_cost = "page_read"``, §V-F); MLC (Table V): LSB/MSB 65/115 µs
 
 from __future__ import annotations
 
-import json
 import resource
-import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -43,19 +41,18 @@ import click
 from rich.table import Table
 
 from nandlab.reproduce.common import (
-    EXIT_CHECK_FAILED,
     CommonOptions,
     common_options,
     err_console,
+    exit_on_failures,
     fmt_num,
     fmt_pct,
     out_console,
+    reports_by_key,
     write_json,
 )
 
 if TYPE_CHECKING:
-    import polars as pl
-
     from nandlab.experiment import RunSpec
 
 PAPER = "ida"
@@ -589,13 +586,6 @@ def make_figures(an: Analysis, out: Path) -> list[Path]:
     return paths
 
 
-def _reports(df: pl.DataFrame) -> dict[str, tuple[dict[str, Any] | None, str | None]]:
-    out: dict[str, tuple[dict[str, Any] | None, str | None]] = {}
-    for r in df.iter_rows(named=True):
-        out[r["key"]] = (json.loads(r["report"]) if r["report"] else None, r["error"])
-    return out
-
-
 @click.command("ida")
 @common_options(PAPER)
 @click.option(
@@ -654,7 +644,7 @@ def ida(opts: CommonOptions, max_requests: int | None, cycles: float, refresh_mo
             stats=st,
             console=err_console,
         )
-        return {"df": df, "reports": _reports(df)}
+        return {"df": df, "reports": reports_by_key(df)}
 
     probes = probe_runs(sel) if refresh_mode == "timed" else []
     st1 = GridStats()
@@ -726,15 +716,4 @@ def ida(opts: CommonOptions, max_requests: int | None, cycles: float, refresh_mo
             f"{time.perf_counter() - t0:.1f} s; peak RSS of a worker {peak_rss_mib:.0f} MiB; "
             f"results {opts.out / 'runs.parquet'}; {len(figs)} figures in {opts.out}"
         )
-    failed = False
-    if an.errors:
-        failed = True
-        e = an.errors[0]
-        err_console.print(f"[red]{len(an.errors)} run(s) failed[/]; first: {e[0]} {e[1]}: {e[2]}")
-    if check is not None:
-        color = "green" if check["passed"] else "red"
-        word = "passed" if check["passed"] else "FAILED"
-        err_console.print(f"[{color}]check {word}:[/] {check['message']}")
-        failed = failed or not check["passed"]
-    if failed:
-        sys.exit(EXIT_CHECK_FAILED)
+    exit_on_failures(an.errors, check, opts.out)

@@ -16,7 +16,6 @@ bundled MSR hm_0, UMass Financial1 and WebSearch1 excerpts. Traces are replayed 
 from __future__ import annotations
 
 import math
-import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,19 +26,18 @@ import click
 from rich.table import Table
 
 from nandlab.reproduce.common import (
-    EXIT_CHECK_FAILED,
     CommonOptions,
     common_options,
     err_console,
+    exit_on_failures,
     fmt_num,
     fmt_pct,
     out_console,
+    reports_by_key,
     write_json,
 )
 
 if TYPE_CHECKING:
-    import polars as pl
-
     from nandlab.experiment import RunSpec
 
 PAPER = "xia-diffecc"
@@ -723,7 +721,7 @@ def xia_diffecc(opts: CommonOptions, max_requests: int | None) -> None:
         stats=st,
         console=err_console,
     )
-    reports = _reports_by_key(df)
+    reports = reports_by_key(df)
     an = analyse(runs, reports)
     caption = caption_text(sel)
     figs = make_figures(an, opts.out)
@@ -764,33 +762,7 @@ def xia_diffecc(opts: CommonOptions, max_requests: int | None) -> None:
             f"{st.failed} failed) in {time.perf_counter() - t0:.1f} s; "
             f"results {opts.out / 'runs.parquet'}; {len(figs)} figure files in {opts.out}"
         )
-    failed = False
-    if an.errors:
-        failed = True
-        first = an.errors[0]
-        err_console.print(
-            f"[red]{len(an.errors)} run(s) failed[/] (re-run to retry; see the error column of "
-            f"{opts.out / 'runs.parquet'}); first: {first[0]} {first[1]}: {first[2]}"
-        )
-    if check is not None:
-        msg = check["message"]
-        if check["passed"]:
-            err_console.print(f"[green]check passed:[/] {msg}")
-        else:
-            failed = True
-            err_console.print(f"[red]check FAILED:[/] {msg}")
-    if failed:
-        sys.exit(EXIT_CHECK_FAILED)
-
-
-def _reports_by_key(df: pl.DataFrame) -> dict[str, tuple[dict[str, Any] | None, str | None]]:
-    import json
-
-    out: dict[str, tuple[dict[str, Any] | None, str | None]] = {}
-    for r in df.iter_rows(named=True):
-        rep = json.loads(r["report"]) if r["report"] else None
-        out[r["key"]] = (rep, r["error"])
-    return out
+    exit_on_failures(an.errors, check, opts.out)
 
 
 def quick_check(an: Analysis, trace: str | None) -> dict[str, Any]:
