@@ -9,13 +9,15 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import click
 from rich.console import Console
 
 if TYPE_CHECKING:
     import polars as pl
+
+    from nandlab.experiment import GridStats, RunSpec
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -253,3 +255,68 @@ def exit_on_failures(
             err_console.print(f"[red]check FAILED:[/] {check['message']}")
     if failed:
         sys.exit(EXIT_CHECK_FAILED)
+
+
+class Planned(Protocol):
+    """A planned run of a reproduction: its :class:`~nandlab.experiment.RunSpec` and the key
+    :func:`run_planned` fills in."""
+
+    spec: RunSpec
+    key: str
+
+
+def run_planned(
+    runs: Sequence[Planned], opts: CommonOptions, *, label: str | None = None
+) -> tuple[pl.DataFrame, GridStats]:
+    """Key every run (trace digests cached in ``opts.out``), say what will run (``label``:
+    ``"<paper>: ..."`` unless quiet) and run the grid. Returns its rows and statistics."""
+    from nandlab.experiment import DIGESTS_FILE, GridStats, TraceDigests, run_grid, run_key
+
+    opts.out.mkdir(parents=True, exist_ok=True)
+    digests = TraceDigests(opts.out / DIGESTS_FILE)
+    for r in runs:
+        r.key = run_key(r.spec, digests)
+    digests.save()
+    if label is not None and not opts.quiet:
+        err_console.print(f"{label}, {len({r.key for r in runs})} runs -> {opts.out}")
+    st = GridStats()
+    df = run_grid(
+        [r.spec for r in runs],
+        opts.out,
+        processes=opts.processes,
+        scheduler=opts.scheduler,
+        progress=opts.progress and not opts.quiet,
+        stats=st,
+        console=err_console,
+    )
+    return df, st
+
+
+def traces_json(traces: Sequence[Any]) -> list[dict[str, Any]]:
+    """The chosen traces (objects with name, path, source, max_requests) for the JSON."""
+    return [
+        {"name": t.name, "path": str(t.path), "source": t.source, "max_requests": t.max_requests}
+        for t in traces
+    ]
+
+
+def grid_json(st: GridStats) -> dict[str, Any]:
+    """A grid's run counts and wall time for the JSON."""
+    return {
+        "runs": st.total,
+        "executed": st.executed,
+        "skipped": st.skipped,
+        "failed": st.failed,
+        "wall_s": st.wall_s,
+    }
+
+
+def runs_line(st: GridStats, t0: float, n_figs: int, out: Path) -> str:
+    """The closing line: runs executed / reused, wall time, where the results are."""
+    import time
+
+    return (
+        f"runs: {st.total} ({st.executed} executed, {st.skipped} already done, "
+        f"{st.failed} failed) in {time.perf_counter() - t0:.1f} s; "
+        f"results {out / 'runs.parquet'}; {n_figs} figure files in {out}"
+    )

@@ -49,6 +49,8 @@ from nandlab.reproduce.common import (
     fmt_pct,
     out_console,
     reports_by_key,
+    run_planned,
+    traces_json,
     write_json,
 )
 
@@ -622,33 +624,19 @@ def ida(opts: CommonOptions, max_requests: int | None, cycles: float, refresh_mo
     WebSearch1 excerpt only; exits non-zero unless IDA-E20's mean read response is below the
     baseline's.
     """
-    from nandlab.experiment import DIGESTS_FILE, GridStats, TraceDigests, run_grid, run_key
+    from nandlab.experiment import GridStats
 
     t0 = time.perf_counter()
     sel = select_traces(opts.traces, quick=opts.quick, max_requests=max_requests)
     if not sel.traces:
         raise FileNotFoundError("no traces found")
-    opts.out.mkdir(parents=True, exist_ok=True)
-    digests = TraceDigests(opts.out / DIGESTS_FILE)
 
-    def grid(runs: list[PlannedRun], st: GridStats) -> dict[str, Any]:
-        for r in runs:
-            r.key = run_key(r.spec, digests)
-        digests.save()
-        df = run_grid(
-            [r.spec for r in runs],
-            opts.out,
-            processes=opts.processes,
-            scheduler=opts.scheduler,
-            progress=opts.progress and not opts.quiet,
-            stats=st,
-            console=err_console,
-        )
-        return {"df": df, "reports": reports_by_key(df)}
+    def grid(runs: list[PlannedRun]) -> tuple[dict[str, Any], GridStats]:
+        df, st = run_planned(runs, opts)
+        return {"df": df, "reports": reports_by_key(df)}, st
 
     probes = probe_runs(sel) if refresh_mode == "timed" else []
-    st1 = GridStats()
-    g1 = grid(probes, st1) if probes else {"df": None, "reports": {}}
+    g1, st1 = grid(probes) if probes else ({"df": None, "reports": {}}, GridStats())
     periods: dict[str, tuple[float, float]] = {}
     for t in sel.traces:
         by = {
@@ -664,8 +652,7 @@ def ida(opts: CommonOptions, max_requests: int | None, cycles: float, refresh_mo
             f"ida: {len(sel.traces)} traces ({', '.join(t.name for t in sel.traces)}), "
             f"{len(runs)} runs -> {opts.out}"
         )
-    st2 = GridStats()
-    g2 = grid(runs, st2)
+    g2, st2 = grid(runs)
     an = analyse(probes + runs, {**g1["reports"], **g2["reports"]})
     figs = make_figures(an, opts.out)
     peak_rss_mib = (
@@ -692,15 +679,7 @@ def ida(opts: CommonOptions, max_requests: int | None, cycles: float, refresh_mo
         pl.concat([d for d in (g1["df"], g2["df"]) if d is not None], how="vertical_relaxed"),
         an.rows,
         headline=an.headline,
-        traces=[
-            {
-                "name": t.name,
-                "path": str(t.path),
-                "source": t.source,
-                "max_requests": t.max_requests,
-            }
-            for t in sel.traces
-        ],
+        traces=traces_json(sel.traces),
         missing_table_iii=sel.missing_table_iii,
         paper_table_iii_msb_share={k: v[1] for k, v in TABLE_III.items()},
         cycles=cycles if refresh_mode == "timed" else None,

@@ -28,12 +28,15 @@ from rich.table import Table
 from nandlab.reproduce.common import (
     CommonOptions,
     common_options,
-    err_console,
     exit_on_failures,
     fmt_num,
     fmt_pct,
+    grid_json,
     out_console,
     reports_by_key,
+    run_planned,
+    runs_line,
+    traces_json,
     write_json,
 )
 
@@ -687,39 +690,16 @@ def xia_diffecc(opts: CommonOptions, max_requests: int | None) -> None:
     and hm_0 excerpts with a reduced parameter study, and exits non-zero unless diffecc_wa's
     mean write response on the pgbench_wh slice is below baseline's.
     """
-    from nandlab.experiment import (
-        DIGESTS_FILE,
-        GridStats,
-        TraceDigests,
-        run_grid,
-        run_key,
-    )
 
     t0 = time.perf_counter()
     sel = select_traces(opts.traces, quick=opts.quick, max_requests=max_requests)
     if not sel.traces:
         raise FileNotFoundError("no traces found in " + ", ".join(map(str, sel.searched)))
     runs = plan_runs(sel, quick=opts.quick)
-    opts.out.mkdir(parents=True, exist_ok=True)
-    digests = TraceDigests(opts.out / DIGESTS_FILE)
-    for r in runs:
-        r.key = run_key(r.spec, digests)
-    digests.save()
-
-    if not opts.quiet:
-        err_console.print(
-            f"xia-diffecc: {len(sel.traces)} traces ({', '.join(t.name for t in sel.traces)}), "
-            f"{len({r.key for r in runs})} runs -> {opts.out}"
-        )
-    st = GridStats()
-    df = run_grid(
-        [r.spec for r in runs],
-        opts.out,
-        processes=opts.processes,
-        scheduler=opts.scheduler,
-        progress=opts.progress and not opts.quiet,
-        stats=st,
-        console=err_console,
+    df, st = run_planned(
+        runs,
+        opts,
+        label=f"xia-diffecc: {len(sel.traces)} traces ({', '.join(t.name for t in sel.traces)})",
     )
     reports = reports_by_key(df)
     an = analyse(runs, reports)
@@ -735,33 +715,15 @@ def xia_diffecc(opts: CommonOptions, max_requests: int | None) -> None:
         caption=caption,
         headline=an.headline,
         param_study=an.param_rows,
-        traces=[
-            {
-                "name": t.name,
-                "path": str(t.path),
-                "source": t.source,
-                "max_requests": t.max_requests,
-            }
-            for t in sel.traces
-        ],
+        traces=traces_json(sel.traces),
         missing_table_ii=sel.missing_table_ii,
         figures=[str(p) for p in figs],
         check=check,
-        grid={
-            "runs": st.total,
-            "executed": st.executed,
-            "skipped": st.skipped,
-            "failed": st.failed,
-            "wall_s": st.wall_s,
-        },
+        grid=grid_json(st),
     )
     if not opts.quiet:
         print_tables(an, caption, sel)
-        out_console.print(
-            f"runs: {st.total} ({st.executed} executed, {st.skipped} already done, "
-            f"{st.failed} failed) in {time.perf_counter() - t0:.1f} s; "
-            f"results {opts.out / 'runs.parquet'}; {len(figs)} figure files in {opts.out}"
-        )
+        out_console.print(runs_line(st, t0, len(figs), opts.out))
     exit_on_failures(an.errors, check, opts.out)
 
 
