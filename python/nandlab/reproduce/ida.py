@@ -555,7 +555,8 @@ def make_figures(an: Analysis, out: Path) -> list[Path]:
     ax.set_xticks([j + 0.4 - w / 2 for j in x], traces, rotation=20)
     ax.set_ylabel("read response / baseline")
     ax.set_title("Fig. 8: read response, normalised to baseline")
-    ax.legend(fontsize=7)
+    ax.set_ylim(0, 1.35)
+    ax.legend(fontsize=7, loc="upper right", ncol=4)
     save(fig, "fig8_read_response.png")
 
     # Fig. 9: ΔtR sweep.
@@ -583,7 +584,9 @@ def make_figures(an: Analysis, out: Path) -> list[Path]:
     a2.set_xticks(list(x), traces, rotation=20)
     a2.set_ylabel("IDA-E20 read response / baseline")
     a2.set_title("Fig. 11: early vs late lifetime")
-    a2.legend(fontsize=7)
+    a2.set_ylim(0, 1.35)
+    a2.axhline(1.0, color="k", lw=0.8)
+    a2.legend(fontsize=7, loc="upper right")
     save(fig, "fig10_fig11.png")
     return paths
 
