@@ -693,9 +693,6 @@ impl Engine {
         class.response.record(response);
         class.wait.record(wait);
         class.service.record(service);
-        self.stats.all.response.record(response);
-        self.stats.all.wait.record(wait);
-        self.stats.all.service.record(service);
         if let Some(w) = self.log.as_mut() {
             let op = if s.op == Op::Read { 'R' } else { 'W' };
             if let Err(err) = writeln!(

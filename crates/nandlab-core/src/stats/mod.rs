@@ -78,6 +78,20 @@ impl Latency {
         }
     }
 
+    /// The distribution of `a`'s and `b`'s samples together (for the all-requests class,
+    /// built at report time instead of recorded per request).
+    pub fn merged(a: &Latency, b: &Latency) -> Latency {
+        let mut hist = a.hist.clone();
+        // Cannot fail: both histograms have the same bounds.
+        let _ = hist.add(&b.hist);
+        Latency {
+            hist,
+            sum_ns: a.sum_ns + b.sum_ns,
+            count: a.count + b.count,
+            clamped: a.clamped + b.clamped,
+        }
+    }
+
     /// Summary in µs.
     pub fn summary(&self) -> LatencySummary {
         let q = |p: f64| {
@@ -170,8 +184,6 @@ pub struct ReliabilityStats {
 pub struct Stats {
     /// Simulated time the last host request completed, ns.
     pub last_completion_ns: u64,
-    /// All host requests.
-    pub all: ClassLatency,
     /// Host reads.
     pub read: ClassLatency,
     /// Host writes.
@@ -405,7 +417,7 @@ pub struct ClassSummaries {
 pub fn host_report(s: &Stats) -> HostReport {
     let r = s.read.response.summary();
     let w = s.write.response.summary();
-    let a = s.all.response.summary();
+    let a = Latency::merged(&s.read.response, &s.write.response).summary();
     HostReport {
         requests: a.count,
         reads: r.count,
@@ -423,12 +435,12 @@ pub fn host_report(s: &Stats) -> HostReport {
         read_p99_us: r.p99_us,
         write_p99_us: w.p99_us,
         wait: ClassSummaries {
-            all: s.all.wait.summary(),
+            all: Latency::merged(&s.read.wait, &s.write.wait).summary(),
             read: s.read.wait.summary(),
             write: s.write.wait.summary(),
         },
         service: ClassSummaries {
-            all: s.all.service.summary(),
+            all: Latency::merged(&s.read.service, &s.write.service).summary(),
             read: s.read.service.summary(),
             write: s.write.service.summary(),
         },
