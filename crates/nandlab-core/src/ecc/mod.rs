@@ -101,7 +101,7 @@ impl BchTiming {
 }
 
 /// Binary BCH(n, k, t) over GF(2^m) with a latency model from operation counts
-/// (FlexECC §2.2, after Lin & Costello [24]):
+/// (FlexECC §2.2, after Lin & Costello \[24\]):
 /// a polynomial division (encode, CRC) = (n−1) additions + (n−1) multiplications;
 /// syndromes = (n−1)t additions + nt multiplications; Berlekamp–Massey = 2t² of each;
 /// Chien search = nt of each. An error-free page needs only the syndromes (eq. 4);
@@ -240,7 +240,7 @@ impl Bch {
     }
 }
 
-/// LDPC with progressive soft sensing (Guo §3.1, §3.6; Zhao et al. [12]).
+/// LDPC with progressive soft sensing (Guo §3.1, §3.6; Zhao et al. \[12\]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Ldpc {
     /// Codeword bits (Guo §3.6: rate-8/9 LDPC over 4 KiB of user data → 4608 B).
@@ -249,12 +249,12 @@ pub struct Ldpc {
     pub hard_decode_ns: f64,
     /// Additional decode time per soft level, ns (not stated by Guo).
     pub soft_decode_ns_per_level: f64,
-    /// Sensing time per extra level: 8 µs (Guo §3.6, from [12]).
+    /// Sensing time per extra level: 8 µs (Guo §3.6, from \[12\]).
     pub sense_ns_per_level: f64,
-    /// Transfer time per extra level: 20 µs (Guo §3.6, from [12]).
+    /// Transfer time per extra level: 20 µs (Guo §3.6, from \[12\]).
     pub transfer_ns_per_level: f64,
-    /// `thresholds[i]` = highest RBER decodable with `i` extra levels; `thresholds[0]` is the
-    /// hard-decision limit 4e-3 (Guo §3.6.1, from [12]); past the last entry the page is
+    /// `thresholds[i]` = highest RBER decodable with `i` extra levels; `thresholds\[0\]` is the
+    /// hard-decision limit 4e-3 (Guo §3.6.1, from \[12\]); past the last entry the page is
     /// uncorrectable.
     pub thresholds: Vec<f64>,
     /// What one extra level costs: a soft-sensing level (Guo) or a full read retry (IDA §V-F).
@@ -276,11 +276,11 @@ pub enum LevelCost {
     PageRead,
 }
 
-/// Guo §3.6.1: "the BER limit that triggers extra sensing levels is 4 × 10⁻³" [12].
+/// Guo §3.6.1: "the BER limit that triggers extra sensing levels is 4 × 10⁻³" \[12\].
 pub const LDPC_HARD_LIMIT: f64 = 4e-3;
-/// Guo §3.6: each extra sensing level costs 8 µs of sensing [12].
+/// Guo §3.6: each extra sensing level costs 8 µs of sensing \[12\].
 pub const LDPC_SENSE_NS: f64 = 8_000.0;
-/// Guo §3.6: each extra sensing level costs 20 µs of data transfer [12].
+/// Guo §3.6: each extra sensing level costs 20 µs of data transfer \[12\].
 pub const LDPC_TRANSFER_NS: f64 = 20_000.0;
 /// Guo §3.1: MLC BER "reaches up to 10⁻²" at 2X nm, the regime soft LDPC is introduced for;
 /// used as the floor of the last level's limit when fitting thresholds.
@@ -348,7 +348,7 @@ impl Ldpc {
 
     /// Fit level thresholds so that `levels_for(rber_i)` reproduces `target_i` for as many
     /// points as possible (ties broken by the smallest total level distance), with
-    /// `thresholds[0]` fixed at `hard_limit` and levels non-decreasing in RBER. Each threshold
+    /// `thresholds\[0\]` fixed at `hard_limit` and levels non-decreasing in RBER. Each threshold
     /// is the geometric mean of the neighbouring points' RBERs; the last is
     /// `max(LDPC_SOFT_FLOOR, largest RBER)`. Used to derive the thresholds from the Vth
     /// model's RBER at the (P/E, retention) cells of Guo Table 6.
@@ -530,7 +530,7 @@ impl EccModel {
 
 /// Draw the number of bit errors in `bits` bits at raw bit error rate `rber`:
 /// Binomial(bits, rber) by `rand_distr` (BTPE, O(1) expected time). `rber` is clamped to
-/// [0, 1]; NaN counts as 0. Saturates at `u32::MAX`.
+/// \[0, 1\]; NaN counts as 0. Saturates at `u32::MAX`.
 pub fn draw_errors<R: Rng + ?Sized>(rng: &mut R, bits: u32, rber: f64) -> u32 {
     let p = if rber.is_nan() {
         0.0

@@ -2,9 +2,9 @@
 //!
 //! For every sampled victim cell the model draws
 //!
-//! 1. its erased Vth `x0 ~ N(1.1, 0.35)` (Guo §2.2.1 / §3.2, citing Dong et al. [27]);
+//! 1. its erased Vth `x0 ~ N(1.1, 0.35)` (Guo §2.2.1 / §3.2, citing Dong et al. \[27\]);
 //! 2. if programmed to level `i ≥ 1`, its ISPP-programmed Vth, uniform in
-//!    `[Vverify_i, Vverify_i + ΔVpp]` (the ISPP model of Guo's reference [27]; Guo itself
+//!    `[Vverify_i, Vverify_i + ΔVpp]` (the ISPP model of Guo's reference \[27\]; Guo itself
 //!    states the verify voltages and ΔVpp but not the shape, so *uniform over one step* is
 //!    our reading), or `x0` itself if `x0` already passes verify;
 //! 3. random telegraph noise, Laplacian with mean magnitude `λ = k·N^a` (eq. 2.1);
@@ -13,7 +13,7 @@
 //!    step ([`ProgramScheme`]): with Guo's two-step programming (§2.1.1, Fig. 3(a)) a
 //!    neighbour going to L1 moves from its erased Vth, one going to L2/L3 from the
 //!    intermediate (LM) level, so the largest disturbances come from L1 and L3 — as Guo
-//!    §2.1.2 states citing [23];
+//!    §2.1.2 states citing \[23\];
 //! 5. retention charge loss `N(μd, σd²)` (eq. 2.3–2.4) with `x` = programmed Vth after RTN and
 //!    `x0` = the *same cell's* erased Vth (Guo §3.2: "x0 is Vth level 0 and is modeled by
 //!    N(1.1, 0.35)" — we read x0 as the random erased Vth of that cell, not the mean);
@@ -81,7 +81,7 @@ impl CellType {
 pub enum Coupling {
     /// Even/odd bit-line structure: an even-bit-line victim is disturbed by its two odd
     /// x-neighbours (same word line, programmed after it), and every victim by the y and two
-    /// xy neighbours on the next word line. Guo §3.2: γx, γy, γxy = 0.07, 0.09, 0.005 [44].
+    /// xy neighbours on the next word line. Guo §3.2: γx, γy, γxy = 0.07, 0.09, 0.005 \[44\].
     EvenOdd {
         /// Same word line, adjacent bit line.
         gx: f64,
@@ -91,7 +91,7 @@ pub enum Coupling {
         gxy: f64,
     },
     /// All-bit-line structure: only next-word-line neighbours interfere.
-    /// Guo §2.2.1: γy, γxy = 0.08, 0.0048 [27].
+    /// Guo §2.2.1: γy, γxy = 0.08, 0.0048 \[27\].
     AllBitLine {
         /// Next word line, same bit line.
         gy: f64,
@@ -215,7 +215,7 @@ pub struct VthParams {
     /// Erased-level mean, 1.1 V (Guo §2.2.1, §3.2).
     pub erased_mean: f64,
     /// Erased-level standard deviation, 0.35 V (Guo: "N(1.1, 0.35)"; read as σ, as in the
-    /// cited model [27]).
+    /// cited model \[27\]).
     pub erased_sigma: f64,
     /// Program-verify voltages of levels 1..L-1 (MLC: 2.55, 3.15, 3.75 V, Guo §3.2).
     pub verify: Vec<f64>,
@@ -236,7 +236,7 @@ pub struct VthParams {
     /// order 11/10/01/00 is not Gray (L1↔L2 would flip both bits), so the default is the Gray
     /// order 11/10/00/01. [`VthParams::literal_guo_bit_map`] gives the printed order.
     pub bit_map: Vec<u8>,
-    /// RTN coefficient k in λ = k·N^a: 4.0e-4 (Guo §3.2) or 2.8e-4 (Guo §2.2.1) [31].
+    /// RTN coefficient k in λ = k·N^a: 4.0e-4 (Guo §3.2) or 2.8e-4 (Guo §2.2.1) \[31\].
     pub rtn_k: f64,
     /// RTN exponent a in λ = k·N^a: 0.5 (Guo §3.2) or 0.4 (Guo §2.2.1).
     pub rtn_a: f64,

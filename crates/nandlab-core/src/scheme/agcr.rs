@@ -13,7 +13,7 @@
 //!
 //! **History window (our reading).** Li et al. classify a logical page by its recorded access
 //! history; the public abstract says only that "logical pages receiving more reads will be written
-//! using a finer step size" and Xia & Xiao that AGCR "need[s] to record the access histories for
+//! using a finer step size" and Xia & Xiao that AGCR "need\[s\] to record the access histories for
 //! all logical pages". We keep two bits per LPN — *read since its last host write* (R) and
 //! *host-written during the run* (W) — i.e. a window of one version of the page:
 //! * host write: R → interleaved (the old version was read, now it is rewritten); ¬R ∧ W →
@@ -32,7 +32,7 @@
 //! read-only reclassification that AGCR applies when a page is moved is done as a migration
 //! instead: a host read of a page already read since its last write (read-only so far) that is
 //! not in the high-cost region rewrites it there (`Source::Migration`). The EFM paper observes
-//! exactly this for TOS18: it "pre-allocate[s] data to the low-read latency region" and pays a
+//! exactly this for TOS18: it "pre-allocate\[s\] data to the low-read latency region" and pays a
 //! large migration overhead (§V-B, Fig. 6). `region_migration = false` turns it off. EFM §V-D
 //! puts TOS18's reduced-threshold-voltage (effective wearing) data in Region-2, its medium
 //! class; that is the configuration's `regions.wear_weight`.

@@ -1,7 +1,7 @@
 //! `hotis`: hot data identification by inter-reference recency with a GC-driven threshold
 //! (J. Gu, C. Wu, J. Li, M. Guo, "HOTIS: A Hot Data Identification Scheme to Optimize Garbage
 //! Collection of SSDs", ISPA/IUCC 2017, doi:10.1109/ispa/iucc.2017.00054), as the EFM paper's
-//! baseline (EFM §V, ref. [21]).
+//! baseline (EFM §V, ref. \[21\]).
 //!
 //! **What HOTIS does** (public abstract): hot and cold data are written into different blocks
 //! to cut GC page migrations; instead of cache-derived LRU/LFU identifiers, "HOTIS exploits the

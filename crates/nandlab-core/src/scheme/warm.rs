@@ -1,6 +1,6 @@
 //! `warm`: write-hotness aware retention management (Y. Luo, Y. Cai, S. Ghose, J. Choi,
 //! O. Mutlu, "WARM: Improving NAND Flash Memory Lifetime with Write-hotness Aware Retention
-//! Management", MSST 2015), as the EFM paper's baseline (EFM §I, §V, ref. [9]).
+//! Management", MSST 2015), as the EFM paper's baseline (EFM §I, §V, ref. \[9\]).
 //!
 //! **What WARM does** (from the paper's abstract and the authors' talk, public): it "identifies
 //! and physically groups together write-hot data", partitioning the flash into a *hot pool* and

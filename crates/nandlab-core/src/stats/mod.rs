@@ -1,5 +1,5 @@
 //! Statistics: counters and HDR latency histograms, declared beside what they count, and the
-//! JSON [`RunReport`] built from them.
+//! JSON report (`engine::report`) built from them.
 //!
 //! Latencies are recorded in ns into `hdrhistogram` histograms (3 significant digits, 1 ns …
 //! 1 hour; larger values are clamped to 1 hour and counted in `clamped`), and reported in µs:
