@@ -336,7 +336,7 @@ pub enum CodeConfig {
         t: u32,
     },
     /// LDPC with soft sensing (Guo §3.6): `thresholds[i]` = highest RBER decodable with `i`
-    /// extra sensing levels (`thresholds\[0\]` = hard-decision limit 4e-3); each extra level adds
+    /// extra sensing levels (`thresholds[0]` = hard-decision limit 4e-3); each extra level adds
     /// 8 µs sensing and 20 µs transfer.
     Ldpc {
         /// Hard-decision decode time, µs.
@@ -368,7 +368,7 @@ pub struct ReliabilityConfig {
     /// Level configuration of every page: 0 normal, 1–3 NUNMA 1–3 (Guo Table 10).
     pub level_config: u32,
     /// Level configuration per program mode (one entry per mode, overriding `level_config`),
-    /// e.g. `\[0, 3\]`: mode 1 programs FlexLevel reduced-state (NUNMA 3) pages. Empty = all
+    /// e.g. `[0, 3]`: mode 1 programs FlexLevel reduced-state (NUNMA 3) pages. Empty = all
     /// modes use `level_config`.
     pub mode_levels: Vec<u32>,
     /// Reads since erase at which read disturb (Guo eq. 2.8–2.9) is tabulated, ascending;

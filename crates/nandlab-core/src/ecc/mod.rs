@@ -253,7 +253,7 @@ pub struct Ldpc {
     pub sense_ns_per_level: f64,
     /// Transfer time per extra level: 20 µs (Guo §3.6, from \[12\]).
     pub transfer_ns_per_level: f64,
-    /// `thresholds[i]` = highest RBER decodable with `i` extra levels; `thresholds\[0\]` is the
+    /// `thresholds[i]` = highest RBER decodable with `i` extra levels; `thresholds[0]` is the
     /// hard-decision limit 4e-3 (Guo §3.6.1, from \[12\]); past the last entry the page is
     /// uncorrectable.
     pub thresholds: Vec<f64>,
@@ -348,7 +348,7 @@ impl Ldpc {
 
     /// Fit level thresholds so that `levels_for(rber_i)` reproduces `target_i` for as many
     /// points as possible (ties broken by the smallest total level distance), with
-    /// `thresholds\[0\]` fixed at `hard_limit` and levels non-decreasing in RBER. Each threshold
+    /// `thresholds[0]` fixed at `hard_limit` and levels non-decreasing in RBER. Each threshold
     /// is the geometric mean of the neighbouring points' RBERs; the last is
     /// `max(LDPC_SOFT_FLOOR, largest RBER)`. Used to derive the thresholds from the Vth
     /// model's RBER at the (P/E, retention) cells of Guo Table 6.
