@@ -605,8 +605,9 @@ def make_figures(an: Analysis, out: Path) -> list[Path]:
     type=click.FloatRange(min=0.01),
     default=1.0,
     show_default=True,
-    help="Refresh cycles per trace: the refresh period is the trace's duration / CYCLES "
-    "(the paper's 3-day..3-month periods over week-long traces are 0.08..2.3 cycles).",
+    help="With --refresh timed: refresh cycles per trace; the period is the trace's "
+    "duration / CYCLES (the paper's 3-day..3-month periods over week-long traces are "
+    "0.08..2.3 cycles).",
 )
 @click.option(
     "--refresh",
