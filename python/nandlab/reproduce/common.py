@@ -137,6 +137,43 @@ def common_options(paper: str) -> Callable[[F], F]:
     return deco
 
 
+# --------------------------------------------------------------------------- traces
+
+
+def msr_patterns(short: str, vol: int, host: str, *alias: str) -> list[str]:
+    """Usual file names of an MSR Cambridge volume: ``hm_0.csv.gz``, ``hm0.csv``, the SNIA
+    IOTTA archive's ``CAMRESHMSA01-lvm0.csv``, and any ``alias.csv``."""
+    pats = [f"{short}_{vol}.csv*", f"{short}{vol}.csv*", f"{host}-lvm{vol}.csv*"]
+    for a in alias:
+        pats += [f"{a}.csv*"]
+    return pats
+
+
+#: The captured real-application traces (``shared/traces/captured``) by file name.
+CAPTURED_PATTERNS: dict[str, list[str]] = {
+    "pgbench_wh": ["pgbench_wh.csv*"],
+    "pgbench_rw": ["pgbench_rw.csv*"],
+    "pgbench_ro": ["pgbench_ro.part1.csv*", "pgbench_ro.csv*"],
+    "devtree": ["devtree.csv*"],
+}
+#: The bundled excerpts (``nandlab/data``) by file name.
+HM0_EXCERPT = ["msr_hm_0_sample1000.csv*"]
+FINANCIAL1_EXCERPT = ["Financial1_first10000*"]
+WEBSEARCH1_EXCERPT = ["WebSearch1_first24783*"]
+PGBENCH_RW_SLICE = ["pgbench_rw_slice.csv*"]
+
+
+@dataclass
+class TraceChoice:
+    """A trace a reproduction runs: its name, file, where it came from (e.g. "Table II",
+    "captured", "bundled excerpt") and an optional cut to its first requests."""
+
+    name: str
+    path: Path
+    source: str
+    max_requests: int | None = None
+
+
 # --------------------------------------------------------------------------- outputs
 
 

@@ -35,12 +35,19 @@ import click
 from rich.table import Table
 
 from nandlab.reproduce.common import (
+    CAPTURED_PATTERNS,
+    FINANCIAL1_EXCERPT,
+    HM0_EXCERPT,
+    PGBENCH_RW_SLICE,
+    WEBSEARCH1_EXCERPT,
     CommonOptions,
+    TraceChoice,
     common_options,
     exit_on_failures,
     fmt_num,
     fmt_pct,
     grid_json,
+    msr_patterns,
     out_console,
     reports_by_key,
     run_planned,
@@ -90,49 +97,32 @@ PAPER_HEADLINE = {
 QUICK_SLICE = 30_000
 
 
-def _msr(short: str, vol: int, host: str) -> list[str]:
-    return [f"{short}_{vol}.csv*", f"{short}{vol}.csv*", f"{host}-lvm{vol}.csv*"]
-
-
 #: Table I traces by their usual file names (SNIA IOTTA host names for MSR volumes).
 TABLE_I: dict[str, list[str]] = {
-    "mds_1": _msr("mds", 1, "CAMRESWMSA03"),
-    "web2": _msr("web", 2, "CAMRESWEBA03"),
-    "usr_1": _msr("usr", 1, "CAMRESSDPA03-usr"),
-    "usr_2": _msr("usr", 2, "CAMRESSDPA03-usr"),
-    "proj_1": _msr("proj", 1, "CAM-02-SRV"),
-    "ts_0": _msr("ts", 0, "CAMRESTSA01"),
-    "hm_0": _msr("hm", 0, "CAMRESHMSA01"),
-    "prxy_0": _msr("prxy", 0, "CAM-01-SRV"),
+    "mds_1": msr_patterns("mds", 1, "CAMRESWMSA03"),
+    "web2": msr_patterns("web", 2, "CAMRESWEBA03"),
+    "usr_1": msr_patterns("usr", 1, "CAMRESSDPA03-usr"),
+    "usr_2": msr_patterns("usr", 2, "CAMRESSDPA03-usr"),
+    "proj_1": msr_patterns("proj", 1, "CAM-02-SRV"),
+    "ts_0": msr_patterns("ts", 0, "CAMRESTSA01"),
+    "hm_0": msr_patterns("hm", 0, "CAMRESHMSA01"),
+    "prxy_0": msr_patterns("prxy", 0, "CAM-01-SRV"),
     "syn1": ["syn1.csv*", "syn1.trace*"],
     "syn2": ["syn2.csv*", "syn2.trace*"],
     "OLTP1": ["Financial1.spc*", "Financial1.csv*", "Financial1.ascii*", "Financial1.trace*"],
     "OLTP2": ["Financial2.spc*", "Financial2.csv*", "Financial2.ascii*", "Financial2.trace*"],
 }
-CAPTURED: dict[str, list[str]] = {
-    "pgbench_wh": ["pgbench_wh.csv*"],
-    "pgbench_rw": ["pgbench_rw.csv*"],
-    "pgbench_ro": ["pgbench_ro.part1.csv*", "pgbench_ro.csv*"],
-    "devtree": ["devtree.csv*"],
-}
+CAPTURED = CAPTURED_PATTERNS
 #: Excerpt name -> (file patterns, the Table I trace that supersedes it).
 EXCERPTS: dict[str, tuple[list[str], str | None]] = {
-    "hm_0 excerpt": (["msr_hm_0_sample1000.csv*"], "hm_0"),
-    "OLTP1 excerpt": (["Financial1_first10000*"], "OLTP1"),
-    "WebSearch1 excerpt": (["WebSearch1_first24783*"], None),
+    "hm_0 excerpt": (HM0_EXCERPT, "hm_0"),
+    "OLTP1 excerpt": (FINANCIAL1_EXCERPT, "OLTP1"),
+    "WebSearch1 excerpt": (WEBSEARCH1_EXCERPT, None),
 }
-QUICK_SLICE_TRACE = ("pgbench_rw slice", ["pgbench_rw_slice.csv*"])
+QUICK_SLICE_TRACE = ("pgbench_rw slice", PGBENCH_RW_SLICE)
 
 
 # --------------------------------------------------------------------------- planning
-
-
-@dataclass
-class TraceChoice:
-    name: str
-    path: Path
-    source: str
-    max_requests: int | None = None
 
 
 @dataclass

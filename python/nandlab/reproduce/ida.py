@@ -41,12 +41,16 @@ import click
 from rich.table import Table
 
 from nandlab.reproduce.common import (
+    CAPTURED_PATTERNS,
+    WEBSEARCH1_EXCERPT,
     CommonOptions,
+    TraceChoice,
     common_options,
     err_console,
     exit_on_failures,
     fmt_num,
     fmt_pct,
+    msr_patterns,
     out_console,
     reports_by_key,
     run_planned,
@@ -96,39 +100,27 @@ PAPER_HEADLINE = {
 }
 
 
-def _msr(short: str, vol: int, host: str) -> list[str]:
-    return [f"{short}_{vol}.csv*", f"{short}{vol}.csv*", f"{host}-lvm{vol}.csv*"]
-
-
 #: Table III's read-intensive MSR volumes, with the paper's "MSB whose LSB/CSB invalid" share.
 TABLE_III: dict[str, tuple[list[str], float]] = {
-    "proj_1": (_msr("proj", 1, "CAM-02-SRV"), 0.2212),
-    "proj_2": (_msr("proj", 2, "CAM-02-SRV"), 0.3247),
-    "proj_3": (_msr("proj", 3, "CAM-02-SRV"), 0.2081),
-    "proj_4": (_msr("proj", 4, "CAM-02-SRV"), 0.2463),
-    "hm_1": (_msr("hm", 1, "CAMRESHMSA01"), 0.2054),
-    "src1_0": (_msr("src1", 0, "CAMRESSDPA03"), 0.3331),
-    "src1_1": (_msr("src1", 1, "CAMRESSDPA03"), 0.3479),
-    "src2_0": (_msr("src2", 0, "CAMRESSDPA03"), 0.2127),
-    "stg_1": (_msr("stg", 1, "CAMRESSTGA01"), 0.3876),
-    "usr_1": (_msr("usr", 1, "CAMRESUSRA01"), 0.4544),
-    "usr_2": (_msr("usr", 2, "CAMRESUSRA01"), 0.2143),
+    "proj_1": (msr_patterns("proj", 1, "CAM-02-SRV"), 0.2212),
+    "proj_2": (msr_patterns("proj", 2, "CAM-02-SRV"), 0.3247),
+    "proj_3": (msr_patterns("proj", 3, "CAM-02-SRV"), 0.2081),
+    "proj_4": (msr_patterns("proj", 4, "CAM-02-SRV"), 0.2463),
+    "hm_1": (msr_patterns("hm", 1, "CAMRESHMSA01"), 0.2054),
+    "src1_0": (msr_patterns("src1", 0, "CAMRESSDPA03"), 0.3331),
+    "src1_1": (msr_patterns("src1", 1, "CAMRESSDPA03"), 0.3479),
+    "src2_0": (msr_patterns("src2", 0, "CAMRESSDPA03"), 0.2127),
+    "stg_1": (msr_patterns("stg", 1, "CAMRESSTGA01"), 0.3876),
+    "usr_1": (msr_patterns("usr", 1, "CAMRESUSRA01"), 0.4544),
+    "usr_2": (msr_patterns("usr", 2, "CAMRESUSRA01"), 0.2143),
 }
 #: The read-dominated real traces we have.
 OURS: dict[str, list[str]] = {
-    "pgbench_ro": ["pgbench_ro.part1.csv*", "pgbench_ro.csv*"],
-    "devtree": ["devtree.csv*"],
-    "WebSearch1 excerpt": ["WebSearch1_first24783*"],
+    "pgbench_ro": CAPTURED_PATTERNS["pgbench_ro"],
+    "devtree": CAPTURED_PATTERNS["devtree"],
+    "WebSearch1 excerpt": WEBSEARCH1_EXCERPT,
 }
 QUICK_TRACE = "WebSearch1 excerpt"
-
-
-@dataclass
-class TraceChoice:
-    name: str
-    path: Path
-    source: str
-    max_requests: int | None = None
 
 
 @dataclass

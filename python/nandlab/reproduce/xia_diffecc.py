@@ -26,12 +26,19 @@ import click
 from rich.table import Table
 
 from nandlab.reproduce.common import (
+    CAPTURED_PATTERNS,
+    FINANCIAL1_EXCERPT,
+    HM0_EXCERPT,
+    PGBENCH_RW_SLICE,
+    WEBSEARCH1_EXCERPT,
     CommonOptions,
+    TraceChoice,
     common_options,
     exit_on_failures,
     fmt_num,
     fmt_pct,
     grid_json,
+    msr_patterns,
     out_console,
     reports_by_key,
     run_planned,
@@ -70,15 +77,6 @@ PAPER_HEADLINE = {
 }
 
 
-def _msr(short: str, vol: int, host: str, *alias: str) -> list[str]:
-    """Usual file names of an MSR Cambridge volume: ``hm_0.csv.gz``, ``hm0.csv``, and the SNIA
-    IOTTA archive's ``CAMRESHMSA01-lvm0.csv``."""
-    pats = [f"{short}_{vol}.csv*", f"{short}{vol}.csv*", f"{host}-lvm{vol}.csv*"]
-    for a in alias:
-        pats += [f"{a}.csv*"]
-    return pats
-
-
 #: The 15 workloads of Table II, by the file names they usually have. The MSR host names are
 #: those of the SNIA IOTTA msr-cambridge archive (hm = CAMRESHMSA01, mds = CAMRESWMSA03, ...).
 #: The paper's "src0" is MSR src2_0: its Table II row (1,557,814 requests, 11.34 % reads) is
@@ -90,48 +88,35 @@ TABLE_II: dict[str, list[str]] = {
         "Financial1.ascii*",
         "Financial1.trace*",
     ],
-    "hm0": _msr("hm", 0, "CAMRESHMSA01"),
-    "hm1": _msr("hm", 1, "CAMRESHMSA01"),
-    "mds0": _msr("mds", 0, "CAMRESWMSA03"),
-    "proj0": _msr("proj", 0, "CAM-02-SRV"),
-    "rsrch0": _msr("rsrch", 0, "CAMRESIRA01"),
-    "rsrch2": _msr("rsrch", 2, "CAMRESIRA01"),
-    "src0": _msr("src2", 0, "CAMRESSDPA03", "src0", "src_0"),
-    "stg0": _msr("stg", 0, "CAMRESSTGA01"),
-    "ts0": _msr("ts", 0, "CAMRESTSA01"),
-    "wdev0": _msr("wdev", 0, "CAMWEBDEV"),
-    "wdev2": _msr("wdev", 2, "CAMWEBDEV"),
-    "web0": _msr("web", 0, "CAMRESWEBA03"),
-    "web1": _msr("web", 1, "CAMRESWEBA03"),
-    "web3": _msr("web", 3, "CAMRESWEBA03"),
+    "hm0": msr_patterns("hm", 0, "CAMRESHMSA01"),
+    "hm1": msr_patterns("hm", 1, "CAMRESHMSA01"),
+    "mds0": msr_patterns("mds", 0, "CAMRESWMSA03"),
+    "proj0": msr_patterns("proj", 0, "CAM-02-SRV"),
+    "rsrch0": msr_patterns("rsrch", 0, "CAMRESIRA01"),
+    "rsrch2": msr_patterns("rsrch", 2, "CAMRESIRA01"),
+    "src0": msr_patterns("src2", 0, "CAMRESSDPA03", "src0", "src_0"),
+    "stg0": msr_patterns("stg", 0, "CAMRESSTGA01"),
+    "ts0": msr_patterns("ts", 0, "CAMRESTSA01"),
+    "wdev0": msr_patterns("wdev", 0, "CAMWEBDEV"),
+    "wdev2": msr_patterns("wdev", 2, "CAMWEBDEV"),
+    "web0": msr_patterns("web", 0, "CAMRESWEBA03"),
+    "web1": msr_patterns("web", 1, "CAMRESWEBA03"),
+    "web3": msr_patterns("web", 3, "CAMRESWEBA03"),
 }
 
 #: Real traces we have: captured block-layer traces (capped) and bundled excerpts.
-CAPTURED: dict[str, list[str]] = {
-    "pgbench_wh": ["pgbench_wh.csv*"],
-    "pgbench_rw": ["pgbench_rw.csv*"],
-    "pgbench_ro": ["pgbench_ro.part1.csv*", "pgbench_ro.csv*"],
-    "devtree": ["devtree.csv*"],
-}
+CAPTURED = CAPTURED_PATTERNS
 #: Excerpt name -> (file patterns, the Table II trace that supersedes it when found).
 EXCERPTS: dict[str, tuple[list[str], str | None]] = {
-    "hm0 excerpt": (["msr_hm_0_sample1000.csv*"], "hm0"),
-    "Financial1 excerpt": (["Financial1_first10000*"], "Financial1"),
-    "WebSearch1 excerpt": (["WebSearch1_first24783*"], None),
+    "hm0 excerpt": (HM0_EXCERPT, "hm0"),
+    "Financial1 excerpt": (FINANCIAL1_EXCERPT, "Financial1"),
+    "WebSearch1 excerpt": (WEBSEARCH1_EXCERPT, None),
 }
 #: ``--quick`` falls back to the bundled pgbench_rw slice when pgbench_wh is not found.
-QUICK_FALLBACK = ("pgbench_rw slice", ["pgbench_rw_slice.csv*"])
+QUICK_FALLBACK = ("pgbench_rw slice", PGBENCH_RW_SLICE)
 
 
 # --------------------------------------------------------------------------- planning
-
-
-@dataclass
-class TraceChoice:
-    name: str
-    path: Path
-    source: str  # "Table II", "captured", "bundled excerpt"
-    max_requests: int | None = None
 
 
 @dataclass
