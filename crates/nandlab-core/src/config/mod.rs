@@ -640,8 +640,11 @@ pub enum ReplayMode {
 pub struct HostConfig {
     /// `open` or `closed`.
     pub mode: ReplayMode,
-    /// Open loop: inter-arrival times are multiplied by this (FlexECC's "ioscale"; > 1 slows
-    /// the trace down).
+    /// Open loop: arrival times are multiplied by this (FlexECC's "ioscale"; > 1 slows the
+    /// trace down). Periods given in trace time stretch with it, so a policy sees the same
+    /// trace at any scale: scheme tick periods (e.g. EFM's T), `refresh.period_s` and
+    /// `refresh.check_interval_s` are multiplied by it (the report's `refresh.period_s` is the
+    /// effective value). Counts of requests or pages (Bloom-filter decay, MRO windows) are not.
     pub time_scale: f64,
     /// Closed loop: outstanding requests.
     pub queue_depth: u32,

@@ -182,6 +182,7 @@ impl Engine {
             &cfg.regions.blocks_per_plane(geo.blocks_per_plane),
         );
         ftl.set_wear_stages(&cfg.regions.stage_pe);
+        ftl.set_layout(layout.clone());
         let rg = RegionRuntime::new(&cfg.regions, &timing);
         let dies = geo.dies();
         let planes = geo.planes() as usize;
@@ -259,7 +260,7 @@ impl Engine {
             actions: Vec::with_capacity(16),
             scratch: Vec::with_capacity(geo.pages_per_block as usize),
             rf_on,
-            rf_period_s: cfg.refresh.period_s.round() as i64,
+            rf_period_s: (cfg.refresh.period_s * cfg.host.time_scale).round() as i64,
             rf_block: vec![NONE; planes],
             rf_pending: vec![0; planes],
             rf_phase: vec![0; planes],
@@ -317,6 +318,20 @@ impl Engine {
     }
 
     #[inline]
+    /// The scheme's tick period in simulated ns: periods are given in trace time, so they
+    /// stretch with `host.time_scale` like the trace's inter-arrival times (≥ 1 ns).
+    fn tick_period_ns(&self) -> Option<u64> {
+        let k = self.cfg.host.time_scale;
+        self.scheme
+            .tick_period_ns()
+            .map(|p| ((p as f64 * k).round() as u64).max(1))
+    }
+
+    /// Refresh scan interval in simulated ns (trace time × `host.time_scale`).
+    fn refresh_check_ns(&self) -> u64 {
+        (self.cfg.refresh.check_interval_ns() as f64 * self.cfg.host.time_scale).round() as u64
+    }
+
     fn push(&mut self, t: u64, payload: u64) {
         self.heap.push(Reverse((t, self.ev_seq, payload)));
         self.ev_seq += 1;
@@ -351,8 +366,8 @@ impl Engine {
         self.note_start_stage();
         let mut pulled = 0u64;
         let mut next_progress = PROGRESS_EVERY;
-        if let Some(p) = self.scheme.tick_period_ns() {
-            self.push(p.max(1), EV_TICK);
+        if let Some(p) = self.tick_period_ns() {
+            self.push(p, EV_TICK);
         }
         if self.rf_on {
             self.push(self.now, EV_REFRESH);
@@ -488,9 +503,9 @@ impl Engine {
                 self.scheme.on_tick(&ctx, &mut self.actions);
                 self.run_actions();
                 let busy = !self.heap.is_empty() || self.in_flight > 0;
-                if let Some(p) = self.scheme.tick_period_ns() {
+                if let Some(p) = self.tick_period_ns() {
                     if busy || !self.input_done {
-                        self.push(self.now + p.max(1), EV_TICK);
+                        self.push(self.now + p, EV_TICK);
                     }
                 }
             }
@@ -502,7 +517,7 @@ impl Engine {
                 // would never end on a device that is always refreshing.
                 // An empty heap with requests in flight is a stall: stop so `run` reports it.
                 if !self.input_done || (self.in_flight > 0 && !self.heap.is_empty()) {
-                    let dt = self.cfg.refresh.check_interval_ns();
+                    let dt = self.refresh_check_ns();
                     self.push(self.now + dt, EV_REFRESH);
                 }
             }
@@ -814,6 +829,8 @@ impl Engine {
                     };
                     self.count_read(t.source, ecc, src_pt);
                     if t.source == Source::Refresh {
+                        self.stats.refresh.moves_by_page_type[src_pt as usize][dst_pt as usize] +=
+                            1;
                         if self.rf_phase[t.plane as usize] == 2 {
                             self.stats.refresh.pages_rewritten += 1;
                         } else {
@@ -982,12 +999,13 @@ impl Engine {
     ) -> Option<(u32, crate::flash::PageType, u8)> {
         // With regions, scheme migrations may not take a pool's last free block either.
         let host = source == Source::Host || (source == Source::Migration && self.rg.is_some());
-        let Ok(ppn) = self.ftl.allocate_in(
+        let Ok(ppn) = self.ftl.allocate_typed(
             t.plane,
             t.placement.region,
             t.placement.stream,
             host,
             self.now,
+            t.placement.page_type,
         ) else {
             self.fail(format!(
                 "internal error: {source:?} program dispatched on plane {}{} without space",

@@ -25,6 +25,9 @@
 //!
 //! Memory: 2 bits per logical page (AGCR's cost; Xia & Xiao's separator is 2 KiB).
 //!
+//! Preconditioning (the untimed fill and aging before the trace) is not access history: its
+//! pages are placed as unknown (medium cost) and the bits stay clear.
+//!
 //! **On a device with `[regions]`** (the EFM paper's "TOS18" baseline, EFM §V): the three
 //! program costs are EFM's three regions — high cost (slow write, fast read) → the last region
 //! (Region-3), medium → the middle region (Region-2), low cost → Region-1 — and the region's
@@ -81,6 +84,7 @@ impl Agcr {
             mode: mode as u8,
             ecc: ecc as u8,
             region: 0,
+            page_type: None,
         };
         let high = pl(
             p.usize("high_mode", 2.min(nm), 0, nm)?,
@@ -162,6 +166,13 @@ impl Scheme for Agcr {
                 });
             }
         }
+    }
+
+    /// Data written before the trace has no recorded history: it is placed as unknown (medium)
+    /// and leaves the history untouched, so the trace's first write of a preconditioned page
+    /// is not mistaken for an overwrite ("write-only").
+    fn precondition_placement(&mut self, _lpn: u32, _ctx: &Ctx<'_>) -> Placement {
+        self.medium
     }
 
     fn placement(&mut self, lpn: u32, source: Source, ctx: &Ctx<'_>) -> Placement {

@@ -85,6 +85,10 @@ pub struct Placement {
     /// is programmed in its region's program mode (`mode` is then ignored), and a GC move
     /// stays in its victim's region whatever the scheme asks.
     pub region: u8,
+    /// Preferred page type in the open block ([`crate::ftl::Ftl::allocate_typed`]): the page
+    /// lands on the block's next free page of that type when one is left; `None` fills the
+    /// block in page order.
+    pub page_type: Option<PageType>,
 }
 
 impl Placement {
@@ -95,6 +99,7 @@ impl Placement {
         mode: 0,
         ecc: 0,
         region: 0,
+        page_type: None,
     };
 }
 
@@ -265,7 +270,9 @@ pub trait Scheme: Send {
     fn set_regions(&mut self, _info: &RegionInfo) {}
 
     /// Placement of a page written by preconditioning (the fill before the trace); default
-    /// asks [`Scheme::placement`] with [`Source::Host`].
+    /// asks [`Scheme::placement`] with [`Source::Host`]. Preconditioning is not the trace: a
+    /// scheme that learns from host writes in `placement` overrides this so the fill does not
+    /// feed its access history (see `agcr`).
     fn precondition_placement(&mut self, lpn: u32, ctx: &Ctx<'_>) -> Placement {
         self.placement(lpn, Source::Host, ctx)
     }
