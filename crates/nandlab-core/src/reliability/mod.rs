@@ -28,6 +28,7 @@
 
 pub mod math;
 pub mod modes;
+pub mod reducecode;
 pub mod runtime;
 pub mod table;
 pub mod vth;
