@@ -236,7 +236,7 @@ pub fn encode_wordline_into(
 /// [`ReduceCodeError::Cells`] if the cell count is not a multiple of 16;
 /// [`ReduceCodeError::Level`] for a level above 2.
 pub fn decode_wordline(levels: &[u8]) -> Result<[Vec<u8>; 3], ReduceCodeError> {
-    if levels.len() % 16 != 0 {
+    if !levels.len().is_multiple_of(16) {
         return Err(ReduceCodeError::Cells {
             cells: levels.len(),
             page_bytes: levels.len() / 16,
@@ -332,7 +332,8 @@ mod tests {
     fn exactly_four_one_level_distortions_cost_two_bits() {
         let d = distortions();
         assert_eq!(d.len(), 21);
-        let two: Vec<(u8, (u8, u8), (u8, u8))> = d
+        type Case = (u8, (u8, u8), (u8, u8));
+        let two: Vec<Case> = d
             .iter()
             .filter(|x| x.bit_errors == 2)
             .map(|x| (x.symbol, x.from, x.to))
