@@ -216,7 +216,7 @@ impl Engine {
             }
         };
         let mut scheme = scheme;
-        scheme.set_regions(&match &rg {
+        let region_info = match &rg {
             Some(rg) => crate::scheme::RegionInfo {
                 n: rg.n,
                 stages: rg.stages,
@@ -232,7 +232,9 @@ impl Engine {
                 timing.read_ns[0],
                 timing.program_ns(crate::flash::PageType::Lsb, 0),
             ),
-        });
+        };
+        scheme.set_regions(&region_info);
+        scheme.validate(&region_info)?;
         let mut e = Engine {
             page_size: geo.page_size_bytes as u64,
             sched: Sched::new(

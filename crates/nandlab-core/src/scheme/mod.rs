@@ -25,6 +25,7 @@ pub mod agcr;
 pub mod baseline;
 pub mod diffecc_wa;
 pub mod efm;
+pub mod flexlevel;
 pub mod hotis;
 pub mod ida;
 pub mod params;
@@ -269,6 +270,16 @@ pub trait Scheme: Send {
     /// The regions and their latencies (called once, before preconditioning).
     fn set_regions(&mut self, _info: &RegionInfo) {}
 
+    /// Whether the scheme can run on this device (called right after
+    /// [`Scheme::set_regions`]). A scheme whose needs the configuration does not meet returns
+    /// an error naming the preset or setting to use instead, never a silent fallback.
+    ///
+    /// # Errors
+    /// [`ConfigError`] naming the key and what to use.
+    fn validate(&self, _info: &RegionInfo) -> Result<(), ConfigError> {
+        Ok(())
+    }
+
     /// Placement of a page written by preconditioning (the fill before the trace); default
     /// asks [`Scheme::placement`] with [`Source::Host`]. Preconditioning is not the trace: a
     /// scheme that learns from host writes in `placement` overrides this so the fill does not
@@ -334,6 +345,9 @@ pub fn registry(
         "efm_static" => Ok(Box::new(efm::Efm::new(params, timing, streams, false)?)),
         "warm" => Ok(Box::new(warm::Warm::new(params, timing, streams)?)),
         "hotis" => Ok(Box::new(hotis::Hotis::new(params, timing, streams)?)),
+        "flexlevel" => Ok(Box::new(flexlevel::FlexLevel::new(
+            params, timing, streams,
+        )?)),
         other => Err(ConfigError::Invalid {
             key: "scheme.name".into(),
             value: format!("{other:?}"),
@@ -353,4 +367,5 @@ pub const NAMES: &[&str] = &[
     "efm_static",
     "warm",
     "hotis",
+    "flexlevel",
 ];
