@@ -114,6 +114,9 @@ pub fn simulate_source<S: RequestSource>(
     let mut src = open()?;
     engine.run(&mut src, total, progress)?;
     debug_assert_eq!(engine.check_invariants(), Ok(()));
+    if let Some(ts) = engine.stats.timeseries.take() {
+        ts.write(engine.now_ns()).map_err(NandlabError::Sim)?;
+    }
     let replay = t1.elapsed().as_secs_f64();
     let wall = t0.elapsed().as_secs_f64();
     let trace = match (trace, src.describe()) {
