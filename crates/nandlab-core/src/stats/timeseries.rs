@@ -14,7 +14,7 @@
 //! | `bytes` | bytes | their bytes |
 //! | `throughput_rps` | requests/s | `(reads + writes) / duration_s` |
 //! | `throughput_mib_s` | MiB/s | `bytes / 2^20 / duration_s` |
-//! | `mean_us`, `p99_us`, `max_us` | µs | response time of the requests that completed in the interval (p99 and max from an HDR histogram with 2 significant digits; empty intervals give 0) |
+//! | `mean_us`, `p99_us`, `max_us` | µs | response time of the requests that completed in the interval (p99 and max from an HDR histogram with 2 significant digits; empty in intervals without completions) |
 //! | `queue_depth` | requests | time average over the interval of the host requests in the device (arrived, not completed): exact, each request's `[arrival, completion)` spread over the intervals it spans |
 //! | `gc_moves` | pages | GC page relocations that completed in the interval |
 //! | `erases` | blocks | block erases (all sources) that completed in the interval |
@@ -234,10 +234,15 @@ impl TimeSeries {
             };
             let dur = dur_ns as f64 / 1e9;
             let done = r.reads + r.writes;
-            let mean_us = if done == 0 {
-                0.0
+            // Response-time columns are empty (null) in intervals without completions.
+            let (mean_us, p99_us, max_us) = if done == 0 {
+                (String::new(), String::new(), String::new())
             } else {
-                r.resp_sum_ns as f64 / done as f64 / 1e3
+                (
+                    (r.resp_sum_ns as f64 / done as f64 / 1e3).to_string(),
+                    (r.p99_ns as f64 / 1e3).to_string(),
+                    (r.max_ns as f64 / 1e3).to_string(),
+                )
             };
             let qd = (r.inflight_partial_ns + inflight * d as i64) as f64 / dur_ns as f64;
             let util =
@@ -253,8 +258,8 @@ impl TimeSeries {
                 done as f64 / dur,
                 r.bytes as f64 / (1u64 << 20) as f64 / dur,
                 mean_us,
-                r.p99_ns as f64 / 1e3,
-                r.max_ns as f64 / 1e3,
+                p99_us,
+                max_us,
                 qd,
                 r.gc_moves,
                 r.erases,
