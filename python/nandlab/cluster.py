@@ -111,8 +111,6 @@ def slurm_cluster(table: Mapping[str, Any] | None) -> Any:
     kw.pop("jobs", None)
     if "cores" in kw and "processes" not in kw:
         kw["processes"] = kw["cores"]
-    if "job_name" in kw:
-        kw["name"] = kw.pop("job_name")
     if "cores" not in kw or "memory" not in kw:
         raise _experiment_error("[cluster]: give cores and memory (dask-jobqueue needs both)")
     return SLURMCluster(**kw)
