@@ -14,12 +14,18 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 if TYPE_CHECKING:
     import polars as pl
@@ -120,8 +126,11 @@ def compare(
         ov: dict[str, Any] = {}
     elif isinstance(overrides, Mapping):
         ov = dict(overrides)
-    else:
-        ov = dict(cli_override(o) for o in overrides)
+    else:  # ["key=value", ...] as given to --set
+        ov = {}
+        for o in overrides:
+            k, v = cli_override(o).split("=", 1)
+            ov[k.strip()] = tomllib.loads(f"v = {v}")["v"]
     text, path = config_text(config)
     for s in schemes:
         _core.check_config(text, str(path) if path else None, format_overrides(ov), s)

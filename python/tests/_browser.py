@@ -9,6 +9,7 @@ child's stdin and stdout pipes.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import shutil
@@ -219,10 +220,8 @@ class Browser:
         return errs
 
     def __exit__(self, *exc: object) -> None:
-        try:
+        with contextlib.suppress(Exception):
             self.call("Browser.close", session=False, timeout=10)
-        except Exception:
-            pass
         try:
             self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:

@@ -144,7 +144,7 @@ BAD_GRIDS = {
         ["unknown field `gc_treshold`", "gc_threshold_pct"],
     ),
     "value out of range": (
-        'schemes = ["baseline"]\ntraces = ["pgbench_rw_slice"]\n[set]\n"device.channels" = [4, 0]\n',
+        'traces = ["pgbench_rw_slice"]\n[set]\n"device.channels" = [4, 0]\n',
         ["device.channels", "allowed range is 1 ..= 1024"],
     ),
     "empty setting": (
