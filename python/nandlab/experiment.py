@@ -36,6 +36,7 @@ import json
 import multiprocessing
 import os
 import socket
+import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -506,6 +507,29 @@ def _lost_row(payload: Mapping[str, Any], e: BaseException) -> dict[str, Any]:
     return row
 
 
+@contextlib.contextmanager
+def _main_not_reimported() -> Iterator[None]:
+    """Start worker processes without re-running the caller's ``__main__`` in them.
+
+    forkserver / spawn children normally import the parent's main script first, so a script
+    that calls :func:`run_grid` at top level (a notebook-style script, ``docs/examples``)
+    would run again in every worker. The workers only run :func:`_execute`, so the main
+    module's ``__file__`` / ``__spec__`` are hidden while they start, and restored after.
+    """
+    main = sys.modules.get("__main__")
+    if main is None:
+        yield
+        return
+    saved = {a: main.__dict__[a] for a in ("__file__", "__spec__") if a in main.__dict__}
+    main.__dict__.pop("__file__", None)
+    main.__dict__["__spec__"] = None
+    try:
+        yield
+    finally:
+        main.__dict__.pop("__spec__", None)
+        main.__dict__.update(saved)
+
+
 class _Runner:
     """Runs payloads somewhere and yields their rows as they finish; ``slots`` is how many
     can run at once (for the progress bar's "running")."""
@@ -539,7 +563,9 @@ class _LocalRunner(_Runner):
             max_workers=min(self.processes, len(payloads)), mp_context=_mp_context()
         )
         try:
-            futs = {ex.submit(_execute, p): p for p in payloads}
+            # the workers start during the submits
+            with _main_not_reimported():
+                futs = {ex.submit(_execute, p): p for p in payloads}
             for fut in cf.as_completed(futs):
                 try:
                     yield fut.result()

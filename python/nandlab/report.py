@@ -261,6 +261,49 @@ _TS_PANELS = (
 )
 
 
+#: Most points per time-series line; longer series are drawn in bins of whole intervals.
+MAX_POINTS = 600
+
+
+def _plot_bins(df: Any, max_points: int = MAX_POINTS) -> tuple[Any, int]:
+    """The time series in bins of ``k`` consecutive intervals (``k = 1`` when short enough):
+    rates and means recomputed over each bin, p99 as the highest interval p99 in it. Returns
+    ``(frame, k)`` with columns start_s, throughput_rps, mean_us, p99_us, queue_depth,
+    gc_per_s, erases_per_s, die_utilization."""
+    import polars as pl
+
+    k = max(1, -(-df.height // max_points))
+    done = pl.col("reads") + pl.col("writes")
+    dur = pl.col("duration_s")
+    g = (
+        df.with_row_index("i")
+        .with_columns((pl.col("i") // k).alias("bin"), done.alias("done"))
+        .group_by("bin", maintain_order=True)
+        .agg(
+            pl.col("start_s").first(),
+            dur.sum().alias("dur"),
+            pl.col("done").sum(),
+            (pl.col("mean_us") * pl.col("done")).sum().alias("resp"),
+            pl.col("p99_us").max(),
+            (pl.col("queue_depth") * dur).sum().alias("qd"),
+            pl.col("gc_moves").sum(),
+            pl.col("erases").sum(),
+            (pl.col("die_utilization") * dur).sum().alias("busy"),
+        )
+    )
+    out = g.select(
+        "start_s",
+        (pl.col("done") / pl.col("dur")).alias("throughput_rps"),
+        pl.when(pl.col("done") > 0).then(pl.col("resp") / pl.col("done")).alias("mean_us"),
+        "p99_us",
+        (pl.col("qd") / pl.col("dur")).alias("queue_depth"),
+        (pl.col("gc_moves") / pl.col("dur")).alias("gc_per_s"),
+        (pl.col("erases") / pl.col("dur")).alias("erases_per_s"),
+        (pl.col("busy") / pl.col("dur")).alias("die_utilization"),
+    )
+    return out.fill_null(float("nan")), k
+
+
 def _fig_timeseries(trace: str, runs: Sequence[_Run], d: Path, files: Path) -> Figure | None:
     import polars as pl
 
@@ -279,31 +322,25 @@ def _fig_timeseries(trace: str, runs: Sequence[_Run], d: Path, files: Path) -> F
     series = series[:MAX_LINES]
     fig = _figure(10.0 + (2.2 if len(series) > 8 else 0.0), 9.0)
     axes = fig.subplots(len(_TS_PANELS), 1, sharex=True)
-    for i, r, df in series:
-        df = df.fill_null(float("nan"))  # no completions in the interval: a gap
+    binned = 1
+    for i, r, raw in series:
+        df, k = _plot_bins(raw)
+        binned = max(binned, k)
         t = df["start_s"].to_list()
         c = _color(i)
-        dur = df["duration_s"].to_list()
+        step: dict[str, Any] = {"drawstyle": "steps-post"}
+        # short series get markers, so a lone interval between empty ones still shows
+        kw = {**step, "marker": ".", "markersize": 2} if df.height <= 200 else step
         for ax, (col, _) in zip(axes, _TS_PANELS):
             if col == "latency":
-                # markers: a lone interval with completions between empty ones still shows
-                kw = {"drawstyle": "steps-post", "marker": ".", "markersize": 2}
                 ax.plot(t, df["mean_us"].to_list(), color=c, lw=1.0, **kw)
                 ax.plot(t, df["p99_us"].to_list(), color=c, lw=0.8, ls="--", **kw)
             elif col == "gc":
-                gc = [g / s if s else 0.0 for g, s in zip(df["gc_moves"].to_list(), dur)]
-                er = [g / s if s else 0.0 for g, s in zip(df["erases"].to_list(), dur)]
-                ax.plot(t, gc, color=c, lw=1.0, drawstyle="steps-post")
-                ax.plot(t, er, color=c, lw=0.8, ls="--", drawstyle="steps-post")
+                ax.plot(t, df["gc_per_s"].to_list(), color=c, lw=1.0, **step)
+                ax.plot(t, df["erases_per_s"].to_list(), color=c, lw=0.8, ls="--", **step)
             else:
-                ax.plot(
-                    t,
-                    df[col].to_list(),
-                    color=c,
-                    lw=1.0,
-                    drawstyle="steps-post",
-                    label=r.label if col == "throughput_rps" else None,
-                )
+                label = r.label if col == "throughput_rps" else None
+                ax.plot(t, df[col].to_list(), color=c, lw=1.0, label=label, **step)
     for ax, (col, label) in zip(axes, _TS_PANELS):
         ax.set_ylabel(label, fontsize=7)
         ax.grid(alpha=0.3)
@@ -315,16 +352,20 @@ def _fig_timeseries(trace: str, runs: Sequence[_Run], d: Path, files: Path) -> F
     name = f"timeseries-{_slug(trace)}"
     png, svg = save(fig, files / name)
     iv = series[0][2]["duration_s"][0] if series[0][2].height else float("nan")
-    return Figure(
-        name,
-        f"Time series — {trace}",
+    cap = (
         f"Per-interval time series of {trace} ({iv * 1000:g} ms intervals), one colour per run: "
         "requests completed per second; mean and p99 response of the requests completed in the "
         "interval; time-averaged host requests in the device; GC page moves and block erases "
-        "per second; share of die time busy.",
-        png,
-        svg,
+        "per second; share of die time busy."
     )
+    if binned > 1:
+        cap += (
+            f" Long series are drawn in bins of up to {binned} intervals (rates and means over "
+            "the bin, p99 the highest interval p99 in it); the Parquet files have every interval."
+        )
+    if len(series) == MAX_LINES:
+        cap += f" First {MAX_LINES} runs only."
+    return Figure(name, f"Time series — {trace}", cap, png, svg)
 
 
 # --------------------------------------------------------------------------- HTML
@@ -536,9 +577,6 @@ def build_report(
     # keep the order of the grid: by trace as first seen, then as stored
     by_trace = _by_trace(runs)
     figs: list[Figure] = []
-    f = _fig_summary(by_trace, files)
-    if f:
-        figs.append(f)
     for trace, trs in by_trace.items():
         f = _fig_cdf(trace, trs, files)
         if f:
@@ -547,6 +585,9 @@ def build_report(
         f = _fig_timeseries(trace, trs, d, files)
         if f:
             figs.append(f)
+    f = _fig_summary(by_trace, files)
+    if f:
+        figs.append(f)
     own_figs: list[tuple[Path, Path | None]] = []
     for png in sorted(d.glob("*.png")):
         svg = png.with_suffix(".svg")
@@ -583,6 +624,16 @@ def build_report(
         f"<p>{len(runs)} runs ({status}) · {len(traces)} traces: {_e(', '.join(traces))} · "
         f"schemes: {_e(', '.join(schemes))}</p>"
     )
+    toc = [("Runs", "runs-section")] if runs else []
+    if figs or own_figs:
+        toc.insert(0, ("Figures", "figures"))
+    toc += [(f.title, f.name) for f in figs]
+    if len(toc) > 2:
+        parts.append(
+            "<p class=meta>Contents: "
+            + " · ".join(f'<a href="#{_e(a)}">{_e(t)}</a>' for t, a in toc)
+            + "</p>"
+        )
     if kind == "sweep":
         axes = sweep_meta.get("axes") or {}
         rows = [{"axis": k, "values": ", ".join(map(str, v))} for k, v in axes.items()]
@@ -609,7 +660,7 @@ def build_report(
         if isinstance(res.get("table"), list) and res["table"]:
             parts.append("<h3>Results table</h3>" + _dict_table(res["table"]))
     if figs or own_figs:
-        parts.append("<h2>Figures</h2>")
+        parts.append('<h2 id="figures">Figures</h2>')
         parts += [_figure_html(f, out.parent) for f in figs]
         for png, svg in own_figs:
             links = f'<a href="{_e(png.name)}">PNG</a>'
@@ -621,7 +672,9 @@ def build_report(
                 "</figcaption></figure>"
             )
     if runs:
-        parts.append("<h2>Runs</h2><p class=meta>Click a column header to sort.</p>")
+        parts.append(
+            '<h2 id="runs-section">Runs</h2><p class=meta>Click a column header to sort.</p>'
+        )
         parts.append(_runs_table(runs))
     parts.append(f"<script>{_JS}</script></body></html>")
     text = "\n".join(parts)

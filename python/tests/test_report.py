@@ -159,3 +159,56 @@ def test_report_in_headless_chromium(sweep_dir: Path, chromium: str, tmp_path: P
     assert shot.stat().st_size > 20_000
     assert load_s < 30
     (tmp_path / "timing.json").write_text(json.dumps({"load_s": load_s}))
+
+
+def test_plot_bins_keep_totals() -> None:
+    import polars as pl
+
+    from nandlab.report import _plot_bins
+
+    n = 1000
+    df = pl.DataFrame(
+        {
+            "start_s": [i * 0.01 for i in range(n)],
+            "duration_s": [0.01] * n,
+            "reads": [i % 3 for i in range(n)],
+            "writes": [i % 2 for i in range(n)],
+            "mean_us": [None if (i % 3 + i % 2) == 0 else 100.0 + i for i in range(n)],
+            "p99_us": [None if (i % 3 + i % 2) == 0 else 200.0 + i for i in range(n)],
+            "queue_depth": [0.5] * n,
+            "gc_moves": [1] * n,
+            "erases": [0] * n,
+            "die_utilization": [0.25] * n,
+        }
+    )
+    b, k = _plot_bins(df, max_points=300)
+    assert k == 4 and b.height == 250
+    done = (df["reads"] + df["writes"]).sum()
+    assert (b["throughput_rps"] * 0.04).sum() == pytest.approx(done)
+    assert b["queue_depth"].to_list() == pytest.approx([0.5] * 250)
+    assert b["gc_per_s"].to_list() == pytest.approx([100.0] * 250)
+    assert b["p99_us"][0] == 203.0  # the highest interval p99 of the bin
+    resp = (df["mean_us"].fill_null(0) * (df["reads"] + df["writes"])).sum()
+    assert (b["mean_us"] * b["throughput_rps"] * 0.04).sum() == pytest.approx(resp)
+
+
+def test_docs_example_script_runs(tmp_path: Path) -> None:
+    """docs/examples/sweep_example.py runs top to bottom (workers start without re-running it)."""
+    import os
+    import subprocess
+    import sys
+
+    script = Path(__file__).resolve().parents[2] / "docs" / "examples" / "sweep_example.py"
+    r = subprocess.run(
+        [sys.executable, str(script)],
+        env={**os.environ, "NANDLAB_EXAMPLE_OUT": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        cwd=tmp_path,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "BrokenProcessPool" not in r.stdout
+    assert (tmp_path / "sweep" / "report.html").is_file()
+    assert (tmp_path / "compare" / "report.html").is_file()
