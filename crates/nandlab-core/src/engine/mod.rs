@@ -687,6 +687,9 @@ impl Engine {
         self.stats.last_completion_ns = self.stats.last_completion_ns.max(s.done_ns);
         let service = s.service_ns.min(response);
         let wait = response - service;
+        if let Some(ts) = self.stats.timeseries.as_mut() {
+            ts.host_done(s.op == Op::Read, s.arrival_ns, s.done_ns, s.len_bytes);
+        }
         let class = match s.op {
             Op::Read => &mut self.stats.read,
             Op::Write => &mut self.stats.write,
@@ -694,9 +697,6 @@ impl Engine {
         class.response.record(response);
         class.wait.record(wait);
         class.service.record(service);
-        if let Some(ts) = self.stats.timeseries.as_mut() {
-            ts.host_done(s.op == Op::Read, s.arrival_ns, s.done_ns, s.len_bytes);
-        }
         if let Some(w) = self.log.as_mut() {
             let op = if s.op == Op::Read { 'R' } else { 'W' };
             if let Err(err) = writeln!(

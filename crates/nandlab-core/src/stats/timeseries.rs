@@ -147,6 +147,11 @@ impl TimeSeries {
 
     /// A host request completed at `done_ns` (the engine's current time; completions come in
     /// non-decreasing time order).
+    ///
+    /// `#[cold]` and never inlined: the engine's hot path only tests the `Option` holding the
+    /// time series, and the call (and its register spills) stay off that path when it is off.
+    #[cold]
+    #[inline(never)]
     pub fn host_done(&mut self, read: bool, arrival_ns: u64, done_ns: u64, len_bytes: u64) {
         self.spread(arrival_ns, done_ns, false);
         let i = done_ns / self.interval_ns;
@@ -172,7 +177,9 @@ impl TimeSeries {
     }
 
     /// A flash transaction held its die from `start_ns` to `end_ns`; `erase` / `gc_move` say
-    /// whether it was a block erase / a GC page relocation.
+    /// whether it was a block erase / a GC page relocation. Cold, like [`Self::host_done`].
+    #[cold]
+    #[inline(never)]
     pub fn flash_done(&mut self, start_ns: u64, end_ns: u64, erase: bool, gc_move: bool) {
         self.spread(start_ns, end_ns, true);
         if erase || gc_move {
