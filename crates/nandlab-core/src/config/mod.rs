@@ -770,7 +770,7 @@ impl StatsConfig {
                     "applies only to a time series: set stats.timeseries to its output path",
                 ));
             }
-            if !(ms.is_finite() && ms >= 1e-6 && ms <= 1e9) {
+            if !(ms.is_finite() && (1e-6..=1e9).contains(&ms)) {
                 return Err(invalid(
                     "stats.timeseries_interval_ms",
                     ms,
