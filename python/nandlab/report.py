@@ -557,9 +557,13 @@ def build_report(
         order = [str(k) for k in sweep_meta.get("keys") or []]
     elif isinstance(cmp_meta, dict):
         order = [str(r.get("key")) for r in cmp_meta.get("rows") or []]
+    other = 0
     if order:
+        # only this sweep's / compare's runs (DIR may hold runs of an earlier, different grid)
         pos = {k: i for i, k in enumerate(order)}
-        runs.sort(key=lambda r: pos.get(str(r.row.get("key")), len(pos)))
+        kept = [r for r in runs if str(r.row.get("key")) in pos]
+        other = len(runs) - len(kept)
+        runs = sorted(kept, key=lambda r: pos[str(r.row.get("key"))])
     if not runs and not papers:
         raise ReportError(
             f"{d}: no runs.parquet and no reproduce result JSON: give the --out directory of "
@@ -624,6 +628,11 @@ def build_report(
         f"<p>{len(runs)} runs ({status}) · {len(traces)} traces: {_e(', '.join(traces))} · "
         f"schemes: {_e(', '.join(schemes))}</p>"
     )
+    if other:
+        parts.append(
+            f"<p class=meta>{other} other runs in runs.parquet (from an earlier {kind} in this "
+            "directory) are not shown.</p>"
+        )
     toc = [("Runs", "runs-section")] if runs else []
     if figs or own_figs:
         toc.insert(0, ("Figures", "figures"))

@@ -73,12 +73,16 @@ def test_sweep_report(sweep_dir: Path, runner) -> None:
 def test_compare_and_reproduce_reports(tmp_path: Path) -> None:
     from nandlab.reproduce.common import write_json
 
-    # compare
+    # compare (twice in the same directory: the report shows the last one's runs)
     out = tmp_path / "cmp"
+    nandlab.compare(
+        "pgbench_rw_slice", ["baseline"], "xia-diffecc", {"host.max_requests": 500}, out
+    )
     nandlab.compare("msr_hm_0_sample1000", ["baseline", "agcr"], "xia-diffecc", out=out)
     r = build_report(out)
     text = r.html.read_text()
     assert r.kind == "compare" and r.runs == 2
+    assert "1 other runs in runs.parquet" in text
     assert "<h2>Compare</h2>" in text and "flash time / request" in text and "x)" in text
     _check_self_contained(text)
 
