@@ -133,6 +133,33 @@ def _color(i: int) -> Any:
     return cmap(i % (10 if i < 10 else 20))
 
 
+_DASHES: tuple[Any, ...] = (
+    "-",
+    "--",
+    ":",
+    "-.",
+    (0, (5, 1)),
+    (0, (3, 1, 1, 1, 1, 1)),
+    (0, (1, 3)),
+    (0, (8, 2, 1, 2)),
+)
+
+
+def _styles(runs: Sequence[_Run]) -> list[tuple[Any, Any]]:
+    """(colour, line style) per run: one colour per scheme, one dash pattern per setting of
+    that scheme (so a 5-scheme x 5-setting sweep reads as five families of lines)."""
+    schemes: dict[str, int] = {}
+    seen: dict[str, int] = {}
+    out = []
+    for r in runs:
+        sc = str(r.row.get("scheme"))
+        ci = schemes.setdefault(sc, len(schemes))
+        di = seen.get(sc, 0)
+        seen[sc] = di + 1
+        out.append((_color(ci), _DASHES[di % len(_DASHES)]))
+    return out
+
+
 def _by_trace(runs: Sequence[_Run]) -> dict[str, list[_Run]]:
     out: dict[str, list[_Run]] = {}
     for r in runs:
@@ -220,15 +247,16 @@ def _fig_cdf(trace: str, runs: Sequence[_Run], files: Path) -> Figure | None:
     fig = _figure(5.0 * len(classes) + (2.2 if len(runs) > 8 else 0.0), 3.6)
     axes = fig.subplots(1, len(classes), squeeze=False)[0]
     approx = False
+    styles = _styles(runs)
     for ax, cls in zip(axes, classes):
         n = 0
-        for i, r in enumerate(runs):
+        for r, (color, dash) in zip(runs, styles):
             xs, ys, exact = _cdf_points(r.report or {}, cls)
             if not xs:
                 continue
             approx |= not exact
             style = {"drawstyle": "steps-post"} if exact else {"marker": "o", "markersize": 3}
-            ax.plot(xs, ys, color=_color(i), lw=1.2, label=r.label, **style)
+            ax.plot(xs, ys, color=color, ls=dash, lw=1.2, label=r.label, **style)
             n += 1
         ax.set_xscale("log")
         _plain_log_ticks(ax.xaxis)
@@ -241,7 +269,10 @@ def _fig_cdf(trace: str, runs: Sequence[_Run], files: Path) -> Figure | None:
             _legend(ax, n)
     name = f"cdf-{_slug(trace)}"
     png, svg = save(fig, files / name)
-    cap = f"Response-time CDF of {trace}, one line per run."
+    cap = (
+        f"Response-time CDF of {trace}, one line per run (a colour per scheme, a dash pattern "
+        "per setting)."
+    )
     if approx:
         cap += (
             " Markers: runs without host.cdf in their report, drawn from p50 / p90 / p99 / "
