@@ -763,8 +763,7 @@ class _GridProgress:
         s = f"[green]{done} done[/]"
         if st.skipped:
             s += f" ({st.skipped} before)"
-        s += f", [red]{st.failed} failed[/], [yellow]{running} running[/]"
-        return s
+        return s + f" [red]{st.failed} failed[/] [yellow]{running} running[/]"
 
     def __enter__(self) -> _GridProgress:
         if not self.enabled:
@@ -782,14 +781,13 @@ class _GridProgress:
 
         self._prog = Progress(
             SpinnerColumn(),
-            TextColumn("runs"),
-            BarColumn(),
+            BarColumn(bar_width=20),
             MofNCompleteColumn(),
-            TextColumn("{task.fields[status]}"),
-            TextColumn("[dim]{task.fields[last]}"),
+            TextColumn("runs: {task.fields[status]}"),
             TimeElapsedColumn(),
             TextColumn("ETA"),
             TimeRemainingColumn(),
+            TextColumn("[dim]{task.fields[last]}"),  # last: cut first on a narrow terminal
             console=self.console or Console(stderr=True),
             transient=False,
         )
