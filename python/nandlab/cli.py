@@ -840,6 +840,15 @@ from nandlab.reproduce import reproduce as _reproduce  # noqa: E402
 
 cli.add_command(_reproduce)
 
+# `nandlab sweep`, `compare`, `report` (each in its own module)
+from nandlab.comparison import compare_command as _compare  # noqa: E402
+from nandlab.grid import sweep_command as _sweep  # noqa: E402
+from nandlab.report import report_command as _report  # noqa: E402
+
+cli.add_command(_sweep)
+cli.add_command(_compare)
+cli.add_command(_report)
+
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""

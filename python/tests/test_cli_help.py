@@ -22,6 +22,9 @@ COMMANDS = [
     ["reproduce", "xia-diffecc"],
     ["reproduce", "ida"],
     ["reproduce", "efm"],
+    ["sweep"],
+    ["compare"],
+    ["report"],
 ]
 
 

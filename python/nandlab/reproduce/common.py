@@ -31,6 +31,8 @@ err_console = Console(stderr=True, highlight=False)
 EXIT_CHECK_FAILED = 1
 #: Exit status of a user error (as everywhere in the CLI): bad input, missing dependency.
 EXIT_USER_ERROR = 2
+#: The result JSON a reproduction writes into its out directory when no --json is given.
+RESULT_FILE = "result.json"
 
 
 @dataclass
@@ -97,7 +99,8 @@ def common_options(paper: str) -> Callable[[F], F]:
             "json_out",
             metavar="OUT",
             default=None,
-            help="Write paper, runs (full reports) and table as JSON to OUT ('-': stdout).",
+            help="Write paper, runs (full reports) and table as JSON to OUT ('-': stdout; "
+            "default: OUT_DIR/result.json).",
         )
         @click.option(
             "--processes",
@@ -132,12 +135,15 @@ def common_options(paper: str) -> Callable[[F], F]:
         ) -> Any:
             from nandlab.experiment import default_trace_dirs
 
+            out = out if out is not None else Path("nandlab-out") / paper
             opts = CommonOptions(
                 paper=paper,
                 traces=list(traces) if traces else default_trace_dirs(),
                 quick=quick,
-                out=out if out is not None else Path("nandlab-out") / paper,
-                json_out=json_out,
+                out=out,
+                # without --json the result (tables, headline) still goes to OUT/result.json,
+                # where `nandlab report OUT` finds it
+                json_out=json_out if json_out is not None else str(out / RESULT_FILE),
                 processes=processes,
                 scheduler=scheduler,
                 progress=progress if progress is not None else err_console.is_terminal,

@@ -196,6 +196,7 @@ impl Engine {
             regions: crate::stats::RegionStats::new(ftl.regions() as usize),
             die_busy_ns: vec![0; dies as usize],
             channel_busy_ns: vec![0; geo.channels as usize],
+            timeseries: crate::stats::TimeSeries::from_config(&cfg.stats, dies),
             ..Stats::default()
         };
         let log: Option<Box<dyn Write>> = match &cfg.stats.request_log {
@@ -703,6 +704,9 @@ impl Engine {
         self.stats.last_completion_ns = self.stats.last_completion_ns.max(s.done_ns);
         let service = s.service_ns.min(response);
         let wait = response - service;
+        if let Some(ts) = self.stats.timeseries.as_mut() {
+            ts.host_done(s.op == Op::Read, s.arrival_ns, s.done_ns, s.len_bytes);
+        }
         let class = match s.op {
             Op::Read => &mut self.stats.read,
             Op::Write => &mut self.stats.write,
@@ -929,6 +933,10 @@ impl Engine {
         self.sched.release(id);
         let service = self.now - t.start_ns;
         self.stats.die_busy_ns[die as usize] += service;
+        if let Some(ts) = self.stats.timeseries.as_mut() {
+            let gc_move = t.kind == TxnKind::Move && t.source != Source::Refresh;
+            ts.flash_done(t.start_ns, self.now, t.kind == TxnKind::Erase, gc_move);
+        }
         match t.kind {
             TxnKind::Read => {
                 let done = self.now + t.decode_ns;

@@ -180,6 +180,9 @@ impl Engine {
         if let Some(r) = self.regions_report() {
             report["regions"] = r;
         }
+        if self.config().stats.latency_cdf {
+            report["host"]["cdf"] = crate::stats::cdf::cdf_report(s);
+        }
         report
     }
 

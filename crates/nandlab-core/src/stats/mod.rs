@@ -8,6 +8,11 @@
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+pub mod cdf;
+pub mod timeseries;
+
+pub use timeseries::TimeSeries;
+
 use crate::scheme::Source;
 
 const HIST_MAX_NS: u64 = 3_600_000_000_000;
@@ -237,6 +242,8 @@ pub struct Stats {
     pub refresh: RefreshStats,
     /// Per-region counters (reported only with `[regions]`).
     pub regions: RegionStats,
+    /// Per-interval time series (`stats.timeseries`; `None` when off).
+    pub timeseries: Option<Box<TimeSeries>>,
 }
 
 /// Per-region counters and the flash-time breakdown of EFM Fig. 6 (only with `[regions]`).
