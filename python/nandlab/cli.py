@@ -507,6 +507,15 @@ def _parse_sizes_kib(ctx: click.Context, param: click.Parameter, value: str) -> 
 )
 @click.option("--seed", type=int, default=42, show_default=True)
 @click.option("--align-bytes", type=ByteSize(), default=4096, show_default=True)
+@click.option(
+    "--zipf",
+    "zipf_exponent",
+    type=click.FloatRange(0.0, 10.0),
+    default=0.0,
+    show_default=True,
+    help="Address skew: Zipf exponent over the span's aligned slots (0 = uniform; the hottest "
+    "addresses are the lowest).",
+)
 @_json_opt
 def trace_generate(
     output: Path,
@@ -517,10 +526,12 @@ def trace_generate(
     iops: float,
     seed: int,
     align_bytes: int,
+    zipf_exponent: float,
     json_out: str | None,
 ) -> None:
-    """Generate a synthetic canonical trace (uniform random offsets, Poisson arrivals)."""
+    """Generate a synthetic canonical trace (uniform or Zipf-skewed offsets, Poisson arrivals)."""
     params = {
+        "zipf_exponent": zipf_exponent,
         "requests": requests,
         "span_bytes": span_bytes,
         "align_bytes": align_bytes,
