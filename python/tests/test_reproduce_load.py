@@ -110,3 +110,7 @@ def test_ida_quick_at_two_load_levels(tmp_path: Path) -> None:
     assert doc["table"][1]["time_scale"] == 10.0
     assert {h["level"] for h in doc["headline"]} >= {"K=1", "K=10"}
     assert set(doc["loads"]) == set(names)
+    # Every run carries its own utilisation and flag.
+    for run in doc["runs"]:
+        assert run["load"]["overloaded"] in (True, False)
+        assert run["load"]["die_utilization"] is not None

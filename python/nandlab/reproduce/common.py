@@ -234,16 +234,22 @@ def _clean(v: Any) -> Any:
 
 
 def runs_json(df: pl.DataFrame) -> list[dict[str, Any]]:
-    """One object per run: trace, scheme, label, params, full report (and error, key)."""
+    """One object per run: trace, scheme, label, params, its load (die utilisation, offered
+    load, queue-wait share, ``overloaded``: :func:`nandlab.reproduce.load.load_info`), full
+    report (and error, key)."""
+    from nandlab.reproduce.load import load_info
+
     out = []
     for r in df.iter_rows(named=True):
+        report = json.loads(r["report"]) if r["report"] else None
         out.append(
             {
                 "trace": r["trace"],
                 "scheme": r["scheme"],
                 "label": r["label"],
                 "params": json.loads(r["params"]) if r["params"] else {},
-                "report": json.loads(r["report"]) if r["report"] else None,
+                "load": load_info(report),
+                "report": report,
                 "error": r["error"],
                 "key": r["key"],
             }
