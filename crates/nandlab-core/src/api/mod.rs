@@ -15,19 +15,9 @@ pub use reliability::{
 use crate::config::{Config, Fill};
 use crate::engine::Engine;
 use crate::host::{prepass, RequestSource};
-use crate::trace::{GenParams, TraceError, TraceOptions, TraceReader};
+use crate::trace::{GenParams, TraceOptions, TraceReader};
 
-/// Top-level error of the public API. Maps to Python `nandlab.TraceError`,
-/// `nandlab.ConfigError` and `nandlab.SimError`.
-#[derive(Debug, thiserror::Error)]
-pub enum NandlabError {
-    #[error(transparent)]
-    Trace(#[from] TraceError),
-    #[error(transparent)]
-    Config(#[from] crate::config::ConfigError),
-    #[error("{0}")]
-    Sim(String),
-}
+pub use crate::error::{NandlabError, ProgressFn};
 
 /// What to simulate.
 #[derive(Clone, Debug)]
@@ -46,9 +36,6 @@ pub struct RunRequest {
     /// How to read it.
     pub trace_options: TraceOptions,
 }
-
-/// Progress of a run: `(done, total)` in host requests; `total` is 0 when unknown.
-pub type ProgressFn<'a> = dyn FnMut(u64, u64) + 'a;
 
 /// Run one simulation and return the JSON report (see `engine::report`).
 ///

@@ -29,8 +29,8 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io::Write;
 
-use crate::api::NandlabError;
 use crate::config::{Allocation, Config, ReplayMode};
+use crate::error::NandlabError;
 use crate::flash::{BlockLayout, Timing};
 use crate::ftl::{Ftl, PageState, NONE, UNMAPPED};
 use crate::host::RequestSource;
@@ -39,7 +39,8 @@ use crate::scheme::{Action, AdjustedPage, Ctx, Placement, RefreshPlan, Scheme, S
 use crate::stats::Stats;
 use crate::trace::{HostRequest, Op};
 
-pub use precondition::{rng_stream, PreconditionReport};
+pub use crate::rng::rng_stream;
+pub use precondition::PreconditionReport;
 
 const EV_DIE: u64 = 1 << 32;
 const EV_HOST: u64 = 2 << 32;
@@ -341,7 +342,7 @@ impl Engine {
         &mut self,
         src: &mut S,
         total_hint: u64,
-        progress: &mut crate::api::ProgressFn<'_>,
+        progress: &mut crate::error::ProgressFn<'_>,
     ) -> Result<(), NandlabError> {
         let max = match self.cfg.host.max_requests {
             0 => u64::MAX,

@@ -18,15 +18,15 @@
 //! None of this is in the reported latencies or flash counters; its own summary is the
 //! report's `precondition` section. Randomness comes from the master seed (streams 1 and 2).
 
-use rand::{Rng, SeedableRng};
-use rand_xoshiro::Xoshiro256PlusPlus;
+use rand::Rng;
 use serde::Serialize;
 
 use super::Engine;
-use crate::api::NandlabError;
 use crate::config::Fill;
+use crate::error::NandlabError;
 use crate::ftl::PageState;
 use crate::host::Prepass;
+use crate::rng::rng_stream;
 use crate::scheme::{Ctx, Source};
 
 /// What preconditioning did.
@@ -55,14 +55,6 @@ pub struct PreconditionReport {
     /// Adjusted pages found corrupted and rewritten from their copy (step 8): IDA's extra
     /// writes.
     pub refresh_rewrites: u64,
-}
-
-/// Derive an independent RNG stream from the master seed (SplitMix64 of seed and stream id).
-pub fn rng_stream(seed: u64, stream: u64) -> Xoshiro256PlusPlus {
-    let mut z = seed ^ stream.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    Xoshiro256PlusPlus::seed_from_u64(z ^ (z >> 31))
 }
 
 impl Engine {
