@@ -301,7 +301,14 @@ impl Engine {
 
     #[inline]
     fn push(&mut self, t: u64, payload: u64) {
-        self.heap.push(Reverse((t, self.ev_seq, payload)));
+        // Simultaneous events: timers (host completions, ticks, refresh scans) first in the
+        // order they were set, then dies by index (a die has at most one pending event).
+        let tie = if payload & !ID_MASK == EV_DIE {
+            (1 << 63) | (payload & ID_MASK)
+        } else {
+            self.ev_seq
+        };
+        self.heap.push(Reverse((t, tie, payload)));
         self.ev_seq += 1;
     }
 
