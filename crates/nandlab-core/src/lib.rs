@@ -70,6 +70,7 @@ pub mod config;
 pub mod ecc;
 pub mod engine;
 pub mod error;
+pub mod exec;
 pub mod flash;
 pub mod ftl;
 pub mod hil;

@@ -22,6 +22,7 @@
 //! read completes `decode` after its transfer ends (decoding holds neither die nor channel); a
 //! write completes when its program ends.
 
+mod dispatch;
 mod gc;
 mod precondition;
 mod read_cost;
@@ -29,14 +30,13 @@ mod refresh;
 mod regions;
 mod report;
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::io::Write;
 
 use crate::config::{Allocation, Config, ReplayMode};
 use crate::error::NandlabError;
+use crate::exec::{Event, Executor};
 use crate::flash::{BlockLayout, Timing};
-use crate::ftl::{Ftl, PageState, NONE, UNMAPPED};
+use crate::ftl::{Ftl, NONE, UNMAPPED};
 use crate::host::RequestSource;
 use crate::sched::{Sched, TxnKind};
 use crate::scheme::{Action, AdjustedPage, Ctx, Placement, RefreshPlan, Scheme, Source};
@@ -47,36 +47,11 @@ pub use crate::rng::rng_stream;
 pub use precondition::PreconditionReport;
 use regions::RegionRuntime;
 
-const EV_DIE: u64 = 1 << 32;
 const EV_HOST: u64 = 2 << 32;
 const EV_TICK: u64 = 3 << 32;
 const EV_REFRESH: u64 = 4 << 32;
 const ID_MASK: u64 = (1 << 32) - 1;
 const PROGRESS_EVERY: u64 = 1 << 16;
-
-#[derive(Clone, Copy, Debug)]
-enum Phase {
-    Array(u64),
-    Bus(u64),
-    Ctrl(u64),
-}
-
-#[derive(Clone, Copy, Debug)]
-struct DieRun {
-    txn: u32,
-    phases: [Phase; 5],
-    n: u8,
-    i: u8,
-}
-
-impl DieRun {
-    const IDLE: DieRun = DieRun {
-        txn: NONE,
-        phases: [Phase::Array(0); 5],
-        n: 0,
-        i: 0,
-    };
-}
 
 #[derive(Clone, Copy, Debug)]
 struct HostSlot {
@@ -100,12 +75,9 @@ pub struct Engine {
     sched: Sched,
     /// Statistics of the timed replay.
     pub stats: Stats,
-    heap: BinaryHeap<Reverse<(u64, u64, u64)>>,
-    ev_seq: u64,
+    /// Dies, channels and the event queue.
+    exec: Executor,
     now: u64,
-    dies: Vec<DieRun>,
-    /// Time each channel is free from (a FIFO timeline).
-    chan_free_at: Vec<u64>,
     slots: Vec<HostSlot>,
     free_slots: Vec<u32>,
     gc_active: Vec<bool>,
@@ -228,11 +200,8 @@ impl Engine {
             layout,
             scheme,
             stats,
-            heap: BinaryHeap::with_capacity(1024),
-            ev_seq: 0,
+            exec: Executor::new(dies, geo.channels, 1),
             now: 0,
-            dies: vec![DieRun::IDLE; dies as usize],
-            chan_free_at: vec![0; geo.channels as usize],
             slots: Vec::with_capacity(1024),
             free_slots: Vec::with_capacity(1024),
             gc_active: vec![false; pools],
@@ -299,17 +268,10 @@ impl Engine {
         self.logical_pages
     }
 
+    /// Set a timer (host completion, scheme tick, refresh scan) at `t`.
     #[inline]
     fn push(&mut self, t: u64, payload: u64) {
-        // Simultaneous events: timers (host completions, ticks, refresh scans) first in the
-        // order they were set, then dies by index (a die has at most one pending event).
-        let tie = if payload & !ID_MASK == EV_DIE {
-            (1 << 63) | (payload & ID_MASK)
-        } else {
-            self.ev_seq
-        };
-        self.heap.push(Reverse((t, tie, payload)));
-        self.ev_seq += 1;
+        self.exec.events.push_timer(t, payload);
     }
 
     #[inline]
@@ -373,7 +335,7 @@ impl Engine {
                         progress(self.completed, total_hint);
                         next_progress += PROGRESS_EVERY;
                     }
-                    let ev_t = self.heap.peek().map(|Reverse((t, _, _))| *t);
+                    let ev_t = self.exec.events.next_time();
                     let room = self.in_flight < self.cfg.host.max_outstanding as u64;
                     match (next, ev_t) {
                         (Some(r), t)
@@ -397,9 +359,9 @@ impl Engine {
                             }
                         }
                         (_, Some(_)) => {
-                            if let Some(Reverse((t, _, p))) = self.heap.pop() {
+                            if let Some((t, ev)) = self.exec.events.pop() {
                                 self.now = t;
-                                self.handle(p);
+                                self.handle(ev);
                             }
                         }
                         _ => break,
@@ -426,10 +388,10 @@ impl Engine {
                             None => self.input_done = true,
                         }
                     }
-                    match self.heap.pop() {
-                        Some(Reverse((t, _, p))) => {
+                    match self.exec.events.pop() {
+                        Some((t, ev)) => {
                             self.now = t;
-                            self.handle(p);
+                            self.handle(ev);
                         }
                         None => break,
                     }
@@ -440,8 +402,7 @@ impl Engine {
             return Err(e);
         }
         progress(self.completed, total_hint);
-        if self.sched.queued() > 0 || self.in_flight > 0 || self.dies.iter().any(|d| d.txn != NONE)
-        {
+        if self.sched.queued() > 0 || self.in_flight > 0 || self.exec.any_busy() {
             return Err(NandlabError::Sim(format!(
                 "simulation stalled at t = {} ns with {} queued flash transactions and {} host \
                  requests in flight (free blocks per plane: {:?})",
@@ -454,6 +415,10 @@ impl Engine {
                     .collect::<Vec<_>>()
             )));
         }
+        self.stats.die_busy_ns.clone_from(&self.exec.die_busy_ns);
+        self.stats
+            .channel_busy_ns
+            .clone_from(&self.exec.channel_busy_ns);
         if let Some(w) = self.log.as_mut() {
             w.flush()
                 .map_err(|err| NandlabError::Sim(format!("stats.request_log: {err}")))?;
@@ -462,11 +427,19 @@ impl Engine {
         Ok(())
     }
 
-    fn handle(&mut self, payload: u64) {
+    fn handle(&mut self, ev: Event) {
         self.stats.events += 1;
+        let payload = match ev {
+            Event::Die(die) => {
+                if let Some(done) = self.exec.advance(die, self.now) {
+                    self.complete(die, done);
+                }
+                return;
+            }
+            Event::Timer(p) => p,
+        };
         let id = (payload & ID_MASK) as u32;
         match payload & !ID_MASK {
-            EV_DIE => self.on_phase_done(id),
             EV_HOST => self.finish_host(id),
             EV_TICK => {
                 self.actions.clear();
@@ -477,7 +450,7 @@ impl Engine {
                 };
                 self.scheme.on_tick(&ctx, &mut self.actions);
                 self.run_actions();
-                let busy = !self.heap.is_empty() || self.in_flight > 0;
+                let busy = !self.exec.events.is_empty() || self.in_flight > 0;
                 if let Some(p) = self.scheme.tick_period_ns() {
                     if busy || !self.input_done {
                         self.push(self.now + p.max(1), EV_TICK);
@@ -491,7 +464,7 @@ impl Engine {
                 // Scan while the host is active: refresh started after the last host request
                 // would never end on a device that is always refreshing.
                 // An empty heap with requests in flight is a stall: stop so `run` reports it.
-                if !self.input_done || (self.in_flight > 0 && !self.heap.is_empty()) {
+                if !self.input_done || (self.in_flight > 0 && !self.exec.events.is_empty()) {
                     let dt = self.cfg.refresh.check_interval_ns();
                     self.push(self.now + dt, EV_REFRESH);
                 }
@@ -567,7 +540,7 @@ impl Engine {
                     self.scheme.on_host_read(lpn, ppn, &ctx, &mut self.actions);
                     let plane = self.ftl.plane_of_ppn(ppn);
                     self.slots[slot as usize].pending += 1;
-                    let (_, die) = self.sched.enqueue(
+                    let die = self.sched.enqueue(
                         TxnKind::Read,
                         Source::Host,
                         lpn,
@@ -594,7 +567,7 @@ impl Engine {
                         Allocation::Dynamic => NONE,
                     };
                     self.slots[slot as usize].pending += 1;
-                    let (_, die) = self.sched.enqueue(
+                    let die = self.sched.enqueue(
                         TxnKind::Program,
                         Source::Host,
                         lpn,
@@ -604,7 +577,7 @@ impl Engine {
                         pl,
                     );
                     if die == NONE {
-                        for d in 0..self.dies.len() as u32 {
+                        for d in 0..self.exec.dies() {
                             self.dispatch(d);
                         }
                     } else {
@@ -710,7 +683,7 @@ impl Engine {
                     let ppn = self.ftl.lookup(lpn);
                     if ppn != UNMAPPED {
                         let plane = self.ftl.plane_of_ppn(ppn);
-                        let (_, die) = self.sched.enqueue(
+                        let die = self.sched.enqueue(
                             TxnKind::Read,
                             source,
                             lpn,
@@ -726,273 +699,6 @@ impl Engine {
             i += 1;
         }
         self.actions.clear();
-    }
-
-    // ----- dies, channels -------------------------------------------------------------
-
-    fn dispatch(&mut self, die: u32) {
-        loop {
-            if self.dies[die as usize].txn != NONE {
-                return;
-            }
-            let Some(id) = self.sched.pick(die, &self.ftl) else {
-                return;
-            };
-            let now = self.now;
-            let t = *self.sched.txn(id);
-            let xfer = self.timing.transfer_ns;
-            let ppb = self.ftl.geo.pages_per_block;
-            let mut run = DieRun {
-                txn: id,
-                ..DieRun::IDLE
-            };
-            match t.kind {
-                TxnKind::Read => {
-                    let pt = self.layout.page_type[(t.ppn % ppb) as usize];
-                    let ecc = self.ftl.page_ecc(t.ppn);
-                    let rt = self.read_type(t.ppn, pt, t.source);
-                    let (sense, bus, decode) = self.read_cost(t.ppn, rt, ecc);
-                    self.ftl.note_read(t.ppn);
-                    self.count_read(t.source, ecc, pt);
-                    if self.rg.is_some() {
-                        self.count_region_read(t.source, t.ppn, sense + bus + decode);
-                    }
-                    run.phases[0] = Phase::Array(sense);
-                    run.phases[1] = Phase::Bus(bus);
-                    run.n = 2;
-                    let tm = self.sched.txn_mut(id);
-                    tm.placement.ecc = ecc;
-                    tm.decode_ns = decode;
-                }
-                TxnKind::Program => {
-                    let Some((ppn, pt, mode)) = self.program_page(&t, t.source) else {
-                        return;
-                    };
-                    let prog = self.timing.program_ns(pt, mode);
-                    run.phases[0] = Phase::Bus(xfer);
-                    run.phases[1] = Phase::Array(prog);
-                    run.n = 2;
-                    self.sched.txn_mut(id).ppn = ppn;
-                    if self.rg.is_some() {
-                        self.count_region_program(t.source, t.placement.region, xfer + prog);
-                    }
-                    self.maybe_gc(self.ftl.pool(t.plane, t.placement.region));
-                }
-                TxnKind::Move => {
-                    if self.ftl.page_state(t.ppn) != PageState::Valid
-                        || self.ftl.lookup(t.lpn) != t.ppn
-                    {
-                        self.sched.release(id);
-                        if t.source == Source::Refresh {
-                            self.stats.refresh.moves_cancelled += 1;
-                            self.refresh_step_done(t.plane);
-                        } else {
-                            self.stats.gc_moves_cancelled += 1;
-                            self.move_done(self.ftl.pool(t.plane, t.placement.region));
-                        }
-                        continue;
-                    }
-                    let src_pt = self.layout.page_type[(t.ppn % ppb) as usize];
-                    let ecc = self.ftl.page_ecc(t.ppn);
-                    let rt = self.read_type(t.ppn, src_pt, t.source);
-                    let (sense, bus, decode) = self.read_cost(t.ppn, rt, ecc);
-                    if self.rg.is_some() {
-                        self.count_region_read(t.source, t.ppn, sense + bus + decode);
-                    }
-                    let Some((dst, dst_pt, dst_mode)) = self.program_page(&t, t.source) else {
-                        return;
-                    };
-                    self.count_read(t.source, ecc, src_pt);
-                    if t.source == Source::Refresh {
-                        if self.rf_phase[t.plane as usize] == 2 {
-                            self.stats.refresh.pages_rewritten += 1;
-                        } else {
-                            self.stats.refresh.pages_moved += 1;
-                        }
-                    } else {
-                        self.stats.gc_pages_moved += 1;
-                    }
-                    run.phases[0] = Phase::Array(sense);
-                    let mut n = 1;
-                    if !self.cfg.ftl.copyback {
-                        run.phases[1] = Phase::Bus(bus);
-                        run.phases[2] = Phase::Ctrl(decode);
-                        run.phases[3] = Phase::Bus(xfer);
-                        n = 4;
-                    }
-                    let prog = self.timing.program_ns(dst_pt, dst_mode);
-                    run.phases[n] = Phase::Array(prog);
-                    run.n = n as u8 + 1;
-                    self.sched.txn_mut(id).ppn = dst;
-                    if self.rg.is_some() {
-                        self.count_region_program(t.source, t.placement.region, xfer + prog);
-                    }
-                    if t.source == Source::Refresh {
-                        self.maybe_gc(t.plane);
-                    }
-                }
-                TxnKind::Adjust => {
-                    // IDA §III-B: "we conservatively set the voltage adjustment latency to the
-                    // MSB write latency".
-                    let mode = self.ftl.page_mode(t.ppn);
-                    run.phases[0] =
-                        Phase::Array(self.timing.program_ns(crate::flash::PageType::Msb, mode));
-                    run.n = 1;
-                }
-                TxnKind::Erase => {
-                    self.stats.flash_erases.add(t.source);
-                    if self.rg.is_some() {
-                        self.stats.regions.erases[t.placement.region as usize] += 1;
-                    }
-                    run.phases[0] = Phase::Array(self.timing.erase_ns);
-                    run.n = 1;
-                }
-            }
-            self.sched.txn_mut(id).start_ns = now;
-            self.dies[die as usize] = run;
-            self.start_phase(die);
-            return;
-        }
-    }
-
-    /// Run the die's phases from `run.i` as far as possible without an event: array and
-    /// controller phases just advance the die's clock; a bus phase requested *now* reserves the
-    /// channel at `max(now, channel free)`. The channel is a timeline served in request order —
-    /// requests are made in simulated-time order, so this is exactly a FIFO channel queue. A bus
-    /// phase needed later (after a sense) waits for an event at that time, so that requests
-    /// from other dies made in between are served first.
-    fn start_phase(&mut self, die: u32) {
-        let ch = self.ftl.geo.channel_of_die(die) as usize;
-        let now = self.now;
-        let mut t = now;
-        let run = &mut self.dies[die as usize];
-        while run.i < run.n {
-            match run.phases[run.i as usize] {
-                Phase::Array(d) | Phase::Ctrl(d) => t += d,
-                Phase::Bus(d) => {
-                    if t > now {
-                        break;
-                    }
-                    let s = t.max(self.chan_free_at[ch]);
-                    self.chan_free_at[ch] = s + d;
-                    self.stats.channel_busy_ns[ch] += d;
-                    t = s + d;
-                }
-            }
-            run.i += 1;
-        }
-        self.push(t, EV_DIE | die as u64);
-    }
-
-    fn on_phase_done(&mut self, die: u32) {
-        let run = &self.dies[die as usize];
-        if run.i < run.n {
-            self.start_phase(die);
-        } else {
-            self.complete(die);
-        }
-    }
-
-    fn complete(&mut self, die: u32) {
-        let id = self.dies[die as usize].txn;
-        self.dies[die as usize] = DieRun::IDLE;
-        let t = *self.sched.txn(id);
-        self.sched.release(id);
-        let service = self.now - t.start_ns;
-        self.stats.die_busy_ns[die as usize] += service;
-        match t.kind {
-            TxnKind::Read => {
-                let done = self.now + t.decode_ns;
-                if t.source == Source::Host {
-                    self.host_page_done(t.req, done, done - t.start_ns);
-                } else if t.source == Source::Refresh {
-                    self.refresh_step_done(t.plane);
-                } else if self.ftl.lookup(t.lpn) == t.ppn {
-                    // Second half of a scheme rewrite: program the data again.
-                    let ctx = Ctx {
-                        now_ns: self.now,
-                        ftl: &self.ftl,
-                        timing: &self.timing,
-                    };
-                    let pl = self.scheme.placement(t.lpn, t.source, &ctx);
-                    if self.placement_ok(pl) {
-                        let plane = self.ftl.plane_for_write_in(t.lpn, pl.region);
-                        let (_, d2) = self.sched.enqueue(
-                            TxnKind::Program,
-                            t.source,
-                            t.lpn,
-                            NONE,
-                            plane,
-                            NONE,
-                            pl,
-                        );
-                        if d2 != die {
-                            self.dispatch(d2);
-                        }
-                    }
-                }
-            }
-            TxnKind::Program => {
-                if t.source == Source::Host {
-                    self.host_page_done(t.req, self.now, service);
-                } else {
-                    self.stats.rewrites += 1;
-                }
-            }
-            TxnKind::Move if t.source == Source::Refresh => self.refresh_step_done(t.plane),
-            TxnKind::Move => self.move_done(self.ftl.pool(t.plane, t.placement.region)),
-            TxnKind::Adjust => self.refresh_step_done(t.plane),
-            TxnKind::Erase => {
-                self.ftl.erase(t.ppn);
-                let pool = self.ftl.pool(t.plane, t.placement.region);
-                self.gc_active[pool as usize] = false;
-                self.gc_victim[pool as usize] = NONE;
-                self.maybe_gc(pool);
-                let plane = t.plane as usize;
-                if self.rf_on && self.rf_deferred[plane] {
-                    self.maybe_refresh(t.plane);
-                }
-                if self.cfg.ftl.allocation == Allocation::Dynamic {
-                    // Space came back: waiting host writes may fit any idle die now.
-                    for d in 0..self.dies.len() as u32 {
-                        self.dispatch(d);
-                    }
-                }
-            }
-        }
-        self.dispatch(die);
-    }
-
-    /// Allocate and program the page of a program or GC-move transaction at dispatch; counts
-    /// the program. Returns the new PPN and its page type (`None` after an internal error).
-    fn program_page(
-        &mut self,
-        t: &crate::sched::Txn,
-        source: Source,
-    ) -> Option<(u32, crate::flash::PageType, u8)> {
-        // With regions, scheme migrations may not take a pool's last free block either.
-        let host = source == Source::Host || (source == Source::Migration && self.rg.is_some());
-        let Ok(ppn) = self.ftl.allocate_in(
-            t.plane,
-            t.placement.region,
-            t.placement.stream,
-            host,
-            self.now,
-        ) else {
-            self.fail(format!(
-                "internal error: {source:?} program dispatched on plane {}{} without space",
-                t.plane,
-                self.region_note(t.placement.region)
-            ));
-            return None;
-        };
-        let time_s = (self.now / 1_000_000_000) as i32;
-        let mode = self.region_mode(t.placement);
-        self.ftl.program(ppn, t.lpn, mode, t.placement.ecc, time_s);
-        self.stats.flash_programs.add(source);
-        self.stats.programs_by_mode[mode as usize] += 1;
-        let ppb = self.ftl.geo.pages_per_block;
-        Some((ppn, self.layout.page_type[(ppn % ppb) as usize], mode))
     }
 
     /// Check the FTL invariants (DESIGN §5).

@@ -88,18 +88,15 @@ impl Engine {
         }
         for i in 0..self.rf_plan.adjust_wls.len() {
             let ppn = self.rf_plan.adjust_wls[i];
-            die = self
-                .sched
-                .enqueue(
-                    TxnKind::Adjust,
-                    Source::Refresh,
-                    0,
-                    ppn,
-                    plane,
-                    NONE,
-                    Placement::NONE,
-                )
-                .1;
+            die = self.sched.enqueue(
+                TxnKind::Adjust,
+                Source::Refresh,
+                0,
+                ppn,
+                plane,
+                NONE,
+                Placement::NONE,
+            );
             pending += 1;
         }
         let r = &mut self.stats.refresh;
@@ -172,24 +169,21 @@ impl Engine {
         }
         Some(
             self.sched
-                .enqueue(TxnKind::Move, Source::Refresh, lpn, ppn, plane, NONE, pl)
-                .1,
+                .enqueue(TxnKind::Move, Source::Refresh, lpn, ppn, plane, NONE, pl),
         )
     }
 
     /// Queue a refresh read of `ppn` (holding `lpn`) on `plane`; returns its die.
     pub(super) fn enqueue_refresh_read(&mut self, lpn: u32, ppn: u32, plane: u32) -> u32 {
-        self.sched
-            .enqueue(
-                TxnKind::Read,
-                Source::Refresh,
-                lpn,
-                ppn,
-                plane,
-                NONE,
-                Placement::NONE,
-            )
-            .1
+        self.sched.enqueue(
+            TxnKind::Read,
+            Source::Refresh,
+            lpn,
+            ppn,
+            plane,
+            NONE,
+            Placement::NONE,
+        )
     }
 
     /// The refresh of `plane`'s block is over: it returns to the full blocks (GC reclaims it
