@@ -4,7 +4,7 @@
 
 use super::Engine;
 use crate::config::Allocation;
-use crate::exec::{Done, Phase, Txn, MAX_PHASES};
+use crate::exec::{Done, Phase, Txn};
 use crate::ftl::{Ftl, PageState, NONE};
 use crate::sched::{SpaceView, TxnKind};
 use crate::scheme::{Ctx, Source};
@@ -56,14 +56,15 @@ impl Engine {
             if self.exec.busy(die) {
                 return;
             }
-            let Some(mut t) = self.sched.pick(die, &self.ftl) else {
+            let Some(picked) = self.sched.pick(die, &self.ftl) else {
                 return;
             };
+            // Staged in the die's slot; `t` is the copy the cost computation reads, and the
+            // fields dispatch decides (ECC read, page programmed) are written to the slot.
+            let t = *self.exec.stage(die, 0, picked);
             let now = self.now;
             let xfer = self.timing.transfer_ns;
             let ppb = self.ftl.geo.pages_per_block;
-            let mut phases = [Phase::Array(0); MAX_PHASES];
-            let n;
             let mut tail = 0;
             match t.kind {
                 TxnKind::Read => {
@@ -76,30 +77,29 @@ impl Engine {
                     if self.rg.is_some() {
                         self.count_region_read(t.source, t.ppn, sense + bus + decode);
                     }
-                    phases[0] = Phase::Array(sense);
-                    phases[1] = Phase::Bus(bus);
-                    n = 2;
-                    t.placement.ecc = ecc;
+                    self.exec.push_phase(die, Phase::Array(sense));
+                    self.exec.push_phase(die, Phase::Bus(bus));
+                    self.exec.stage_mut(die, 0).placement.ecc = ecc;
                     tail = decode;
                 }
                 TxnKind::Program => {
-                    let Some((ppn, pt, mode)) = self.program_page(&t, t.source) else {
+                    let Some((ppn, pt, mode)) = self.program_page(&t, None) else {
                         return;
                     };
                     let prog = self.timing.program_ns(pt, mode);
-                    phases[0] = Phase::Bus(xfer);
-                    phases[1] = Phase::Array(prog);
-                    n = 2;
-                    t.ppn = ppn;
+                    self.exec.push_phase(die, Phase::Bus(xfer));
+                    self.exec.push_phase(die, Phase::Array(prog));
+                    self.exec.stage_mut(die, 0).ppn = ppn;
                     if self.rg.is_some() {
                         self.count_region_program(t.source, t.placement.region, xfer + prog);
                     }
                     self.maybe_gc(self.ftl.pool(t.plane, t.placement.region));
                 }
                 TxnKind::Move => {
-                    if self.ftl.page_state(t.ppn) != PageState::Valid
-                        || self.ftl.lookup(t.lpn) != t.ppn
-                    {
+                    // A valid source page still holds the LPN it held when the move was queued
+                    // (it cannot be reprogrammed before its block is erased), and is that LPN's
+                    // target (FTL invariant): no L2P check needed.
+                    if self.ftl.page_state(t.ppn) != PageState::Valid {
                         if t.source == Source::Refresh {
                             self.stats.refresh.moves_cancelled += 1;
                             self.refresh_step_done(t.plane);
@@ -116,7 +116,8 @@ impl Engine {
                     if self.rg.is_some() {
                         self.count_region_read(t.source, t.ppn, sense + bus + decode);
                     }
-                    let Some((dst, dst_pt, dst_mode)) = self.program_page(&t, t.source) else {
+                    debug_assert_eq!(self.ftl.lookup(t.lpn), t.ppn);
+                    let Some((dst, dst_pt, dst_mode)) = self.program_page(&t, Some(t.ppn)) else {
                         return;
                     };
                     self.count_read(t.source, ecc, src_pt);
@@ -129,18 +130,15 @@ impl Engine {
                     } else {
                         self.stats.gc_pages_moved += 1;
                     }
-                    phases[0] = Phase::Array(sense);
-                    let mut k = 1;
+                    self.exec.push_phase(die, Phase::Array(sense));
                     if !self.cfg.ftl.copyback {
-                        phases[1] = Phase::Bus(bus);
-                        phases[2] = Phase::Ctrl(decode);
-                        phases[3] = Phase::Bus(xfer);
-                        k = 4;
+                        self.exec.push_phase(die, Phase::Bus(bus));
+                        self.exec.push_phase(die, Phase::Ctrl(decode));
+                        self.exec.push_phase(die, Phase::Bus(xfer));
                     }
                     let prog = self.timing.program_ns(dst_pt, dst_mode);
-                    phases[k] = Phase::Array(prog);
-                    n = k + 1;
-                    t.ppn = dst;
+                    self.exec.push_phase(die, Phase::Array(prog));
+                    self.exec.stage_mut(die, 0).ppn = dst;
                     if self.rg.is_some() {
                         self.count_region_program(t.source, t.placement.region, xfer + prog);
                     }
@@ -152,20 +150,19 @@ impl Engine {
                     // IDA §III-B: "we conservatively set the voltage adjustment latency to the
                     // MSB write latency".
                     let mode = self.ftl.page_mode(t.ppn);
-                    phases[0] =
-                        Phase::Array(self.timing.program_ns(crate::flash::PageType::Msb, mode));
-                    n = 1;
+                    let adjust = self.timing.program_ns(crate::flash::PageType::Msb, mode);
+                    self.exec.push_phase(die, Phase::Array(adjust));
                 }
                 TxnKind::Erase => {
                     self.stats.flash_erases.add(t.source);
                     if self.rg.is_some() {
                         self.stats.regions.erases[t.placement.region as usize] += 1;
                     }
-                    phases[0] = Phase::Array(self.timing.erase_ns);
-                    n = 1;
+                    self.exec
+                        .push_phase(die, Phase::Array(self.timing.erase_ns));
                 }
             }
-            self.exec.start(die, &[t], &phases[..n], tail, now);
+            self.exec.start(die, 1, tail, now);
             return;
         }
     }
@@ -237,13 +234,15 @@ impl Engine {
         self.dispatch(die);
     }
 
-    /// Allocate and program the page of a program or GC-move transaction at dispatch; counts
-    /// the program. Returns the new PPN and its page type (`None` after an internal error).
+    /// Allocate and program the page of a program (`src` = `None`) or move (`src` = the valid
+    /// page it relocates) transaction at dispatch; counts the program. Returns the new PPN and
+    /// its page type (`None` after an internal error).
     fn program_page(
         &mut self,
         t: &Txn,
-        source: Source,
+        src: Option<u32>,
     ) -> Option<(u32, crate::flash::PageType, u8)> {
+        let source = t.source;
         // With regions, scheme migrations may not take a pool's last free block either.
         let host = source == Source::Host || (source == Source::Migration && self.rg.is_some());
         let Ok(ppn) = self.ftl.allocate_in(
@@ -262,7 +261,10 @@ impl Engine {
         };
         let time_s = (self.now / 1_000_000_000) as i32;
         let mode = self.region_mode(t.placement);
-        self.ftl.program(ppn, t.lpn, mode, t.placement.ecc, time_s);
+        match src {
+            None => self.ftl.program(ppn, t.lpn, mode, t.placement.ecc, time_s),
+            Some(src) => self.ftl.relocate(src, ppn, mode, t.placement.ecc, time_s),
+        }
         self.stats.flash_programs.add(source);
         self.stats.programs_by_mode[mode as usize] += 1;
         let ppb = self.ftl.geo.pages_per_block;

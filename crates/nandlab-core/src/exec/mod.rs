@@ -40,8 +40,8 @@
 //!   ([`Executor::phase`], [`EventQueue::die_time`]); suspending it means splitting that phase
 //!   (remaining time, plus suspend/resume latencies) and moving the die's single event
 //!   ([`EventQueue::set_die`]) — no stale event can fire.
-//! * Multi-plane operations: [`Executor::start`] takes up to `planes_per_die` transactions
-//!   sharing one list of phases; completion hands all of them back.
+//! * Multi-plane operations: a run serves up to `planes_per_die` staged transactions
+//!   ([`Executor::stage`]) sharing one list of phases; completion hands all of them back.
 //!
 //! # What it does not model
 //!
@@ -218,22 +218,48 @@ impl Executor {
         (r.ops != 0 && r.i > 0).then(|| r.phases[r.i as usize - 1])
     }
 
-    /// Start a run on idle die `die` at `now_ns`: `ops` (1 ..= `ops_per_die` transactions)
-    /// through `phases` (1 ..= [`MAX_PHASES`]), then `tail_ns` of controller time after the die
-    /// is released.
+    /// Put `t` as transaction `k` of the next run of idle die `die`, and return it for the
+    /// front end to fill in at dispatch (the page a program gets, …). Staging the picked
+    /// transaction first and editing it in place keeps the copy out of the dispatch path.
+    /// Staging transaction 0 also clears the run's phases ([`Executor::push_phase`]).
     #[inline]
-    pub fn start(&mut self, die: u32, ops: &[Txn], phases: &[Phase], tail_ns: u64, now_ns: u64) {
+    pub fn stage(&mut self, die: u32, k: usize, t: Txn) -> &mut Txn {
+        debug_assert!(!self.busy(die) && k < self.ops_per_die);
+        if k == 0 {
+            self.runs[die as usize].n = 0;
+        }
+        let slot = &mut self.txns[die as usize * self.ops_per_die + k];
+        *slot = t;
+        slot
+    }
+
+    /// Staged transaction `k` of idle die `die`, to edit before [`Executor::start`].
+    #[inline]
+    pub fn stage_mut(&mut self, die: u32, k: usize) -> &mut Txn {
+        &mut self.txns[die as usize * self.ops_per_die + k]
+    }
+
+    /// Append a phase to the staged run of idle die `die` (at most [`MAX_PHASES`]). Phases are
+    /// written in place, not built elsewhere and copied.
+    #[inline]
+    pub fn push_phase(&mut self, die: u32, p: Phase) {
+        let r = &mut self.runs[die as usize];
+        debug_assert!(r.ops == 0 && (r.n as usize) < MAX_PHASES);
+        r.phases[r.n as usize] = p;
+        r.n += 1;
+    }
+
+    /// Start a run on idle die `die` at `now_ns`: its first `ops` staged transactions
+    /// (1 ..= `ops_per_die`, see [`Executor::stage`]) through the pushed phases (at least one),
+    /// then `tail_ns` of controller time after the die is released.
+    #[inline]
+    pub fn start(&mut self, die: u32, ops: usize, tail_ns: u64, now_ns: u64) {
         debug_assert!(!self.busy(die));
-        debug_assert!(!ops.is_empty() && ops.len() <= self.ops_per_die);
-        debug_assert!(!phases.is_empty() && phases.len() <= MAX_PHASES);
-        let d = die as usize;
-        let base = d * self.ops_per_die;
-        self.txns[base..base + ops.len()].copy_from_slice(ops);
-        let r = &mut self.runs[d];
-        r.phases[..phases.len()].copy_from_slice(phases);
-        r.n = phases.len() as u8;
+        debug_assert!(ops >= 1 && ops <= self.ops_per_die);
+        let r = &mut self.runs[die as usize];
+        debug_assert!(r.n >= 1);
         r.i = 0;
-        r.ops = ops.len() as u8;
+        r.ops = ops as u8;
         r.start_ns = now_ns;
         r.tail_ns = tail_ns;
         self.run_phases(die, now_ns);
@@ -291,7 +317,7 @@ impl Executor {
         self.txns[die as usize * self.ops_per_die + k]
     }
 
-    /// Transaction `k` of the run on die `die` (running or last finished).
+    /// Transaction `k` of the run on die `die` (staged, running or last finished).
     #[inline]
     pub fn txn(&self, die: u32, k: usize) -> &Txn {
         &self.txns[die as usize * self.ops_per_die + k]
@@ -322,8 +348,14 @@ mod tests {
     fn shared_channel_serves_transfers_in_request_order() {
         // Two dies on one channel: both sense 10, then transfer 5. The second transfer waits.
         let mut x = Executor::new(2, 1, 1);
-        x.start(0, &[txn()], &[Phase::Array(10), Phase::Bus(5)], 0, 0);
-        x.start(1, &[txn()], &[Phase::Array(10), Phase::Bus(5)], 0, 0);
+        x.stage(0, 0, txn());
+        x.push_phase(0, Phase::Array(10));
+        x.push_phase(0, Phase::Bus(5));
+        x.start(0, 1, 0, 0);
+        x.stage(1, 0, txn());
+        x.push_phase(1, Phase::Array(10));
+        x.push_phase(1, Phase::Bus(5));
+        x.start(1, 1, 0, 0);
         assert_eq!(drain(&mut x), vec![(15, 0), (20, 1)]);
         assert_eq!(x.channel_busy_ns, vec![10]);
         assert_eq!(x.die_busy_ns, vec![15, 20]);
@@ -332,7 +364,10 @@ mod tests {
     #[test]
     fn own_channel_runs_a_whole_read_as_one_event() {
         let mut x = Executor::new(2, 2, 1);
-        x.start(1, &[txn()], &[Phase::Array(10), Phase::Bus(5)], 3, 0);
+        x.stage(1, 0, txn());
+        x.push_phase(1, Phase::Array(10));
+        x.push_phase(1, Phase::Bus(5));
+        x.start(1, 1, 3, 0);
         assert_eq!(x.events.die_time(1), Some(15));
         let (t, ev) = x.events.pop().unwrap();
         assert_eq!((t, ev), (15, Event::Die(1)));
@@ -344,8 +379,14 @@ mod tests {
     #[test]
     fn a_transfer_requested_now_queues_behind_the_channel() {
         let mut x = Executor::new(2, 1, 1);
-        x.start(0, &[txn()], &[Phase::Bus(8), Phase::Array(100)], 0, 0);
-        x.start(1, &[txn()], &[Phase::Bus(8), Phase::Array(100)], 0, 2);
+        x.stage(0, 0, txn());
+        x.push_phase(0, Phase::Bus(8));
+        x.push_phase(0, Phase::Array(100));
+        x.start(0, 1, 0, 0);
+        x.stage(1, 0, txn());
+        x.push_phase(1, Phase::Bus(8));
+        x.push_phase(1, Phase::Array(100));
+        x.start(1, 1, 0, 2);
         assert_eq!(drain(&mut x), vec![(108, 0), (116, 1)]);
     }
 }
