@@ -75,6 +75,7 @@ pub mod flash;
 pub mod ftl;
 pub mod hil;
 pub mod host;
+mod prefetch;
 pub mod reliability;
 pub mod rng;
 pub mod sched;

@@ -61,7 +61,8 @@ impl Engine {
             };
             // Staged in the die's slot; `t` is the copy the cost computation reads, and the
             // fields dispatch decides (ECC read, page programmed) are written to the slot.
-            let t = *self.exec.stage(die, 0, picked);
+            let t = picked;
+            self.exec.stage(die, 0, t);
             let now = self.now;
             let xfer = self.timing.transfer_ns;
             let ppb = self.ftl.geo.pages_per_block;
@@ -163,7 +164,29 @@ impl Engine {
                 }
             }
             self.exec.start(die, 1, tail, now);
+            self.prefetch_next(die, &t);
             return;
+        }
+    }
+
+    /// Prefetch what the run just started (`t`) will touch when it completes, and what the
+    /// transactions likely to start next on `die` (the heads of its queues) will touch when
+    /// they are dispatched: by then the lines are in cache.
+    #[inline]
+    fn prefetch_next(&self, die: u32, t: &Txn) {
+        if t.owner != NONE {
+            crate::prefetch::slice(&self.slots, t.owner as usize);
+        }
+        for n in self.sched.heads(die) {
+            match n.kind {
+                TxnKind::Program => self.ftl.prefetch_lpn(n.lpn),
+                TxnKind::Read => self.ftl.prefetch_read(n.ppn),
+                TxnKind::Move => {
+                    self.ftl.prefetch_read(n.ppn);
+                    self.ftl.prefetch_lpn(n.lpn);
+                }
+                TxnKind::Erase | TxnKind::Adjust => {}
+            }
         }
     }
 

@@ -52,6 +52,58 @@ const EV_TICK: u64 = 3 << 32;
 const EV_REFRESH: u64 = 4 << 32;
 const ID_MASK: u64 = (1 << 32) - 1;
 const PROGRESS_EVERY: u64 = 1 << 16;
+/// Requests read ahead of the one arriving next (prefetch distance).
+const LOOKAHEAD: usize = 4;
+
+/// The host request stream of a replay: reads ahead of arrival so that what the next requests
+/// touch can be prefetched. A trace error met while reading ahead is held until the requests
+/// before it have arrived, so a run fails at the same point as without read-ahead.
+struct Feed {
+    pulled: u64,
+    max: u64,
+    scale: f64,
+    ahead: std::collections::VecDeque<HostRequest>,
+    err: Option<NandlabError>,
+    exhausted: bool,
+}
+
+impl Feed {
+    /// The next request from `src` (at most `max`, arrival scaled by `host.time_scale`).
+    #[inline]
+    fn pull<S: RequestSource>(&mut self, src: &mut S) -> Result<Option<HostRequest>, NandlabError> {
+        if self.pulled >= self.max {
+            return Ok(None);
+        }
+        match src.next_request()? {
+            Some(mut r) => {
+                self.pulled += 1;
+                if self.scale != 1.0 {
+                    r.arrival_ns = (r.arrival_ns as f64 * self.scale).round() as u64;
+                }
+                Ok(Some(r))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// Read ahead up to [`LOOKAHEAD`] requests, calling `on_new` for each new one.
+    #[inline]
+    fn fill<S: RequestSource>(&mut self, src: &mut S, mut on_new: impl FnMut(&HostRequest)) {
+        while self.ahead.len() < LOOKAHEAD && !self.exhausted {
+            match self.pull(src) {
+                Ok(Some(r)) => {
+                    on_new(&r);
+                    self.ahead.push_back(r);
+                }
+                Ok(None) => self.exhausted = true,
+                Err(e) => {
+                    self.err = Some(e);
+                    self.exhausted = true;
+                }
+            }
+        }
+    }
+}
 
 #[derive(Clone, Copy, Debug)]
 struct HostSlot {
@@ -301,7 +353,6 @@ impl Engine {
         };
         let total_hint = total_hint.min(max);
         self.note_start_stage();
-        let mut pulled = 0u64;
         let mut next_progress = PROGRESS_EVERY;
         if let Some(p) = self.scheme.tick_period_ns() {
             self.push(p.max(1), EV_TICK);
@@ -309,24 +360,21 @@ impl Engine {
         if self.rf_on {
             self.push(self.now, EV_REFRESH);
         }
-        let scale = self.cfg.host.time_scale;
-        let mut pull = |src: &mut S| -> Result<Option<HostRequest>, NandlabError> {
-            if pulled >= max {
-                return Ok(None);
-            }
-            let r = src.next_request()?;
-            if let Some(mut r) = r {
-                pulled += 1;
-                if scale != 1.0 {
-                    r.arrival_ns = (r.arrival_ns as f64 * scale).round() as u64;
-                }
-                return Ok(Some(r));
-            }
-            Ok(None)
+        let mut feed = Feed {
+            pulled: 0,
+            max,
+            scale: self.cfg.host.time_scale,
+            ahead: std::collections::VecDeque::with_capacity(LOOKAHEAD),
+            err: None,
+            exhausted: false,
         };
         match self.cfg.host.mode {
             ReplayMode::Open => {
-                let mut next = pull(src)?;
+                feed.fill(src, |r| self.prefetch_request(r));
+                if let (None, Some(e)) = (feed.ahead.front(), feed.err.take()) {
+                    return Err(e);
+                }
+                let mut next = feed.ahead.front().copied();
                 loop {
                     if let Some(e) = self.error.take() {
                         return Err(e);
@@ -353,9 +401,15 @@ impl Engine {
                             }
                             self.now = self.now.max(r.arrival_ns);
                             self.on_arrival(r)?;
-                            next = pull(src)?;
-                            if next.is_none() {
-                                self.input_done = true;
+                            feed.ahead.pop_front();
+                            if let (None, Some(e)) = (feed.ahead.front(), feed.err.take()) {
+                                return Err(e);
+                            }
+                            feed.fill(src, |r| self.prefetch_request(r));
+                            next = feed.ahead.front().copied();
+                            match &next {
+                                Some(r) => self.prefetch_pages(r),
+                                None => self.input_done = true,
                             }
                         }
                         (_, Some(_)) => {
@@ -379,7 +433,7 @@ impl Engine {
                         next_progress += PROGRESS_EVERY;
                     }
                     while self.to_issue > 0 && !self.input_done {
-                        match pull(src)? {
+                        match feed.pull(src)? {
                             Some(mut r) => {
                                 self.to_issue -= 1;
                                 r.arrival_ns = self.now;
@@ -474,6 +528,34 @@ impl Engine {
     }
 
     // ----- host side -----------------------------------------------------------------
+
+    /// Prefetch the per-page state a read that arrives next will touch on dispatch (its L2P
+    /// entries were prefetched when it was read ahead).
+    #[inline]
+    fn prefetch_pages(&self, r: &HostRequest) {
+        if r.op != Op::Read {
+            return;
+        }
+        let first = r.offset_bytes / self.page_size;
+        let last = (r.offset_bytes + r.len_bytes.max(1) - 1) / self.page_size;
+        for lpn in first..=last.min(first + 15) {
+            self.ftl.prefetch_mapped((lpn % self.logical_pages) as u32);
+        }
+    }
+
+    /// Prefetch the L2P entries of a request read ahead (its reads look them up on arrival,
+    /// its writes when they are dispatched).
+    #[inline]
+    fn prefetch_request(&self, r: &HostRequest) {
+        let first = r.offset_bytes / self.page_size;
+        let last = (r.offset_bytes + r.len_bytes.max(1) - 1) / self.page_size;
+        // One prefetch per 64-byte line of 16 entries.
+        let mut lpn = first;
+        while lpn <= last {
+            self.ftl.prefetch_lpn((lpn % self.logical_pages) as u32);
+            lpn = (lpn | 15) + 1;
+        }
+    }
 
     fn on_arrival(&mut self, r: HostRequest) -> Result<(), NandlabError> {
         self.last_arrival_ns = r.arrival_ns;

@@ -372,6 +372,30 @@ impl Ftl {
     pub fn lookup(&self, lpn: u32) -> u32 {
         self.l2p[lpn as usize].wrapping_sub(1)
     }
+    /// Prefetch the L2P entry of `lpn` (a read of the mapping or a program of the LPN soon).
+    #[inline]
+    pub fn prefetch_lpn(&self, lpn: u32) {
+        crate::prefetch::slice(&self.l2p, lpn as usize);
+    }
+    /// Prefetch what a read of `lpn`'s page touches, when `lpn` is mapped (reads the L2P
+    /// entry: prefetch it first).
+    #[inline]
+    pub fn prefetch_mapped(&self, lpn: u32) {
+        if let Some(&p) = self.l2p.get(lpn as usize) {
+            if p != 0 {
+                self.prefetch_read(p - 1);
+            }
+        }
+    }
+    /// Prefetch what a read of page `ppn` touches (its ECC byte and state word).
+    #[inline]
+    pub fn prefetch_read(&self, ppn: u32) {
+        crate::prefetch::slice(&self.ecc, ppn as usize);
+        crate::prefetch::slice(&self.state, (ppn / STATE_PER_WORD) as usize);
+        if self.any_read_type {
+            crate::prefetch::slice(&self.flags, ppn as usize);
+        }
+    }
     /// Decoded metadata of a page.
     #[inline]
     pub fn page_meta(&self, ppn: u32) -> PageMeta {

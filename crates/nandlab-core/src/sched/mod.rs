@@ -231,13 +231,18 @@ impl Sched {
         }
     }
 
-    /// The transactions queued on `die` that are likely to start next (the heads and the
-    /// entries behind them, up to `n` per queue), for prefetching what they will touch.
+    /// The heads of `die`'s queues (what it may start next), for prefetching what they will
+    /// touch. Also prefetches the queue entries a few places behind each head, so that the
+    /// next heads are in cache when they are read.
     #[inline]
-    pub fn upcoming(&self, die: u32, n: usize) -> impl Iterator<Item = &Txn> {
-        self.queues[die as usize]
-            .iter()
-            .flat_map(move |q| q.iter().take(n))
+    pub fn heads(&self, die: u32) -> impl Iterator<Item = &Txn> {
+        let qs = &self.queues[die as usize];
+        for q in qs {
+            if let Some(t) = q.get(2) {
+                crate::prefetch::read(t);
+            }
+        }
+        qs.iter().filter_map(|q| q.front())
     }
 
     /// Transactions still queued (all dies and the shared write queue).
