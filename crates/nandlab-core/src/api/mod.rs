@@ -14,7 +14,8 @@ pub use reliability::{
 
 use crate::config::{Config, Fill};
 use crate::engine::Engine;
-use crate::host::{prepass, RequestSource};
+use crate::host::spill::SpillWriter;
+use crate::host::{prepass_with, RequestSource};
 use crate::trace::{GenParams, TraceOptions, TraceReader};
 
 pub use crate::error::{NandlabError, ProgressFn};
@@ -57,9 +58,12 @@ pub fn run(req: &RunRequest, progress: &mut ProgressFn<'_>) -> Result<String, Na
     serde_json::to_string_pretty(&report).map_err(|e| NandlabError::Sim(e.to_string()))
 }
 
-/// Run a simulation of `cfg` over the requests `open()` yields (called once or twice: a
-/// pre-pass for device sizing and the touched-page fill, then the replay). `trace` is echoed
-/// into the report. Returns the report as a JSON value.
+/// Run a simulation of `cfg` over the requests `open()` yields. When the device is sized from
+/// the trace or the fill needs the touched pages, a pre-pass reads the source first; the
+/// replay then reads the requests the pre-pass kept in a spill file ([`crate::host::spill`]),
+/// so a trace is parsed once. (`open()` is called once, or twice when no temporary file can be
+/// created or `host.max_requests` limits the replay.) `trace` is echoed into the report.
+/// Returns the report as a JSON value.
 ///
 /// # Errors
 /// Whatever `open` or the source returns, and [`NandlabError::Sim`] from the engine.
@@ -73,15 +77,41 @@ pub fn simulate_source<S: RequestSource>(
     let auto_size = cfg.device.blocks_per_plane == 0 && cfg.device.logical_capacity_bytes == 0;
     let want_touched = cfg.precondition.fill == Fill::Touched;
     let ps = cfg.device.page_size_bytes as u64;
+    // The pre-pass keeps the requests for the replay unless the replay stops early (the
+    // source's counters then describe the part replayed, as without a pre-pass).
+    let mut spill = None;
+    let mut pre_src = None;
+    let mut run_prepass = |wrap: Option<u64>,
+                           spill: &mut Option<SpillWriter>|
+     -> Result<crate::host::Prepass, NandlabError> {
+        let mut src = open()?;
+        let mut keep = if cfg.host.max_requests == 0 {
+            SpillWriter::new().ok()
+        } else {
+            None
+        };
+        let pre = prepass_with(
+            &mut src,
+            want_touched.then_some(ps),
+            wrap,
+            |r| match &mut keep {
+                Some(w) => w.push(r),
+                None => Ok(()),
+            },
+        )?;
+        *spill = keep;
+        pre_src = Some(src);
+        Ok(pre)
+    };
     let (geo, logical_pages, pre) = if auto_size {
-        let pre = prepass(&mut open()?, want_touched.then_some(ps), None)?;
+        let pre = run_prepass(None, &mut spill)?;
         let (g, l) = cfg.size_device(pre.max_end_bytes)?;
         (g, l, Some(pre))
     } else {
         let (g, l) = cfg.size_device(0)?;
         let pre = if want_touched {
             let wrap = cfg.ftl.wrap_offsets.then_some(l);
-            Some(prepass(&mut open()?, Some(ps), wrap)?)
+            Some(run_prepass(wrap, &mut spill)?)
         } else {
             None
         };
@@ -98,12 +128,21 @@ pub fn simulate_source<S: RequestSource>(
     debug_assert_eq!(engine.check_invariants(), Ok(()));
     let total = pre.as_ref().map_or(0, |p| p.requests);
     let t1 = Instant::now();
-    let mut src = open()?;
-    engine.run(&mut src, total, progress)?;
+    let described = match (spill, pre_src) {
+        (Some(w), Some(pre_src)) => {
+            engine.run(&mut w.into_source()?, total, progress)?;
+            pre_src.describe()
+        }
+        _ => {
+            let mut src = open()?;
+            engine.run(&mut src, total, progress)?;
+            src.describe()
+        }
+    };
     debug_assert_eq!(engine.check_invariants(), Ok(()));
     let replay = t1.elapsed().as_secs_f64();
     let wall = t0.elapsed().as_secs_f64();
-    let trace = match (trace, src.describe()) {
+    let trace = match (trace, described) {
         (serde_json::Value::Null, d) => d,
         (t, serde_json::Value::Null) => t,
         (mut t, serde_json::Value::Object(d)) => {
