@@ -487,6 +487,7 @@ impl Engine {
             Event::Die(die) => {
                 if let Some(done) = self.exec.advance(die, self.now) {
                     self.complete(die, done);
+                    self.exec.settle(die);
                 }
                 return;
             }

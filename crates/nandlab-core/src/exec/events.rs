@@ -11,7 +11,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-/// Slot key of an empty slot.
+/// Time of an empty slot.
 const EMPTY: u64 = u64::MAX;
 
 /// What fired.
@@ -23,13 +23,24 @@ pub enum Event {
     Timer(u64),
 }
 
+/// A tree node: the earliest slot below it and its time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Entry {
+    t: u64,
+    slot: u32,
+}
+
+const NO_ENTRY: Entry = Entry {
+    t: EMPTY,
+    slot: u32::MAX,
+};
+
 /// Per-die timer slots and a timer heap; see the module documentation.
 #[derive(Clone, Debug)]
 pub struct EventQueue {
-    /// Slot keys (time, ns): slot 0 mirrors the timer heap's top, slot 1 + d is die d.
-    key: Vec<u64>,
-    /// Tournament tree over the slots: `node[1]` is the winning slot, `node[p + s] = s`.
-    node: Vec<u32>,
+    /// Tournament tree: `node[1]` is the earliest slot, the leaves are `node[p + slot]`. Slot 0
+    /// mirrors the timer heap's top, slot 1 + d is die d.
+    node: Vec<Entry>,
     /// Leaves (power of two ≥ slots).
     p: usize,
     timers: BinaryHeap<Reverse<(u64, u64, u64)>>,
@@ -40,109 +51,104 @@ impl EventQueue {
     /// A queue for `dies` dies, all idle, no timers.
     pub fn new(dies: u32) -> EventQueue {
         let slots = dies as usize + 1;
-        let p = slots.next_power_of_two();
-        let mut node = vec![0u32; 2 * p];
-        for s in 0..p {
-            node[p + s] = s.min(slots - 1) as u32;
+        let p = slots.next_power_of_two().max(2);
+        let mut node = vec![NO_ENTRY; 2 * p];
+        for (s, n) in node[p..].iter_mut().enumerate() {
+            n.slot = s as u32;
         }
-        let mut q = EventQueue {
-            key: vec![EMPTY; slots],
+        for j in (1..p).rev() {
+            node[j] = node[2 * j];
+        }
+        EventQueue {
             node,
             p,
             timers: BinaryHeap::with_capacity(64),
             timer_seq: 0,
-        };
-        for j in (1..p).rev() {
-            q.node[j] = q.better(q.node[2 * j], q.node[2 * j + 1]);
-        }
-        q
-    }
-
-    #[inline]
-    fn better(&self, a: u32, b: u32) -> u32 {
-        // Strict: on equal keys the lower slot (timers, then lower die) wins.
-        if self.key[b as usize] < self.key[a as usize] {
-            b
-        } else {
-            a
         }
     }
 
+    /// Set leaf `slot` to time `t` and restore the minima above it, stopping where nothing
+    /// changes. Ties go to the left child, i.e. the lower slot.
     #[inline]
-    fn update(&mut self, slot: usize) {
-        let mut j = (self.p + slot) >> 1;
-        while j >= 1 {
-            self.node[j] = self.better(self.node[2 * j], self.node[2 * j + 1]);
+    fn update(&mut self, slot: usize, t: u64) {
+        let mut j = self.p + slot;
+        self.node[j].t = t;
+        while j > 1 {
+            let (l, r) = (self.node[j & !1], self.node[j | 1]);
+            let m = if r.t < l.t { r } else { l };
             j >>= 1;
+            if self.node[j] == m {
+                break;
+            }
+            self.node[j] = m;
         }
     }
 
     /// Set (or move) die `die`'s event to time `t_ns`.
     #[inline]
     pub fn set_die(&mut self, die: u32, t_ns: u64) {
-        let s = die as usize + 1;
-        self.key[s] = t_ns;
-        self.update(s);
+        self.update(die as usize + 1, t_ns);
     }
 
     /// Remove die `die`'s pending event, if any.
     #[inline]
     pub fn clear_die(&mut self, die: u32) {
         let s = die as usize + 1;
-        if self.key[s] != EMPTY {
-            self.key[s] = EMPTY;
-            self.update(s);
+        if self.node[self.p + s].t != EMPTY {
+            self.update(s, EMPTY);
         }
     }
 
     /// Time of die `die`'s pending event, if any.
     #[inline]
     pub fn die_time(&self, die: u32) -> Option<u64> {
-        let k = self.key[die as usize + 1];
-        (k != EMPTY).then_some(k)
+        let t = self.node[self.p + die as usize + 1].t;
+        (t != EMPTY).then_some(t)
+    }
+
+    fn sync_timers(&mut self) {
+        let top = self.timers.peek().map_or(EMPTY, |Reverse((t, _, _))| *t);
+        if top != self.node[self.p].t {
+            self.update(0, top);
+        }
     }
 
     /// Add a timer at `t_ns` with the caller's `payload`.
     pub fn push_timer(&mut self, t_ns: u64, payload: u64) {
         self.timers.push(Reverse((t_ns, self.timer_seq, payload)));
         self.timer_seq += 1;
-        let top = self.timers.peek().map_or(EMPTY, |Reverse((t, _, _))| *t);
-        if top != self.key[0] {
-            self.key[0] = top;
-            self.update(0);
-        }
+        self.sync_timers();
     }
 
     /// Time of the next event, if any.
     #[inline]
     pub fn next_time(&self) -> Option<u64> {
-        let k = self.key[self.node[1] as usize];
-        (k != EMPTY).then_some(k)
+        let t = self.node[1].t;
+        (t != EMPTY).then_some(t)
     }
 
     /// Whether nothing is pending.
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.next_time().is_none()
+        self.node[1].t == EMPTY
     }
 
-    /// Take the next event and its time.
+    /// Take the next event and its time. A die event stays in its slot (at the time it fired)
+    /// until the die's owner sets its next time or clears it ([`EventQueue::set_die`],
+    /// [`EventQueue::clear_die`]) — one tree update per event instead of two when the die goes
+    /// on working. The owner must do one or the other before the next `pop`.
     #[inline]
     pub fn pop(&mut self) -> Option<(u64, Event)> {
-        let s = self.node[1] as usize;
-        let t = self.key[s];
+        let Entry { t, slot } = self.node[1];
         if t == EMPTY {
             return None;
         }
-        if s == 0 {
+        if slot == 0 {
             let Reverse((_, _, payload)) = self.timers.pop()?;
-            self.key[0] = self.timers.peek().map_or(EMPTY, |Reverse((t, _, _))| *t);
-            self.update(0);
+            self.sync_timers();
             Some((t, Event::Timer(payload)))
         } else {
-            self.key[s] = EMPTY;
-            self.update(s);
-            Some((t, Event::Die(s as u32 - 1)))
+            Some((t, Event::Die(slot - 1)))
         }
     }
 }
@@ -163,6 +169,9 @@ mod tests {
         q.set_die(0, 3); // moved
         let mut got = Vec::new();
         while let Some(e) = q.pop() {
+            if let (_, Event::Die(d)) = e {
+                q.clear_die(d);
+            }
             got.push(e);
         }
         assert_eq!(
@@ -187,6 +196,7 @@ mod tests {
         q.clear_die(1);
         assert_eq!(q.die_time(1), None);
         assert_eq!(q.pop(), Some((9, Event::Die(0))));
+        q.clear_die(0);
         assert_eq!(q.pop(), None);
     }
 }

@@ -293,7 +293,8 @@ impl Executor {
 
     /// Die `die`'s event fired at `now_ns`: continue its run, or finish it (the die is idle
     /// again) and return what finished; its transactions are [`Executor::done_txn`] until the
-    /// next [`Executor::start`] on the die.
+    /// next [`Executor::start`] on the die. After a finish the caller either starts the die
+    /// again or calls [`Executor::settle`] before the next event is taken.
     #[inline]
     pub fn advance(&mut self, die: u32, now_ns: u64) -> Option<Done> {
         let r = &self.runs[die as usize];
@@ -309,6 +310,14 @@ impl Executor {
         self.die_busy_ns[die as usize] += now_ns - r.start_ns;
         self.runs[die as usize].ops = 0;
         Some(done)
+    }
+
+    /// After a finished run was handled: an idle die has no pending event.
+    #[inline]
+    pub fn settle(&mut self, die: u32) {
+        if !self.busy(die) {
+            self.events.clear_die(die);
+        }
     }
 
     /// Transaction `k` of the run die `die` finished last.
@@ -338,6 +347,7 @@ mod tests {
             if let Event::Die(d) = ev {
                 if x.advance(d, t).is_some() {
                     out.push((t, d));
+                    x.settle(d);
                 }
             }
         }
@@ -372,6 +382,8 @@ mod tests {
         let (t, ev) = x.events.pop().unwrap();
         assert_eq!((t, ev), (15, Event::Die(1)));
         let d = x.advance(1, t).unwrap();
+        x.settle(1);
+        assert!(x.events.is_empty());
         assert_eq!((d.start_ns, d.tail_ns, d.ops), (0, 3, 1));
         assert!(!x.busy(1));
     }
