@@ -11,6 +11,8 @@ use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use crate::trace::{HostRequest, Op, TraceError};
 
 const BUF: usize = 1 << 20;
+/// Longest record: three 10-byte varints.
+const MAX_RECORD: usize = 30;
 
 fn io(e: std::io::Error) -> TraceError {
     TraceError::Io {
@@ -26,15 +28,17 @@ pub struct SpillWriter {
     count: u64,
 }
 
-#[inline]
-fn put_varint(buf: &mut [u8; 30], n: &mut usize, mut v: u64) {
-    while v >= 0x80 {
+#[inline(always)]
+fn put_varint(buf: &mut [u8; MAX_RECORD], n: &mut usize, mut v: u64) {
+    while v >= 0x80 && *n < MAX_RECORD - 1 {
         buf[*n] = (v as u8) | 0x80;
         v >>= 7;
         *n += 1;
     }
-    buf[*n] = v as u8;
-    *n += 1;
+    if *n < MAX_RECORD {
+        buf[*n] = v as u8;
+        *n += 1;
+    }
 }
 
 impl SpillWriter {
@@ -55,7 +59,7 @@ impl SpillWriter {
     /// guarantees it).
     #[inline]
     pub fn push(&mut self, r: &HostRequest) -> Result<(), TraceError> {
-        let mut b = [0u8; 30];
+        let mut b = [0u8; MAX_RECORD];
         let mut n = 0;
         put_varint(&mut b, &mut n, r.arrival_ns.wrapping_sub(self.last_ns));
         put_varint(&mut b, &mut n, r.offset_bytes);
@@ -79,7 +83,8 @@ impl SpillWriter {
         f.seek(SeekFrom::Start(0)).map_err(io)?;
         Ok(SpillSource {
             inp: BufReader::with_capacity(BUF, f),
-            buf: vec![0; BUF],
+            // Zero slack after the data: a record is decoded from a fixed window.
+            buf: vec![0; BUF + MAX_RECORD],
             pos: 0,
             end: 0,
             last_ns: 0,
@@ -104,35 +109,33 @@ impl SpillSource {
         self.buf.copy_within(self.pos..self.end, 0);
         self.end -= self.pos;
         self.pos = 0;
-        while self.end < self.buf.len() {
-            let n = self.inp.read(&mut self.buf[self.end..]).map_err(io)?;
+        while self.end < BUF {
+            let n = self.inp.read(&mut self.buf[self.end..BUF]).map_err(io)?;
             if n == 0 {
                 break;
             }
             self.end += n;
         }
+        self.buf[self.end..].fill(0);
         Ok(())
     }
+}
 
-    #[inline]
-    fn varint(&mut self) -> Result<u64, TraceError> {
-        let mut v = 0u64;
-        let mut shift = 0;
-        loop {
-            let Some(&b) = self.buf[self.pos..self.end].first() else {
-                return Err(io(std::io::Error::new(
-                    std::io::ErrorKind::UnexpectedEof,
-                    "truncated",
-                )));
-            };
-            self.pos += 1;
-            v |= ((b & 0x7f) as u64) << shift;
-            if b < 0x80 {
-                return Ok(v);
-            }
-            shift += 7;
+/// Decode a varint at `*i` of a record window.
+#[inline(always)]
+fn get_varint(w: &[u8; MAX_RECORD], i: &mut usize) -> u64 {
+    let mut v = 0u64;
+    let mut shift = 0;
+    while *i < MAX_RECORD {
+        let b = w[*i];
+        *i += 1;
+        v |= ((b & 0x7f) as u64) << shift;
+        if b < 0x80 {
+            break;
         }
+        shift += 7;
     }
+    v
 }
 
 impl crate::host::RequestSource for SpillSource {
@@ -141,13 +144,23 @@ impl crate::host::RequestSource for SpillSource {
         if self.left == 0 {
             return Ok(None);
         }
-        // A request takes at most 30 bytes.
-        if self.end - self.pos < 30 {
+        if self.end - self.pos < MAX_RECORD {
             self.refill()?;
+            if self.pos == self.end {
+                return Err(io(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "truncated",
+                )));
+            }
         }
-        let dt = self.varint()?;
-        let offset_bytes = self.varint()?;
-        let lo = self.varint()?;
+        let w: &[u8; MAX_RECORD] = self.buf[self.pos..self.pos + MAX_RECORD]
+            .try_into()
+            .expect("window within the buffer's slack");
+        let mut i = 0;
+        let dt = get_varint(w, &mut i);
+        let offset_bytes = get_varint(w, &mut i);
+        let lo = get_varint(w, &mut i);
+        self.pos += i;
         self.left -= 1;
         self.last_ns = self.last_ns.wrapping_add(dt);
         Ok(Some(HostRequest {
