@@ -35,14 +35,24 @@ const NO_ENTRY: Entry = Entry {
     slot: u32::MAX,
 };
 
+/// Slots up to which the earliest is found by a scan instead of the tree (a scan of a few
+/// slots costs less than walking the tree on every update).
+const SCAN_SLOTS: usize = 16;
+
 /// Per-die timer slots and a timer heap; see the module documentation.
 #[derive(Clone, Debug)]
 pub struct EventQueue {
     /// Tournament tree: `node[1]` is the earliest slot, the leaves are `node[p + slot]`. Slot 0
-    /// mirrors the timer heap's top, slot 1 + d is die d.
+    /// mirrors the timer heap's top, slot 1 + d is die d. With at most [`SCAN_SLOTS`] slots
+    /// only the leaves are kept and `node[1]` is recomputed by a scan when `stale`.
     node: Vec<Entry>,
     /// Leaves (power of two ≥ slots).
     p: usize,
+    /// Slots in use.
+    slots: usize,
+    scan: bool,
+    stale: std::cell::Cell<bool>,
+    min: std::cell::Cell<Entry>,
     timers: BinaryHeap<Reverse<(u64, u64, u64)>>,
     timer_seq: u64,
 }
@@ -62,6 +72,10 @@ impl EventQueue {
         EventQueue {
             node,
             p,
+            slots,
+            scan: slots <= SCAN_SLOTS,
+            stale: std::cell::Cell::new(false),
+            min: std::cell::Cell::new(NO_ENTRY),
             timers: BinaryHeap::with_capacity(64),
             timer_seq: 0,
         }
@@ -73,6 +87,19 @@ impl EventQueue {
     fn update(&mut self, slot: usize, t: u64) {
         let mut j = self.p + slot;
         self.node[j].t = t;
+        if self.scan {
+            let m = self.min.get();
+            let e = Entry {
+                t,
+                slot: slot as u32,
+            };
+            if (t, e.slot) < (m.t, m.slot) {
+                self.min.set(e);
+            } else if m.slot == e.slot {
+                self.stale.set(true);
+            }
+            return;
+        }
         while j > 1 {
             let (l, r) = (self.node[j & !1], self.node[j | 1]);
             let m = if r.t < l.t { r } else { l };
@@ -120,17 +147,38 @@ impl EventQueue {
         self.sync_timers();
     }
 
+    /// The earliest slot.
+    #[inline]
+    fn top(&self) -> Entry {
+        if !self.scan {
+            return self.node[1];
+        }
+        if self.stale.get() {
+            let leaves = &self.node[self.p..self.p + self.slots];
+            let mut best = NO_ENTRY;
+            for e in leaves {
+                // Strict: on equal times the lower slot stays.
+                if e.t < best.t {
+                    best = *e;
+                }
+            }
+            self.min.set(best);
+            self.stale.set(false);
+        }
+        self.min.get()
+    }
+
     /// Time of the next event, if any.
     #[inline]
     pub fn next_time(&self) -> Option<u64> {
-        let t = self.node[1].t;
+        let t = self.top().t;
         (t != EMPTY).then_some(t)
     }
 
     /// Whether nothing is pending.
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.node[1].t == EMPTY
+        self.top().t == EMPTY
     }
 
     /// Take the next event and its time. A die event stays in its slot (at the time it fired)
@@ -139,7 +187,7 @@ impl EventQueue {
     /// on working. The owner must do one or the other before the next `pop`.
     #[inline]
     pub fn pop(&mut self) -> Option<(u64, Event)> {
-        let Entry { t, slot } = self.node[1];
+        let Entry { t, slot } = self.top();
         if t == EMPTY {
             return None;
         }
@@ -186,6 +234,42 @@ mod tests {
             ]
         );
         assert!(q.is_empty());
+    }
+
+    #[test]
+    fn scan_and_tree_agree() {
+        use rand::{Rng, SeedableRng};
+        for dies in [3u32, 15, 40] {
+            let mut q = EventQueue::new(dies);
+            let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(dies as u64);
+            let mut pending = vec![None; dies as usize];
+            let mut now = 0u64;
+            for _ in 0..5000 {
+                let d = rng.gen_range(0..dies);
+                if pending[d as usize].is_none() {
+                    let t = now + rng.gen_range(0..50);
+                    q.set_die(d, t);
+                    pending[d as usize] = Some(t);
+                }
+                if rng.gen_bool(0.5) {
+                    let want = pending
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(i, t)| t.map(|t| (t, i as u32)))
+                        .min();
+                    let got = q.pop();
+                    match want {
+                        None => assert_eq!(got, None),
+                        Some((t, i)) => {
+                            assert_eq!(got, Some((t, Event::Die(i))));
+                            now = t;
+                            pending[i as usize] = None;
+                            q.clear_die(i);
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]
