@@ -304,6 +304,12 @@ impl Ftl {
         self.stage = s as u8;
     }
 
+    /// Sum of all blocks' erase counts.
+    #[inline]
+    pub fn total_erases(&self) -> u64 {
+        self.pe_sum
+    }
+
     /// Mean P/E cycles over all blocks.
     #[inline]
     pub fn mean_pe(&self) -> f64 {
