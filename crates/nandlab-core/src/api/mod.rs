@@ -15,6 +15,7 @@ pub use reliability::{
 use crate::config::{Config, Fill};
 use crate::engine::Engine;
 use crate::host::spill::SpillWriter;
+use crate::host::threaded::ThreadedSource;
 use crate::host::{prepass_with, RequestSource};
 use crate::trace::{GenParams, TraceOptions, TraceReader};
 
@@ -53,8 +54,21 @@ pub fn run(req: &RunRequest, progress: &mut ProgressFn<'_>) -> Result<String, Na
         overrides.push(format!("scheme.name={}", toml::Value::String(s.clone())));
     }
     let cfg = crate::config::load(&req.config_toml, &origin, &overrides)?;
-    let mut open = || Ok(TraceReader::open(&req.trace_path, &req.trace_options)?);
-    let report = simulate_source(cfg, &mut open, serde_json::Value::Null, progress)?;
+    // Parsing runs on its own thread (the machine's second core), overlapping the pre-pass or
+    // the replay that consumes it. Not when the replay stops early: the report's trace counters
+    // then describe what was replayed, which only the consuming thread knows.
+    let report = if cfg.host.max_requests == 0 {
+        let mut open = || {
+            Ok(ThreadedSource::spawn(TraceReader::open(
+                &req.trace_path,
+                &req.trace_options,
+            )?))
+        };
+        simulate_source(cfg, &mut open, serde_json::Value::Null, progress)?
+    } else {
+        let mut open = || Ok(TraceReader::open(&req.trace_path, &req.trace_options)?);
+        simulate_source(cfg, &mut open, serde_json::Value::Null, progress)?
+    };
     serde_json::to_string_pretty(&report).map_err(|e| NandlabError::Sim(e.to_string()))
 }
 

@@ -11,6 +11,7 @@
 //! constant memory.
 
 pub mod spill;
+pub mod threaded;
 
 use crate::trace::{HostRequest, TraceError};
 
