@@ -65,11 +65,10 @@ impl Engine {
             self.exec.stage(die, 0, t);
             let now = self.now;
             let xfer = self.timing.transfer_ns;
-            let ppb = self.ftl.geo.pages_per_block;
             let mut tail = 0;
             match t.kind {
                 TxnKind::Read => {
-                    let pt = self.layout.page_type[(t.ppn % ppb) as usize];
+                    let pt = self.layout.page_type[self.ftl.page_index(t.ppn) as usize];
                     let ecc = self.ftl.page_ecc(t.ppn);
                     let rt = self.read_type(t.ppn, pt, t.source);
                     let (sense, bus, decode) = self.read_cost(t.ppn, rt, ecc);
@@ -110,7 +109,7 @@ impl Engine {
                         }
                         continue;
                     }
-                    let src_pt = self.layout.page_type[(t.ppn % ppb) as usize];
+                    let src_pt = self.layout.page_type[self.ftl.page_index(t.ppn) as usize];
                     let ecc = self.ftl.page_ecc(t.ppn);
                     let rt = self.read_type(t.ppn, src_pt, t.source);
                     let (sense, bus, decode) = self.read_cost(t.ppn, rt, ecc);
@@ -290,7 +289,10 @@ impl Engine {
         }
         self.stats.flash_programs.add(source);
         self.stats.programs_by_mode[mode as usize] += 1;
-        let ppb = self.ftl.geo.pages_per_block;
-        Some((ppn, self.layout.page_type[(ppn % ppb) as usize], mode))
+        Some((
+            ppn,
+            self.layout.page_type[self.ftl.page_index(ppn) as usize],
+            mode,
+        ))
     }
 }

@@ -160,6 +160,7 @@ pub struct Engine {
     log: Option<Box<dyn Write>>,
     logical_pages: u64,
     page_size: u64,
+    pager: crate::hil::Pager,
     last_arrival_ns: u64,
     /// Preconditioning summary.
     pub precondition: PreconditionReport,
@@ -241,6 +242,7 @@ impl Engine {
         });
         let mut e = Engine {
             page_size: geo.page_size_bytes as u64,
+            pager: crate::hil::Pager::new(geo.page_size_bytes as u64),
             sched: Sched::new(
                 dies,
                 geo.planes_per_die,
@@ -575,7 +577,7 @@ impl Engine {
                 )));
             }
         }
-        let span = crate::hil::span(offset, r.len_bytes, self.page_size);
+        let span = self.pager.span(offset, r.len_bytes);
         let slot = self.alloc_slot(HostSlot {
             arrival_ns: r.arrival_ns.min(self.now),
             offset_bytes: r.offset_bytes,
@@ -606,8 +608,14 @@ impl Engine {
         };
         self.scheme
             .on_request(r.op, first, span.pages as u32, &ctx, &mut self.actions);
-        for i in 0..span.pages {
-            let lpn = ((span.first_lpn + i) % self.logical_pages) as u32;
+        // LPNs from `first`, wrapping at the logical capacity.
+        let mut next_lpn = first;
+        for _ in 0..span.pages {
+            let lpn = next_lpn;
+            next_lpn += 1;
+            if next_lpn as u64 == self.logical_pages {
+                next_lpn = 0;
+            }
             match r.op {
                 Op::Read => {
                     let ppn = self.ftl.lookup(lpn);

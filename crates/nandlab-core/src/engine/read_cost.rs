@@ -28,7 +28,7 @@ impl Engine {
             if rg.table {
                 // EFM Tables II-III: the region's read latency at the current wear stage
                 // replaces the page-type sense time; the ECC's extra sensing and decode add.
-                let r = self.ftl.block_region(self.ftl.geo.block_of_ppn(ppn)) as usize;
+                let r = self.ftl.block_region(self.ftl.block_of(ppn)) as usize;
                 let e = &self.timing.eccs[ecc as usize];
                 return (
                     rg.read_ns[r * rg.stages + self.ftl.wear_stage()] + e.extra_sense_ns,
@@ -44,7 +44,7 @@ impl Engine {
                 self.timing.decode_ns(ecc),
             );
         };
-        let block = self.ftl.geo.block_of_ppn(ppn);
+        let block = self.ftl.block_of(ppn);
         let pe = self.ftl.block_erases(block);
         let age_s = self.now as f64 / 1e9 - self.ftl.page_program_s(ppn) as f64;
         let mode = self.ftl.page_mode(ppn);

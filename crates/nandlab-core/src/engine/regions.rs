@@ -51,7 +51,7 @@ impl Engine {
     /// `ns` of flash time.
     pub(super) fn count_region_read(&mut self, source: Source, ppn: u32, ns: u64) {
         let Some(rg) = &self.rg else { return };
-        let r = self.ftl.block_region(self.ftl.geo.block_of_ppn(ppn)) as usize;
+        let r = self.ftl.block_region(self.ftl.block_of(ppn)) as usize;
         let st = &mut self.stats.regions;
         st.reads[r] += 1;
         match source {

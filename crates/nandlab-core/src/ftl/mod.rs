@@ -54,7 +54,7 @@
 use std::collections::VecDeque;
 
 use crate::config::{Allocation, VictimPolicy};
-use crate::flash::Geometry;
+use crate::flash::{DivU32, Geometry};
 
 /// L2P / page-LPN sentinel: not mapped.
 pub const UNMAPPED: u32 = u32::MAX;
@@ -185,6 +185,13 @@ pub struct Ftl {
     victim_policy: VictimPolicy,
     /// GC runs on a plane while it has fewer free blocks than this.
     pub gc_threshold_blocks: usize,
+    /// Dividers by pages per block, blocks per plane, planes and regions.
+    ppb_div: DivU32,
+    bpp_div: DivU32,
+    planes_div: DivU32,
+    regions_div: DivU32,
+    /// Static CWDP plane of `lpn` = `cwdp[lpn % planes]`.
+    cwdp: Vec<u32>,
 }
 
 impl Ftl {
@@ -284,6 +291,11 @@ impl Ftl {
             allocation,
             victim_policy,
             gc_threshold_blocks: thr.max(2),
+            ppb_div: DivU32::new(geo.pages_per_block),
+            bpp_div: DivU32::new(geo.blocks_per_plane),
+            planes_div: DivU32::new(geo.planes()),
+            regions_div: DivU32::new(nr as u32),
+            cwdp: (0..geo.planes()).map(|l| geo.cwdp_plane(l)).collect(),
             geo,
         }
     }
@@ -353,16 +365,13 @@ impl Ftl {
     /// Pool of a block.
     #[inline]
     pub fn pool_of_block(&self, block: u32) -> u32 {
-        self.pool(
-            self.geo.plane_of_block(block),
-            self.blk_region[block as usize],
-        )
+        self.pool(self.bpp_div.div(block), self.blk_region[block as usize])
     }
 
     /// Plane of a pool.
     #[inline]
     pub fn plane_of_pool(&self, pool: u32) -> u32 {
-        pool / self.regions
+        self.regions_div.div(pool)
     }
 
     /// Number of pools (planes × regions).
@@ -558,7 +567,7 @@ impl Ftl {
     /// GC threshold of a pool (free blocks).
     #[inline]
     fn pool_threshold(&self, pool: u32) -> usize {
-        self.region_gc_threshold[(pool % self.regions) as usize]
+        self.region_gc_threshold[self.regions_div.rem(pool) as usize]
     }
     /// True while the pool has fewer free blocks than its GC threshold.
     #[inline]
@@ -593,7 +602,7 @@ impl Ftl {
     #[inline]
     pub fn plane_for_write_in(&mut self, lpn: u32, region: u8) -> u32 {
         match self.allocation {
-            Allocation::Static => self.geo.cwdp_plane(lpn),
+            Allocation::Static => self.cwdp[self.planes_div.rem(lpn) as usize],
             Allocation::Dynamic => {
                 // Round-robin, skipping planes that are short of free blocks (unless all are),
                 // so that valid data cannot pile up in one plane.
@@ -609,10 +618,22 @@ impl Ftl {
         }
     }
 
+    /// Global block of a PPN (the geometry's, without a division).
+    #[inline]
+    pub fn block_of(&self, ppn: u32) -> u32 {
+        self.ppb_div.div(ppn)
+    }
+
+    /// Index of a PPN within its block.
+    #[inline]
+    pub fn page_index(&self, ppn: u32) -> u32 {
+        self.ppb_div.rem(ppn)
+    }
+
     /// The plane a read of the data at `ppn` is served by.
     #[inline]
     pub fn plane_of_ppn(&self, ppn: u32) -> u32 {
-        self.geo.plane_of_block(self.geo.block_of_ppn(ppn))
+        self.bpp_div.div(self.ppb_div.div(ppn))
     }
 
     /// Whether `allocate(plane, stream, host)` would succeed.
@@ -715,8 +736,8 @@ impl Ftl {
         self.mode[p] = mode;
         self.flags[p] = 0;
         self.program_s[p] = time_s;
-        let b = self.geo.block_of_ppn(ppn);
-        if ppn.is_multiple_of(self.geo.pages_per_block) {
+        let b = self.ppb_div.div(ppn);
+        if self.ppb_div.rem(ppn) == 0 {
             self.blk_data_s[b as usize] = time_s;
         }
         self.bucket_move(b, 1);
@@ -727,14 +748,14 @@ impl Ftl {
     fn invalidate(&mut self, ppn: u32) {
         debug_assert_eq!(self.state_bits(ppn), PageState::Valid as u8);
         self.set_state_bits(ppn, PageState::Invalid);
-        let b = self.geo.block_of_ppn(ppn);
+        let b = self.ppb_div.div(ppn);
         self.bucket_move(b, -1);
     }
 
     /// Count a read of a page (reads-since-erase of its block).
     #[inline]
     pub fn note_read(&mut self, ppn: u32) {
-        let b = self.geo.block_of_ppn(ppn) as usize;
+        let b = self.ppb_div.div(ppn) as usize;
         self.blk_reads[b] = self.blk_reads[b].saturating_add(1);
     }
 

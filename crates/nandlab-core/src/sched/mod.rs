@@ -55,6 +55,7 @@ pub struct Sched {
     dynamic: bool,
     die_rr: Vec<u32>,
     planes_per_die: u32,
+    ppd_div: crate::flash::DivU32,
     priority: Priority,
     seq: u32,
     queued: usize,
@@ -79,6 +80,7 @@ impl Sched {
             dynamic,
             die_rr: vec![0; dies as usize],
             planes_per_die,
+            ppd_div: crate::flash::DivU32::new(planes_per_die),
             priority,
             seq: 0,
             queued: 0,
@@ -121,7 +123,7 @@ impl Sched {
             (Source::Host, TxnKind::Program) => Q_WRITE,
             _ => Q_BG,
         };
-        let die = plane / self.planes_per_die;
+        let die = self.ppd_div.div(plane);
         self.queues[die as usize][q].push_back(t);
         die
     }
