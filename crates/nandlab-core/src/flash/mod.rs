@@ -228,7 +228,7 @@ impl DivU32 {
 
     /// `n / d`.
     #[inline]
-    pub fn div(self, n: u32) -> u32 {
+    pub fn quot(self, n: u32) -> u32 {
         if self.shift < 64 {
             n >> self.shift
         } else {
@@ -238,7 +238,7 @@ impl DivU32 {
 
     /// `n % d`.
     #[inline]
-    pub fn rem(self, n: u32) -> u32 {
+    pub fn modulo(self, n: u32) -> u32 {
         if self.shift < 64 {
             n & (self.d - 1)
         } else {
@@ -421,8 +421,8 @@ mod tests {
         #[test]
         fn div_u32_is_exact(d in 1u32.., n: u32) {
             let f = DivU32::new(d);
-            proptest::prop_assert_eq!(f.div(n), n / d);
-            proptest::prop_assert_eq!(f.rem(n), n % d);
+            proptest::prop_assert_eq!(f.quot(n), n / d);
+            proptest::prop_assert_eq!(f.modulo(n), n % d);
         }
     }
 
@@ -431,7 +431,7 @@ mod tests {
         for d in [1u32, 2, 3, 7, 128, 129, 810, u32::MAX - 1, u32::MAX] {
             let f = DivU32::new(d);
             for n in [0u32, 1, d - 1, d, d.wrapping_add(1), u32::MAX - 1, u32::MAX] {
-                assert_eq!((f.div(n), f.rem(n)), (n / d, n % d), "{n} / {d}");
+                assert_eq!((f.quot(n), f.modulo(n)), (n / d, n % d), "{n} / {d}");
             }
         }
     }

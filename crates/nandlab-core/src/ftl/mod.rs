@@ -365,13 +365,13 @@ impl Ftl {
     /// Pool of a block.
     #[inline]
     pub fn pool_of_block(&self, block: u32) -> u32 {
-        self.pool(self.bpp_div.div(block), self.blk_region[block as usize])
+        self.pool(self.bpp_div.quot(block), self.blk_region[block as usize])
     }
 
     /// Plane of a pool.
     #[inline]
     pub fn plane_of_pool(&self, pool: u32) -> u32 {
-        self.regions_div.div(pool)
+        self.regions_div.quot(pool)
     }
 
     /// Number of pools (planes × regions).
@@ -567,7 +567,7 @@ impl Ftl {
     /// GC threshold of a pool (free blocks).
     #[inline]
     fn pool_threshold(&self, pool: u32) -> usize {
-        self.region_gc_threshold[self.regions_div.rem(pool) as usize]
+        self.region_gc_threshold[self.regions_div.modulo(pool) as usize]
     }
     /// True while the pool has fewer free blocks than its GC threshold.
     #[inline]
@@ -602,7 +602,7 @@ impl Ftl {
     #[inline]
     pub fn plane_for_write_in(&mut self, lpn: u32, region: u8) -> u32 {
         match self.allocation {
-            Allocation::Static => self.cwdp[self.planes_div.rem(lpn) as usize],
+            Allocation::Static => self.cwdp[self.planes_div.modulo(lpn) as usize],
             Allocation::Dynamic => {
                 // Round-robin, skipping planes that are short of free blocks (unless all are),
                 // so that valid data cannot pile up in one plane.
@@ -621,19 +621,19 @@ impl Ftl {
     /// Global block of a PPN (the geometry's, without a division).
     #[inline]
     pub fn block_of(&self, ppn: u32) -> u32 {
-        self.ppb_div.div(ppn)
+        self.ppb_div.quot(ppn)
     }
 
     /// Index of a PPN within its block.
     #[inline]
     pub fn page_index(&self, ppn: u32) -> u32 {
-        self.ppb_div.rem(ppn)
+        self.ppb_div.modulo(ppn)
     }
 
     /// The plane a read of the data at `ppn` is served by.
     #[inline]
     pub fn plane_of_ppn(&self, ppn: u32) -> u32 {
-        self.bpp_div.div(self.ppb_div.div(ppn))
+        self.bpp_div.quot(self.ppb_div.quot(ppn))
     }
 
     /// Whether `allocate(plane, stream, host)` would succeed.
@@ -736,8 +736,8 @@ impl Ftl {
         self.mode[p] = mode;
         self.flags[p] = 0;
         self.program_s[p] = time_s;
-        let b = self.ppb_div.div(ppn);
-        if self.ppb_div.rem(ppn) == 0 {
+        let b = self.ppb_div.quot(ppn);
+        if self.ppb_div.modulo(ppn) == 0 {
             self.blk_data_s[b as usize] = time_s;
         }
         self.bucket_move(b, 1);
@@ -748,14 +748,14 @@ impl Ftl {
     fn invalidate(&mut self, ppn: u32) {
         debug_assert_eq!(self.state_bits(ppn), PageState::Valid as u8);
         self.set_state_bits(ppn, PageState::Invalid);
-        let b = self.ppb_div.div(ppn);
+        let b = self.ppb_div.quot(ppn);
         self.bucket_move(b, -1);
     }
 
     /// Count a read of a page (reads-since-erase of its block).
     #[inline]
     pub fn note_read(&mut self, ppn: u32) {
-        let b = self.ppb_div.div(ppn) as usize;
+        let b = self.ppb_div.quot(ppn) as usize;
         self.blk_reads[b] = self.blk_reads[b].saturating_add(1);
     }
 

@@ -123,7 +123,7 @@ impl Sched {
             (Source::Host, TxnKind::Program) => Q_WRITE,
             _ => Q_BG,
         };
-        let die = self.ppd_div.div(plane);
+        let die = self.ppd_div.quot(plane);
         self.queues[die as usize][q].push_back(t);
         die
     }
