@@ -179,7 +179,7 @@ fn migration_fires_exactly_at_the_threshold() {
     let lpns: Vec<u32> = a
         .iter()
         .map(|x| match x {
-            Action::Rewrite { lpn, source } => {
+            Action::Rewrite { lpn, source, .. } => {
                 assert_eq!(*source, Source::Migration);
                 *lpn
             }
@@ -521,4 +521,79 @@ fn one_region_with_the_device_latencies_equals_no_regions() {
         assert_eq!(a[k], b[k], "{k}");
     }
     assert_eq!(b["regions"]["count"], 1);
+}
+
+/// Migration behaviour of the EFM baselines (issue 11, our reconstruction): TOS18 migrates a
+/// page on its second read (read since written → read-only → Region-3). In the background the
+/// read that triggers it completes at its own read time; with `migration_sync` it completes
+/// only after the migration's read and program, exactly that much later. `block` granularity
+/// moves the whole logical block (8 LPNs here).
+#[test]
+fn synchronous_migration_is_in_the_read_response() {
+    // LPNs 0..8 written before the trace (Region-2, the fill region); LPN 0 read three times,
+    // 10 ms apart (an idle device between reads).
+    let reqs: Vec<HostRequest> = (0..8)
+        .map(|l| req(l * 1000, Op::Read, l, 1))
+        .chain((0..3).map(|i| req(10_000_000 * (i + 1), Op::Read, 0, 1)))
+        .collect();
+    let r = |extra: &[&str]| {
+        let mut ov = vec!["scheme.name=\"tos18\""];
+        ov.extend(extra);
+        run(cfg(&ov), reqs.clone())
+    };
+    let bg = r(&[]);
+    let sync = r(&["scheme.params.migration_sync=true"]);
+    let f = |v: &Value, p: &str| -> f64 {
+        p.split('.')
+            .fold(v, |c, k| &c[k])
+            .as_f64()
+            .unwrap_or_else(|| panic!("{p}"))
+    };
+    // The first eight reads set each page's read bit; the 9th read is LPN 0's second: it
+    // migrates LPN 0 (one page) to Region-3; the 10th and 11th read it there.
+    for v in [&bg, &sync] {
+        assert_eq!(f(v, "scheme_stats.region_migrations"), 1.0);
+        assert_eq!(f(v, "flash.programs_by_source.migration"), 1.0);
+    }
+    assert!(bg.get("sync_rewrites").is_none());
+    assert_eq!(f(&sync, "sync_rewrites"), 1.0);
+    let xfer = f(&bg, "device.transfer_us");
+    // Stage 3 (the preset's): Region-2 read 170 µs, Region-3 program 800 µs (Table II).
+    let migration_us = (170.0 + xfer) + (xfer + 800.0);
+    let total = |v: &Value| f(v, "host.read.mean_us") * f(v, "host.reads");
+    let extra = total(&sync) - total(&bg);
+    assert!(
+        (extra - migration_us).abs() < 1e-6,
+        "sync adds {extra} µs, want {migration_us}"
+    );
+    // Block granularity: all 8 pages of the logical block move on that read.
+    let blk = r(&["scheme.params.migration_granularity=\"block\""]);
+    assert_eq!(f(&blk, "flash.programs_by_source.migration"), 8.0);
+    assert_eq!(f(&blk, "scheme_stats.block_migrations"), 1.0);
+}
+
+/// HOTIS's read migration (our reconstruction, off by default): data never written in the
+/// trace is cold, so its first read moves it to the fast-read region; rewritten (hot) data
+/// stays.
+#[test]
+fn hotis_read_migration_moves_cold_data() {
+    let reqs: Vec<HostRequest> = vec![
+        req(0, Op::Write, 1, 1),
+        req(1_000_000, Op::Write, 1, 1),
+        req(10_000_000, Op::Read, 0, 1), // cold (never written): migrates
+        req(20_000_000, Op::Read, 1, 1), // written twice just now: hot, stays
+        req(30_000_000, Op::Read, 0, 1), // already in Region-3
+    ];
+    let r = |extra: &[&str]| {
+        let mut ov = vec!["scheme.name=\"hotis\""];
+        ov.extend(extra);
+        run(cfg(&ov), reqs.clone())
+    };
+    let off = r(&[]);
+    assert!(off["scheme_stats"].get("region_migrations").is_none());
+    assert_eq!(off["flash"]["programs_by_source"]["migration"], 0);
+    let on = r(&["scheme.params.read_migration=true"]);
+    assert_eq!(on["scheme_stats"]["region_migrations"], 1);
+    assert_eq!(on["flash"]["programs_by_source"]["migration"], 1);
+    assert_eq!(on["regions"]["host_reads"][2], 1); // the third read of LPN 0, in Region-3
 }

@@ -207,14 +207,19 @@ impl Engine {
                 } else if t.source == Source::Refresh {
                     self.refresh_step_done(t.plane);
                 } else if self.ftl.lookup(t.lpn) == t.ppn {
-                    // Second half of a scheme rewrite: program the data again.
+                    // Second half of a scheme rewrite: program the data again (a synchronous
+                    // one keeps its host request as owner).
                     let ctx = Ctx {
                         now_ns: self.now,
                         ftl: &self.ftl,
                         timing: &self.timing,
                     };
                     let pl = self.scheme.placement(t.lpn, t.source, &ctx);
-                    if self.placement_ok(pl) {
+                    if !self.placement_ok(pl) {
+                        if t.owner != NONE {
+                            self.host_page_done(t.owner, end, end - done.start_ns);
+                        }
+                    } else {
                         let plane = self.ftl.plane_for_write_in(t.lpn, pl.region);
                         let d2 = self.sched.enqueue(
                             TxnKind::Program,
@@ -222,13 +227,17 @@ impl Engine {
                             t.lpn,
                             NONE,
                             plane,
-                            NONE,
+                            t.owner,
                             pl,
                         );
                         if d2 != die {
                             self.dispatch(d2);
                         }
                     }
+                } else if t.owner != NONE {
+                    // A synchronous rewrite whose page the host overwrote meanwhile: nothing
+                    // left to move; its request no longer waits for it.
+                    self.host_page_done(t.owner, end, end - done.start_ns);
                 }
             }
             TxnKind::Program => {
@@ -236,6 +245,10 @@ impl Engine {
                     self.host_page_done(t.owner, self.now, service);
                 } else {
                     self.stats.rewrites += 1;
+                    if t.owner != NONE {
+                        // A synchronous rewrite finished: its host request may complete.
+                        self.host_page_done(t.owner, self.now, service);
+                    }
                 }
             }
             TxnKind::Move if t.source == Source::Refresh => self.refresh_step_done(t.plane),

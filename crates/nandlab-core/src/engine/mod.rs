@@ -524,7 +524,7 @@ impl Engine {
                     timing: &self.timing,
                 };
                 self.scheme.on_tick(&ctx, &mut self.actions);
-                self.run_actions();
+                self.run_actions(NONE);
                 let busy = !self.exec.events.is_empty() || self.in_flight > 0;
                 if let Some(p) = self.tick_period_ns() {
                     if busy || !self.input_done {
@@ -695,10 +695,11 @@ impl Engine {
                 }
             }
         }
+        // Synchronous rewrites join the request before it can complete.
+        self.run_actions(slot);
         if self.slots[slot as usize].pending == 0 {
             self.finish_host(slot);
         }
-        self.run_actions();
         Ok(())
     }
 
@@ -787,13 +788,20 @@ impl Engine {
         }
     }
 
-    fn run_actions(&mut self) {
+    /// Queue the scheme's actions; a synchronous rewrite (`wait`) is tied to `owner` (a host
+    /// request slot, or [`NONE`] outside a request: then it runs in the background).
+    fn run_actions(&mut self, owner: u32) {
         let mut i = 0;
         while i < self.actions.len() {
             match self.actions[i] {
-                Action::Rewrite { lpn, source } => {
+                Action::Rewrite { lpn, source, wait } => {
                     let ppn = self.ftl.lookup(lpn);
                     if ppn != UNMAPPED {
+                        let owner = if wait { owner } else { NONE };
+                        if owner != NONE {
+                            self.slots[owner as usize].pending += 1;
+                            self.stats.sync_rewrites += 1;
+                        }
                         let plane = self.ftl.plane_of_ppn(ppn);
                         let die = self.sched.enqueue(
                             TxnKind::Read,
@@ -801,7 +809,7 @@ impl Engine {
                             lpn,
                             ppn,
                             plane,
-                            NONE,
+                            owner,
                             Placement::NONE,
                         );
                         self.dispatch(die);

@@ -180,6 +180,10 @@ impl Engine {
         if let Some(r) = self.regions_report() {
             report["regions"] = r;
         }
+        if s.sync_rewrites > 0 {
+            // Only runs with synchronous scheme rewrites carry it (other reports unchanged).
+            report["sync_rewrites"] = json!(s.sync_rewrites);
+        }
         if self.config().stats.latency_cdf {
             report["host"]["cdf"] = crate::stats::cdf::cdf_report(s);
         }

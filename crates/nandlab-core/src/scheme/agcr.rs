@@ -42,9 +42,14 @@
 //! puts TOS18's reduced-threshold-voltage (effective wearing) data in Region-2, its medium
 //! class; that is the configuration's `regions.wear_weight`.
 //!
+//! **Migration behaviour** (region devices, our reconstruction of the EFM paper's account of
+//! TOS18, [`super::migration`]): `migration_granularity` = `page` (default) or `block`,
+//! `migration_sync` = false (default, background) or true (the host read waits).
+//!
 //! Parameters: mode ids `high_mode` (2), `medium_mode` (0), `low_mode` (1) and ECC ids
 //! `high_ecc` (3), `medium_ecc` (2), `low_ecc` (1) into the config's tables (see
-//! `configs/xia-diffecc.toml`).
+//! `configs/xia-diffecc.toml`); `region_migration` (true), `migration_granularity`,
+//! `migration_sync`, `fill_region` (−1 = the medium class's region).
 
 use serde_json::json;
 
@@ -73,6 +78,8 @@ pub struct Agcr {
     regions_on: bool,
     region_migration: bool,
     migrations: u64,
+    /// Migration granularity and synchrony on a region device (EFM's TOS18 baseline).
+    mig: super::migration::EagerMigration,
     /// `fill_region` parameter (255 = the medium class's region).
     fill_region: i64,
     /// Region of preconditioned data.
@@ -105,12 +112,14 @@ impl Agcr {
             p.usize("low_ecc", 1.min(ne), 0, ne)?,
         );
         let region_migration = p.bool("region_migration", true)?;
+        let mig = super::migration::EagerMigration::from_params(&p, "page")?;
         let fill_region = p.usize("fill_region", 255, 0, 255)? as i64;
         p.finish()?;
         Ok(Agcr {
             regions_on: false,
             region_migration,
             migrations: 0,
+            mig,
             fill_region: if fill_region == 255 { -1 } else { fill_region },
             fill: 0,
             history: Vec::new(),
@@ -164,21 +173,14 @@ impl Scheme for Agcr {
     fn on_host_read(
         &mut self,
         lpn: u32,
-        ppn: u32,
+        _ppn: u32,
         ctx: &Ctx<'_>,
         actions: &mut Vec<super::Action>,
     ) {
         let h = self.bits(lpn, ctx);
         self.set_bits(lpn, h | R);
         if self.regions_on && self.region_migration && h & R != 0 {
-            let region = ctx.ftl.block_region(ctx.ftl.geo.block_of_ppn(ppn));
-            if region != self.high.region {
-                self.migrations += 1;
-                actions.push(super::Action::Rewrite {
-                    lpn,
-                    source: Source::Migration,
-                });
-            }
+            self.migrations += self.mig.on_read(lpn, self.high.region, ctx, actions);
         }
     }
 
@@ -195,6 +197,7 @@ impl Scheme for Agcr {
     fn placement(&mut self, lpn: u32, source: Source, ctx: &Ctx<'_>) -> Placement {
         let h = self.bits(lpn, ctx);
         if source == Source::Host {
+            self.mig.on_write(lpn, ctx.ftl.geo.pages_per_block);
             self.set_bits(lpn, W);
             if h & R != 0 {
                 self.placed_interleaved += 1;
@@ -217,8 +220,13 @@ impl Scheme for Agcr {
                 self.placed_unknown += 1;
                 self.medium
             };
+            let region = match source {
+                Source::Migration => self.mig.target(lpn).unwrap_or(p.region),
+                _ => p.region,
+            };
             Placement {
                 stream: self.gc_stream,
+                region,
                 ..p
             }
         }
@@ -234,6 +242,10 @@ impl Scheme for Agcr {
         });
         if self.regions_on {
             v["region_migrations"] = json!(self.migrations);
+            if self.mig.granularity == super::migration::Granularity::Block || self.mig.sync {
+                v["block_migrations"] = json!(self.mig.blocks_queued);
+                v["migration_sync"] = json!(self.mig.sync);
+            }
         }
         v
     }

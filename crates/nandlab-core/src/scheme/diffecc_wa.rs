@@ -169,6 +169,7 @@ impl Scheme for DiffEccWa {
             actions.push(Action::Rewrite {
                 lpn,
                 source: Source::Migration,
+                wait: false,
             });
         }
     }
@@ -340,7 +341,8 @@ mod tests {
             actions[0],
             Action::Rewrite {
                 lpn: 3,
-                source: Source::Migration
+                source: Source::Migration,
+                wait: false,
             }
         );
         // Further hot reads before the rewrite lands are suppressed.

@@ -49,7 +49,9 @@
 //!
 //! Parameters: `period_s` (T, default 60 s: the paper gives none), `decay` (0.2), `mro_ops`
 //! (7), `st_reads_hi` (5), `st_reads_lo` (2), `mig_threshold` (0 = the formula above),
-//! `fill_region` (−1 = middle), `wear_aware` (true for `efm`, false for `efm_static`).
+//! `fill_region` (−1 = middle), `wear_aware` (true for `efm`, false for `efm_static`),
+//! `migration_sync` (false: migrations run in the background; true: the host request that
+//! triggers one waits for it, as the EFM baselines' reconstruction in [`super::migration`]).
 //! Memory: 4 + 4 + 1 + 1 + 4 bytes per logical block.
 
 use serde_json::json;
@@ -134,6 +136,8 @@ pub struct Efm {
     st_hi: u32,
     st_lo: u32,
     mig_fixed: f64,
+    /// The host request that triggers a migration waits for it (`migration_sync`).
+    migration_sync: bool,
     fill_region: i64,
     regions: RegionInfo,
     /// Wear stage whose latencies the classifiers use.
@@ -179,6 +183,7 @@ impl Efm {
         let mig_fixed = p.f64("mig_threshold", 0.0, 0.0, 1e12)?;
         let fill_region = p.usize("fill_region", 255, 0, 255)? as i64;
         let wear_aware = p.bool("wear_aware", wear_aware)?;
+        let migration_sync = p.bool("migration_sync", false)?;
         p.finish()?;
         Ok(Efm {
             name,
@@ -189,6 +194,7 @@ impl Efm {
             st_hi,
             st_lo,
             mig_fixed,
+            migration_sync,
             fill_region: if fill_region == 255 { -1 } else { fill_region },
             regions: RegionInfo::single(0, 0),
             stage: 0,
@@ -354,6 +360,7 @@ impl Efm {
                 actions.push(Action::Rewrite {
                     lpn,
                     source: Source::Migration,
+                    wait: self.migration_sync,
                 });
             }
         }

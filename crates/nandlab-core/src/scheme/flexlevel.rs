@@ -428,6 +428,7 @@ impl FlexLevel {
             actions.push(Action::Rewrite {
                 lpn: victim,
                 source: Source::Migration,
+                wait: false,
             });
         }
         self.migrations_in += 1;
@@ -435,6 +436,7 @@ impl FlexLevel {
         actions.push(Action::Rewrite {
             lpn,
             source: Source::Migration,
+            wait: false,
         });
     }
 

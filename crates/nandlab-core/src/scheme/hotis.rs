@@ -27,8 +27,16 @@
 //! region (GC stream). Preconditioned data goes to `fill_region` (default: the middle region, as
 //! every region scheme).
 //!
+//! **Migration** (our reconstruction, off by default; [`super::migration`]): EFM §V-B says
+//! HOTIS "pre-allocate\[s\] data to the low-read latency region" and pays a large migration
+//! overhead. With `read_migration = true` a host read of a page that is cold now (not rewritten
+//! within warm_factor·θ host page writes, or never written in the trace) and lies outside the
+//! last region (fast read) migrates it there at once, with `migration_granularity` (`page` |
+//! `block`) and `migration_sync` (false: background; true: the read waits).
+//!
 //! Parameters: `initial_irr_fraction` (0.01), `low_valid_fraction` (0.5), `warm_factor` (2:
-//! the Region-2 band is θ < IRR ≤ warm_factor·θ), `fill_region` (−1 = middle).
+//! the Region-2 band is θ < IRR ≤ warm_factor·θ), `fill_region` (−1 = middle),
+//! `read_migration` (false), `migration_granularity` (`page`), `migration_sync` (false).
 //! Memory: 4 bytes per logical page.
 
 use serde_json::json;
@@ -57,6 +65,9 @@ pub struct Hotis {
     writes_by_class: [u64; 3],
     first_writes: u64,
     threshold_updates: u64,
+    read_migration: bool,
+    mig: super::migration::EagerMigration,
+    migrations: u64,
 }
 
 impl Hotis {
@@ -67,6 +78,8 @@ impl Hotis {
         let low_valid = p.f64("low_valid_fraction", 0.5, 0.0, 1.0)?;
         let warm_factor = p.f64("warm_factor", 2.0, 1.0, 1e6)?;
         let fill = p.usize("fill_region", 255, 0, 255)? as i64;
+        let read_migration = p.bool("read_migration", false)?;
+        let mig = super::migration::EagerMigration::from_params(&p, "page")?;
         p.finish()?;
         Ok(Hotis {
             init_frac,
@@ -82,6 +95,9 @@ impl Hotis {
             writes_by_class: [0; 3],
             first_writes: 0,
             threshold_updates: 0,
+            read_migration,
+            mig,
+            migrations: 0,
         })
     }
 
@@ -140,9 +156,29 @@ impl Scheme for Hotis {
         self.n = info.n.max(1);
     }
 
+    fn on_host_read(
+        &mut self,
+        lpn: u32,
+        _ppn: u32,
+        ctx: &Ctx<'_>,
+        actions: &mut Vec<super::Action>,
+    ) {
+        if !self.read_migration || self.n < 2 {
+            return;
+        }
+        self.ensure_sized(ctx);
+        let prev = self.last[lpn as usize];
+        let cold = prev == 0
+            || self.seq.wrapping_sub(prev) as f64 > self.threshold as f64 * self.warm_factor;
+        if cold {
+            self.migrations += self.mig.on_read(lpn, (self.n - 1) as u8, ctx, actions);
+        }
+    }
+
     fn placement(&mut self, lpn: u32, source: Source, ctx: &Ctx<'_>) -> Placement {
         self.ensure_sized(ctx);
         let (stream, region) = if source == Source::Host {
+            self.mig.on_write(lpn, ctx.ftl.geo.pages_per_block);
             let c = self.classify(lpn);
             self.writes_by_class[c] += 1;
             // Three classes onto n regions: 0 → first, 2 → last, 1 → middle.
@@ -152,6 +188,9 @@ impl Scheme for Hotis {
                 _ => (self.n - 1) / 2,
             };
             (0, r as u8)
+        } else if source == Source::Migration {
+            let r = self.mig.target(lpn).unwrap_or_else(|| self.fill());
+            (self.gc_stream, r)
         } else {
             (self.gc_stream, self.fill())
         };
@@ -185,7 +224,7 @@ impl Scheme for Hotis {
     }
 
     fn stats(&self) -> serde_json::Value {
-        json!({
+        let mut v = json!({
             "host_writes_hot": self.writes_by_class[0],
             "host_writes_warm": self.writes_by_class[1],
             "host_writes_cold": self.writes_by_class[2],
@@ -193,6 +232,12 @@ impl Scheme for Hotis {
             "irr_threshold_pages": self.threshold,
             "threshold_updates": self.threshold_updates,
             "state_bytes": self.last.len() * 4,
-        })
+        });
+        if self.read_migration {
+            v["region_migrations"] = json!(self.migrations);
+            v["block_migrations"] = json!(self.mig.blocks_queued);
+            v["migration_sync"] = json!(self.mig.sync);
+        }
+        v
     }
 }

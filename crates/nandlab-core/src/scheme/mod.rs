@@ -28,6 +28,7 @@ pub mod efm;
 pub mod flexlevel;
 pub mod hotis;
 pub mod ida;
+pub mod migration;
 pub mod params;
 pub mod separator;
 pub mod warm;
@@ -113,6 +114,10 @@ pub enum Action {
         lpn: u32,
         /// Source recorded for the read and the program.
         source: Source,
+        /// Synchronous: when the action comes from a host request's hook (`on_host_read`,
+        /// `on_request`), that request completes only after the rewrite's program does, so
+        /// the rewrite's time is in its response. `false`: background work.
+        wait: bool,
     },
 }
 

@@ -230,6 +230,8 @@ pub struct Stats {
     pub gc_victim_valid_sum: u64,
     /// Scheme-requested rewrites completed.
     pub rewrites: u64,
+    /// Rewrites a host request waited for (`Action::Rewrite { wait: true }`), queued.
+    pub sync_rewrites: u64,
     /// Busy time per die, ns.
     pub die_busy_ns: Vec<u64>,
     /// Busy time per channel, ns.
