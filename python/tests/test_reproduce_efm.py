@@ -124,7 +124,7 @@ def test_quick_end_to_end(tmp_path: Path) -> None:
     assert doc["paper"] == "efm"
     assert doc["check"]["passed"] is True
     assert all(r["error"] is None for r in doc["runs"])
-    assert len(doc["headline"]) == 8
+    assert len(doc["headline"]) == len(e.HEADLINE_METRICS) == 11
     for fig in ("fig5_mean_latency", "fig6_breakdown", "fig7_wear_stages", "fig8_lifetime",
                 "fig10_regions"):  # fmt: skip
         assert (out / f"{fig}.png").stat().st_size > 0
