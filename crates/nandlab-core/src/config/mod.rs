@@ -124,6 +124,14 @@ pub struct RegionsConfig {
     pub wear_weight: Vec<f64>,
     /// `table` (default) or `model`.
     pub read_latency: RegionReadLatency,
+    /// Bits each region's cells store (empty = the device's bits per cell everywhere). Fewer
+    /// bits than the cell type means reduced-state cells that hold proportionally fewer pages
+    /// per block: FlexLevel's 3-level MLC cells store 1.5 bits (3 bits per 2 cells, Guo
+    /// §3.4.1), so a block holds ¾ of its pages (Table 12: 64 → 48). Such regions lose
+    /// capacity (reported as `device.capacity_loss_percent`, with the over-provisioning left
+    /// after it) and need no soft sensing under `reliability.model = "table6"`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub bits_per_cell: Vec<f64>,
 }
 
 impl RegionsConfig {
@@ -172,9 +180,27 @@ impl RegionsConfig {
         out
     }
 
+    /// Pages a block of each region holds, for blocks of `ppb` pages of `bits`-bit cells.
+    pub fn pages_per_block(&self, ppb: u32, bits: usize) -> Vec<u32> {
+        (0..self.count())
+            .map(|r| match self.bits_per_cell.get(r) {
+                Some(&b) => ((ppb as f64) * b / bits as f64).round() as u32,
+                None => ppb,
+            })
+            .collect()
+    }
+
+    /// True when some region stores fewer bits per cell than the cell type (reduced state).
+    pub fn reduced(&self, r: usize, bits: usize) -> bool {
+        self.bits_per_cell
+            .get(r)
+            .is_some_and(|&b| b < bits as f64 - 1e-9)
+    }
+
     fn validate(&self, n_modes: usize, vth: bool) -> Result<(), ConfigError> {
         if self.is_off() {
             let stray = !self.names.is_empty()
+                || !self.bits_per_cell.is_empty()
                 || !self.program_modes.is_empty()
                 || !self.read_us.is_empty()
                 || !self.stage_pe.is_empty()
@@ -217,6 +243,7 @@ impl RegionsConfig {
         per_region("regions.names", self.names.len(), false)?;
         per_region("regions.program_modes", self.program_modes.len(), true)?;
         per_region("regions.wear_weight", self.wear_weight.len(), false)?;
+        per_region("regions.bits_per_cell", self.bits_per_cell.len(), false)?;
         for (r, &m) in self.program_modes.iter().enumerate() {
             if m as usize >= n_modes {
                 return Err(invalid(
@@ -284,6 +311,15 @@ impl RegionsConfig {
     }
 }
 
+/// Greatest common divisor of two positive numbers given to 1e-6 (for the divisibility message).
+fn gcd_f(a: f64, b: f64) -> f64 {
+    let (mut x, mut y) = ((a * 1e6).round() as u64, (b * 1e6).round() as u64);
+    while y != 0 {
+        (x, y) = (y, x % y);
+    }
+    x as f64 / 1e6
+}
+
 /// Periodic data refresh (IDA §III-C, "remapping-based refresh" of Table II): every block whose
 /// data is older than `period_s` has its valid pages read through ECC and written to a new
 /// block; the old block is then reclaimed by GC.
@@ -323,6 +359,11 @@ pub enum ReliabilityModel {
     /// RBER of each page from the Vth-model table (P/E, retention, program mode ΔVpp, level
     /// configuration); error count drawn per read; ECC cost from the code model.
     Vth,
+    /// The fixed latencies plus LDPC soft sensing looked up in Guo's Table 6 by the block's
+    /// P/E cycles and the page's data age (FlexLevel's experiments, Guo §3.6.2; floor lookup,
+    /// [`crate::reliability::table6`]); each extra level costs 8 µs sensing + 20 µs transfer
+    /// (Guo §3.2); pages in reduced-state regions (`regions.bits_per_cell`) need none.
+    Table6,
 }
 
 /// The code behind an ECC id when the reliability model is on.
@@ -1085,6 +1126,29 @@ impl Config {
         }
         self.regions
             .validate(1 + t.program_modes.len(), r.model == ReliabilityModel::Vth)?;
+        let bits = self.device.cell.bits();
+        for (i, &b) in self.regions.bits_per_cell.iter().enumerate() {
+            let key = format!("regions.bits_per_cell[{i}]");
+            if !(b.is_finite() && b > 0.0 && b <= bits as f64) {
+                return Err(invalid(
+                    &key,
+                    b,
+                    format!("allowed range is 0 < x ≤ {bits} (the cell type's bits)"),
+                ));
+            }
+            let pages = self.device.pages_per_block as f64 * b / bits as f64;
+            if (pages - pages.round()).abs() > 1e-9 || pages.round() < 1.0 {
+                return Err(invalid(
+                    &key,
+                    b,
+                    format!(
+                        "a block of {} pages would hold {pages} pages; pages_per_block must be                          divisible as the reduced layout needs (a multiple of {} for {b} of                          {bits} bits)",
+                        self.device.pages_per_block,
+                        (bits as f64 / gcd_f(b, bits as f64)).round()
+                    ),
+                ));
+            }
+        }
         if !self.regions.is_off() && !self.refresh.is_off() {
             return Err(invalid(
                 "refresh.period_s",
@@ -1216,6 +1280,39 @@ impl Config {
                     self.ftl.streams
                 ),
             ));
+        }
+        if !self.regions.bits_per_cell.is_empty() {
+            // Reduced-state regions hold fewer pages per block: the logical data and every
+            // region's GC reserve must still fit what the blocks hold.
+            let pages = self.regions.pages_per_block(ppb as u32, d.cell.bits());
+            let blocks = self.regions.blocks_per_plane(bpp as u32);
+            let usable: u64 = blocks
+                .iter()
+                .zip(&pages)
+                .map(|(&b, &p)| b as u64 * p as u64)
+                .sum();
+            let reserve: u64 = blocks
+                .iter()
+                .zip(&pages)
+                .map(|(&b, &p)| {
+                    let thr =
+                        (((b as f64) * self.ftl.gc_threshold_pct / 100.0).ceil() as u64).max(2);
+                    (thr + self.ftl.streams as u64 + 1) * p as u64
+                })
+                .sum();
+            let logical_per_plane = logical_pages.div_ceil(planes);
+            if usable < logical_per_plane + reserve {
+                return Err(invalid(
+                    "regions.bits_per_cell",
+                    format!("{:?}", self.regions.bits_per_cell),
+                    format!(
+                        "the reduced-state regions leave {usable} usable pages per plane for \
+                         {logical_per_plane} logical pages and a GC reserve of {reserve}: the \
+                         data does not fit; raise device.op_percent_of_logical or make the \
+                         reduced region smaller (regions.fractions)"
+                    ),
+                ));
+            }
         }
         if !self.regions.is_off() {
             for (r, &b) in self.regions.blocks_per_plane(bpp as u32).iter().enumerate() {

@@ -19,7 +19,7 @@ impl Engine {
         };
         let plane = self.ftl.plane_of_pool(pool);
         let region = self.ftl.block_region(victim);
-        let ppb = self.ftl.geo.pages_per_block;
+        let ppb = self.ftl.block_pages(victim);
         if self.ftl.block_valid(victim) == ppb && self.ftl.allocation() == Allocation::Dynamic {
             // Nothing to reclaim here now; dynamic allocation steers writes to other planes
             // until host overwrites invalidate data in this one.

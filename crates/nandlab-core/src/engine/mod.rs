@@ -166,6 +166,9 @@ pub struct Engine {
     pub precondition: PreconditionReport,
     /// Reliability model (`None`: fixed per-ECC latencies).
     pub read_model: Option<crate::reliability::runtime::ReadModel>,
+    /// `reliability.model = "table6"`: per region, whether its cells are in the reduced state
+    /// (no soft sensing); `None` otherwise.
+    table6: Option<Vec<bool>>,
     /// Regions (`[regions]`); `None` without.
     rg: Option<RegionRuntime>,
 }
@@ -191,6 +194,10 @@ impl Engine {
         );
         ftl.set_wear_stages(&cfg.regions.stage_pe);
         ftl.set_layout(layout.clone());
+        ftl.set_region_pages(
+            &cfg.regions
+                .pages_per_block(geo.pages_per_block, geo.cell.bits()),
+        );
         let rg = RegionRuntime::new(&cfg.regions, &timing);
         let dies = geo.dies();
         let planes = geo.planes() as usize;
@@ -288,6 +295,11 @@ impl Engine {
             last_arrival_ns: 0,
             precondition: PreconditionReport::default(),
             read_model,
+            table6: (cfg.reliability.model == crate::config::ReliabilityModel::Table6).then(|| {
+                (0..cfg.regions.count())
+                    .map(|r| cfg.regions.reduced(r, geo.cell.bits()))
+                    .collect()
+            }),
             rg,
             cfg,
         };

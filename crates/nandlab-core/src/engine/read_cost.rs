@@ -30,19 +30,21 @@ impl Engine {
                 // replaces the page-type sense time; the ECC's extra sensing and decode add.
                 let r = self.ftl.block_region(self.ftl.block_of(ppn)) as usize;
                 let e = &self.timing.eccs[ecc as usize];
-                return (
+                let c = (
                     rg.read_ns[r * rg.stages + self.ftl.wear_stage()] + e.extra_sense_ns,
                     xfer,
                     e.decode_ns,
                 );
+                return self.table6_levels(ppn, c);
             }
         }
         let Some(rm) = self.read_model.as_mut() else {
-            return (
+            let c = (
                 self.timing.sense_ns(pt, ecc),
                 xfer,
                 self.timing.decode_ns(ecc),
             );
+            return self.table6_levels(ppn, c);
         };
         let block = self.ftl.block_of(ppn);
         let pe = self.ftl.block_erases(block);
@@ -65,6 +67,32 @@ impl Engine {
             tries * self.timing.read_ns[pt as usize] + c.extra_sense_ns.round() as u64,
             tries * xfer + c.extra_transfer_ns.round() as u64,
             c.decode_ns.round() as u64,
+        )
+    }
+
+    /// `reliability.model = "table6"`: add Guo Table 6's extra soft-sensing levels of `ppn` to
+    /// the fixed cost `c` (each level 8 µs of sensing + 20 µs of transfer, Guo §3.2); pages of
+    /// reduced-state regions need none. Without the Table 6 source, `c` unchanged.
+    #[inline]
+    fn table6_levels(&mut self, ppn: u32, c: (u64, u64, u64)) -> (u64, u64, u64) {
+        let Some(reduced) = &self.table6 else {
+            return c;
+        };
+        let block = self.ftl.block_of(ppn);
+        let levels = if reduced[self.ftl.block_region(block) as usize] {
+            0
+        } else {
+            let age_s = self.now as f64 / 1e9 - self.ftl.page_program_s(ppn) as f64;
+            crate::reliability::table6::levels(self.ftl.block_erases(block) as f64, age_s)
+        };
+        let r = &mut self.stats.reliability;
+        r.reads += 1;
+        r.reads_by_soft_level[(levels as usize).min(15)] += 1;
+        let l = u64::from(levels);
+        (
+            c.0 + l * crate::ecc::LDPC_SENSE_NS as u64,
+            c.1 + l * crate::ecc::LDPC_TRANSFER_NS as u64,
+            c.2,
         )
     }
 

@@ -11,6 +11,21 @@ impl Engine {
     fn reliability_report(&self) -> Value {
         let r = &self.stats.reliability;
         match &self.read_model {
+            None if self.table6.is_some() => {
+                let last = r
+                    .reads_by_soft_level
+                    .iter()
+                    .rposition(|&c| c > 0)
+                    .unwrap_or(0);
+                json!({
+                    "model": "table6",
+                    "read_latency_source": "fixed latencies plus Guo Table 6 soft-sensing \
+                        levels by P/E and data age (8 µs + 20 µs per level); reduced-state \
+                        regions none",
+                    "reads": r.reads,
+                    "reads_by_soft_level": &r.reads_by_soft_level[..=last],
+                })
+            }
             None => json!({
                 "model": "none",
                 "read_latency_source": "fixed per-ECC latencies from [timing]",
@@ -179,6 +194,39 @@ impl Engine {
         }
         if let Some(r) = self.regions_report() {
             report["regions"] = r;
+        }
+        if !self.config().regions.bits_per_cell.is_empty() {
+            // Reduced-state regions (FlexLevel): what the blocks hold, the capacity lost, and
+            // the over-provisioning left after the loss.
+            let bpp = g.blocks_per_plane;
+            let blocks = self.config().regions.blocks_per_plane(bpp);
+            let usable_pages: u64 = blocks
+                .iter()
+                .enumerate()
+                .map(|(r, &b)| b as u64 * self.ftl.region_pages(r as u8) as u64)
+                .sum::<u64>()
+                * g.planes() as u64;
+            let raw_pages = g.pages();
+            let logical = self.logical_pages();
+            let d = report["device"].as_object_mut().expect("device section");
+            d.insert(
+                "usable_bytes".into(),
+                json!(usable_pages * g.page_size_bytes as u64),
+            );
+            d.insert(
+                "capacity_loss_percent".into(),
+                json!((1.0 - usable_pages as f64 / raw_pages as f64) * 100.0),
+            );
+            d.insert(
+                "op_percent_of_logical_effective".into(),
+                json!((usable_pages as f64 / logical as f64 - 1.0) * 100.0),
+            );
+            d.insert(
+                "region_pages_per_block".into(),
+                json!((0..blocks.len())
+                    .map(|r| self.ftl.region_pages(r as u8))
+                    .collect::<Vec<_>>()),
+            );
         }
         if s.sync_rewrites > 0 {
             // Only runs with synchronous scheme rewrites carry it (other reports unchanged).

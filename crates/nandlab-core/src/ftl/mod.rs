@@ -181,6 +181,9 @@ pub struct Ftl {
     region_gc_threshold: Vec<usize>,
     /// Blocks per plane of each region.
     region_blocks: Vec<u32>,
+    /// Pages each region's blocks hold (`pages_per_block`, or fewer for reduced-state cells:
+    /// FlexLevel's 3 levels keep 3 bits per 2 MLC cells, ¾ of the pages; Guo Fig. 17).
+    region_ppb: Vec<u32>,
     /// Sum of all blocks' erase counts.
     pe_sum: u64,
     /// Mean P/E at which each wear stage starts.
@@ -292,6 +295,7 @@ impl Ftl {
                 region_blocks.iter().map(|&n| thr_of(n as usize)).collect()
             },
             region_blocks: region_blocks.to_vec(),
+            region_ppb: vec![geo.pages_per_block; nr],
             pe_sum: 0,
             stage_pe: vec![0.0],
             stage: 0,
@@ -313,6 +317,26 @@ impl Ftl {
     pub fn set_layout(&mut self, layout: BlockLayout) {
         debug_assert_eq!(layout.page_type.len(), self.geo.pages_per_block as usize);
         self.layout = layout;
+    }
+
+    /// Set the pages each region's blocks hold (≤ `pages_per_block`; the config checks the
+    /// values): a block of region `r` is full after `pages[r]` pages, filled in page order.
+    pub fn set_region_pages(&mut self, pages: &[u32]) {
+        for (r, &n) in pages.iter().enumerate().take(self.region_ppb.len()) {
+            self.region_ppb[r] = n.clamp(1, self.geo.pages_per_block);
+        }
+    }
+
+    /// Pages a block of `region` holds.
+    #[inline]
+    pub fn region_pages(&self, region: u8) -> u32 {
+        self.region_ppb[region as usize]
+    }
+
+    /// Pages block `block` holds (its region's).
+    #[inline]
+    pub fn block_pages(&self, block: u32) -> u32 {
+        self.region_ppb[self.blk_region[block as usize] as usize]
     }
 
     /// The block layout (word line and page type of each page index).
@@ -740,14 +764,18 @@ impl Ftl {
             self.open_cursor[slot] = None;
         }
         let wp = self.blk_wp[b as usize];
-        let page = if prefer.is_none() && self.open_cursor[slot].is_none() {
+        let full = self.region_ppb[region as usize];
+        // A reduced-capacity block fills in page order (its page types are not the layout's).
+        let page = if (prefer.is_none() && self.open_cursor[slot].is_none())
+            || full < self.geo.pages_per_block
+        {
             wp
         } else {
             self.typed_page(slot, wp, prefer)
         };
         let ppn = b * self.geo.pages_per_block + page;
         self.blk_wp[b as usize] = wp + 1;
-        if wp + 1 == self.geo.pages_per_block {
+        if wp + 1 == full {
             self.open[slot] = NONE;
             self.open_cursor[slot] = None;
             self.blk_state[b as usize] = BlockState::Full as u8;
@@ -864,7 +892,7 @@ impl Ftl {
                 let plane = self.plane_of_pool(pool);
                 let region = (pool % self.regions) as u8;
                 let bpp = self.geo.blocks_per_plane;
-                let ppb = self.geo.pages_per_block as f64;
+                let ppb = self.region_ppb[region as usize] as f64;
                 let mut best = NONE;
                 let mut best_score = f64::NEG_INFINITY;
                 for b in plane * bpp..(plane + 1) * bpp {
@@ -1083,6 +1111,12 @@ impl Ftl {
             let mut valid = 0;
             let mut taken = 0;
             for i in 0..ppb {
+                if i >= self.block_pages(b) && self.state_bits(base + i) != PageState::Free as u8 {
+                    return Err(format!(
+                        "block {b}: page {i} beyond the {} pages its region holds is not free",
+                        self.block_pages(b)
+                    ));
+                }
                 let s = self.state_bits(base + i);
                 taken += (s != PageState::Free as u8) as u32;
                 if let Some(c) = typed.get(&b) {

@@ -71,7 +71,7 @@ impl ReadModel {
     /// [`ConfigError`] for a bad code or table parameter, or an unwritable cache.
     pub fn new(cfg: &Config, timing: &Timing) -> Result<Option<ReadModel>, ConfigError> {
         let r = &cfg.reliability;
-        if r.model == ReliabilityModel::None {
+        if r.model != ReliabilityModel::Vth {
             return Ok(None);
         }
         // Program modes → ΔVpp (t_p ∝ 1/ΔVpp, EFM eq. 2), deduplicated into the table axis.

@@ -33,7 +33,8 @@
 //!   "20 % highest"), else 3. The page is migrated when the overhead reaches `threshold` (4);
 //!   "exceeds" is ambiguous and a literal `>` makes L_f irrelevant (3·1 and 4·1 both ≤ 4), so
 //!   `compare = "ge"` (default) or `"gt"`.
-//! * **ReducedCell pool** (`reduced_pages`, default: the reduced region's logical pages): the
+//! * **ReducedCell pool** (`reduced_pages`, default: what the reduced region's blocks hold less
+//!   its GC reserve — threshold blocks, two open blocks and the host reserve per plane): the
 //!   LPNs stored in reduced pages. Migrating into a full pool first moves its least recently
 //!   accessed LPN back to normal pages. Migrations are scheme rewrites (read + program,
 //!   [`Source::Migration`]), so they cost flash time and show in the statistics.
@@ -370,12 +371,15 @@ impl FlexLevel {
         let cap = if self.reduced_pages_param > 0 {
             self.reduced_pages_param
         } else {
-            // The reduced region's share of the logical space: its blocks' share of each plane,
-            // in logical pages.
-            let rb = ctx.ftl.region_blocks();
-            let total: u64 = rb.iter().map(|&b| b as u64).sum();
-            let mine = rb.get(self.reduced as usize).copied().unwrap_or(0) as u64;
-            ((ctx.ftl.logical_pages as u64 * mine) / total.max(1)) as usize
+            // What the reduced region's blocks hold, less its GC reserve (threshold blocks,
+            // two open blocks and the host reserve) so that its GC can reclaim space.
+            let f = ctx.ftl;
+            let r = self.reduced as usize;
+            let blocks = f.region_blocks().get(r).copied().unwrap_or(0) as u64;
+            let thr = f.region_gc_threshold().get(r).copied().unwrap_or(2) as u64;
+            let usable = blocks.saturating_sub(thr + 3);
+            let pages = usable * f.region_pages(self.reduced) as u64 * f.geo.planes() as u64;
+            pages.min(f.logical_pages as u64) as usize
         };
         self.cell = ReducedCell::new(cap);
         if self.track {
