@@ -102,11 +102,10 @@ fn sha_page() -> Vec<u8> {
 }
 
 fn backends() -> Vec<Backend> {
-    let mut v = vec![Backend::Portable];
-    if Backend::detect() == Backend::Clmul {
-        v.push(Backend::Clmul);
-    }
-    v
+    [Backend::Portable, Backend::Clmul, Backend::Avx512]
+        .into_iter()
+        .filter(|b| b.supported())
+        .collect()
 }
 
 #[test]
@@ -383,6 +382,50 @@ proptest! {
             // The stored page is the inversion of the selected output.
             let sel = if e.correlated { e.ones_decorrelated } else { e.ones_scrambled };
             prop_assert_eq!(ones(&e.stored), 8 * data.len() as u64 - sel);
+        }
+    }
+}
+
+#[test]
+fn every_backend_gives_the_same_tags_and_statistics() {
+    use nandlab_core::dpa::TagStats;
+    let mut data = sha_page();
+    data.extend(pages().into_iter().flat_map(|(_, p)| p));
+    for (order, count) in [
+        (16u32, Some(64usize)),
+        (16, Some(13)),
+        (4, None),
+        (8, Some(37)),
+        (16, Some(256)),
+    ] {
+        let polys = polynomial_set(order, count).unwrap();
+        for &cb in &CHUNK_SIZES {
+            let mut reference: Option<(Vec<Encoded>, TagStats)> = None;
+            for be in backends() {
+                let c = Codec::with_backend(cb, &polys, be).unwrap();
+                let mut st = TagStats::new(polys.len());
+                let mut encs = Vec::new();
+                for p in data.chunks(4096) {
+                    let mut e = Encoded::default();
+                    c.encode_with_stats(p, Choice::Auto, &mut e, &mut st)
+                        .unwrap();
+                    encs.push(e);
+                }
+                match &reference {
+                    None => reference = Some((encs, st)),
+                    Some((re, rs)) => {
+                        assert!(
+                            re == &encs,
+                            "order {order} n {} chunk {cb} {be:?}",
+                            polys.len()
+                        );
+                        assert_eq!(rs, &st, "order {order} n {} chunk {cb} {be:?}", polys.len());
+                    }
+                }
+            }
+            let (_, st) = reference.unwrap();
+            assert_eq!(st.chunks, (data.len() / cb) as u64);
+            assert_eq!(st.best.iter().sum::<u64>(), st.chunks);
         }
     }
 }

@@ -83,7 +83,7 @@ pub struct AnalyzeRequest {
     pub configs: Vec<CodecSpec>,
     /// Analyse at most this many bytes of each file (0 = all).
     pub max_bytes_per_file: u64,
-    /// `auto` (default), `clmul` or `portable`.
+    /// `auto` (default), `avx512`, `clmul` or `portable`.
     pub backend: String,
 }
 
@@ -283,7 +283,7 @@ impl Profile {
 fn count_cells(a: &[u8], b: &[u8], cells: &mut [u64; 4]) {
     let mut wa = a.chunks_exact(8);
     let mut wb = b.chunks_exact(8);
-    let le = |c: &[u8]| u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+    let le = super::codec::le64;
     for (x, y) in (&mut wa).zip(&mut wb) {
         let (x, y) = (le(x), le(y));
         cells[3] += u64::from((x & y).count_ones());
@@ -304,7 +304,7 @@ fn count_cells(a: &[u8], b: &[u8], cells: &mut [u64; 4]) {
 pub struct AnalyzeResult {
     /// Page size, bytes.
     pub page_size_bytes: usize,
-    /// Kernel used (`clmul` / `portable`).
+    /// Kernel used (`avx512` / `clmul` / `portable`).
     pub backend: &'static str,
     /// The configurations, in order.
     pub configs: Vec<CodecSpec>,
@@ -336,18 +336,7 @@ pub fn analyze(
     progress: &mut Progress<'_>,
 ) -> Result<AnalyzeResult, DpaError> {
     let t0 = Instant::now();
-    let backend = match req.backend.as_str() {
-        "auto" | "" => Backend::detect(),
-        "clmul" => Backend::Clmul,
-        "portable" => Backend::Portable,
-        other => {
-            return Err(DpaError::Param {
-                name: "backend",
-                value: other.into(),
-                allowed: "auto, clmul, portable".into(),
-            })
-        }
-    };
+    let backend = Backend::parse(&req.backend)?;
     if req.configs.is_empty() {
         return Err(DpaError::Param {
             name: "configs",
@@ -367,7 +356,7 @@ pub fn analyze(
     }
     let unit = req.configs.iter().map(|c| c.chunk_bytes).max().unwrap_or(1);
     let page = req.page_size_bytes;
-    if page == 0 || page % unit != 0 || page > 1 << 24 {
+    if page == 0 || !page.is_multiple_of(unit) || page > 1 << 24 {
         return Err(DpaError::Param {
             name: "page_size_bytes",
             value: page.to_string(),

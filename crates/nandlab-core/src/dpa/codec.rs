@@ -47,9 +47,12 @@ pub enum Choice {
     Tag(u8),
 }
 
-/// Which multiplication kernel a codec uses.
+/// Which multiplication kernel a codec uses. All give bit-identical results.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Backend {
+    /// AVX-512 (`vpclmulqdq`, `vpopcntq`): eight polynomials per instruction (x86-64 with
+    /// avx512f, vpclmulqdq and avx512vpopcntdq; built with rustc ≥ 1.89).
+    Avx512,
     /// Carry-less multiply instruction (x86-64 `pclmulqdq` + `popcnt`).
     Clmul,
     /// Byte-indexed tables of each polynomial's inverse series (any CPU).
@@ -57,25 +60,75 @@ pub enum Backend {
 }
 
 impl Backend {
-    /// The fastest backend this CPU supports.
+    /// The fastest backend this CPU (and this build) supports.
     pub fn detect() -> Self {
         #[cfg(target_arch = "x86_64")]
         {
             if std::arch::is_x86_feature_detected!("pclmulqdq")
                 && std::arch::is_x86_feature_detected!("popcnt")
             {
+                if super::avx512::available() {
+                    return Backend::Avx512;
+                }
                 return Backend::Clmul;
             }
         }
         Backend::Portable
     }
 
-    /// Short name (`clmul` / `portable`).
+    /// Whether this CPU and build can run the backend.
+    pub fn supported(self) -> bool {
+        matches!(
+            (self, Backend::detect()),
+            (Backend::Portable, _)
+                | (Backend::Clmul, Backend::Clmul | Backend::Avx512)
+                | (Backend::Avx512, Backend::Avx512)
+        )
+    }
+
+    /// Short name (`avx512` / `clmul` / `portable`).
     pub fn name(self) -> &'static str {
         match self {
+            Backend::Avx512 => "avx512",
             Backend::Clmul => "clmul",
             Backend::Portable => "portable",
         }
+    }
+
+    /// Parse a name; `auto` = [`Backend::detect`].
+    ///
+    /// # Errors
+    /// [`DpaError::Param`] for an unknown name or one this CPU cannot run.
+    pub fn parse(name: &str) -> Result<Self, DpaError> {
+        let b = match name {
+            "auto" | "" => return Ok(Backend::detect()),
+            "avx512" => Backend::Avx512,
+            "clmul" => Backend::Clmul,
+            "portable" => Backend::Portable,
+            other => {
+                return Err(DpaError::Param {
+                    name: "backend",
+                    value: other.into(),
+                    allowed: "auto, avx512, clmul, portable".into(),
+                })
+            }
+        };
+        if !b.supported() {
+            return Err(DpaError::Param {
+                name: "backend",
+                value: name.into(),
+                allowed: format!(
+                    "{} on this CPU and build (auto picks the fastest)",
+                    [Backend::Avx512, Backend::Clmul, Backend::Portable]
+                        .iter()
+                        .filter(|b| b.supported())
+                        .map(|b| b.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            });
+        }
+        Ok(b)
     }
 }
 
@@ -144,6 +197,10 @@ pub struct Codec {
     /// Portable backend: for each polynomial and byte value v (bit k = x^k), v·q_t truncated,
     /// `words` words per entry (256 entries per polynomial).
     tables: Vec<u64>,
+    /// AVX-512 backend: the inverse series as a structure of arrays padded to 8 polynomials
+    /// (see `avx512::layout`), and the padded count.
+    soa: Vec<u64>,
+    n8: usize,
 }
 
 /// The literal bit-serial scrambler of spec §1.2: `s_i = b_i ⊕ ⊕_{k∈K, k≤i} s_(i−k)` over the
@@ -186,6 +243,22 @@ pub fn descramble_reference(chunk: &[u8], p: u32) -> Vec<u8> {
     out
 }
 
+/// The first 8 bytes of `b` as a little-endian word (one load).
+#[inline(always)]
+pub(crate) fn le64(b: &[u8]) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[..8]);
+    u64::from_le_bytes(a)
+}
+
+/// The first 8 bytes of `b` as a big-endian word (one load and a byte swap).
+#[inline(always)]
+fn be64(b: &[u8]) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[..8]);
+    u64::from_be_bytes(a)
+}
+
 /// Chunk bytes → power-series words.
 #[inline(always)]
 fn load(chunk: &[u8], words: usize, out: &mut [u64]) {
@@ -196,7 +269,7 @@ fn load(chunk: &[u8], words: usize, out: &mut [u64]) {
     }
     for (w, o) in out.iter_mut().enumerate().take(words) {
         let b = &chunk[8 * w..8 * w + 8];
-        let v = u64::from_be_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
+        let v = be64(b);
         *o = v.reverse_bits();
     }
 }
@@ -254,6 +327,19 @@ fn mul_trunc_with(
     out[words - 1] &= mask;
 }
 
+/// `out ^= src · x^(64·ws + bs)`, truncated to `out.len()` words (`bs` < 64).
+#[inline(always)]
+fn xor_shifted(out: &mut [u64], src: &[u64], ws: usize, bs: usize) {
+    for (d, o) in out.iter_mut().enumerate().skip(ws) {
+        let i = d - ws;
+        let mut x = src[i] << bs;
+        if bs > 0 && i > 0 {
+            x |= src[i - 1] >> (64 - bs);
+        }
+        *o ^= x;
+    }
+}
+
 /// s = b·p mod x^(64·words) for a sparse p (descrambling): XOR of shifted copies.
 fn mul_poly(s: &[u64], p: u32, words: usize, mask: u64, out: &mut [u64]) {
     out[..words].fill(0);
@@ -261,15 +347,7 @@ fn mul_poly(s: &[u64], p: u32, words: usize, mask: u64, out: &mut [u64]) {
     while taps != 0 {
         let k = taps.trailing_zeros() as usize;
         taps &= taps - 1;
-        let (ws, bs) = (k / 64, k % 64);
-        for dst in ws..words {
-            let src = dst - ws;
-            let mut v = s[src] << bs;
-            if bs > 0 && src > 0 {
-                v |= s[src - 1] >> (64 - bs);
-            }
-            out[dst] ^= v;
-        }
+        xor_shifted(&mut out[..words], s, k / 64, k % 64);
     }
     out[words - 1] &= mask;
 }
@@ -329,16 +407,12 @@ impl Codec {
             }
             order = order.max(d);
         }
-        if backend == Backend::Clmul && Backend::detect() != Backend::Clmul {
-            return Err(DpaError::Param {
-                name: "backend",
-                value: "clmul".into(),
-                allowed: "portable (this CPU has no pclmulqdq/popcnt)".into(),
-            });
+        if !backend.supported() {
+            Backend::parse(backend.name())?;
         }
         let words = chunk_bytes.div_ceil(8);
         let bits = 8 * chunk_bytes;
-        let mask = if bits % 64 == 0 {
+        let mask = if bits.is_multiple_of(64) {
             !0u64
         } else {
             (1u64 << (bits % 64)) - 1
@@ -360,9 +434,13 @@ impl Codec {
             inv,
             backend,
             tables: Vec::new(),
+            soa: Vec::new(),
+            n8: 0,
         };
-        if backend == Backend::Portable {
-            codec.build_tables();
+        match backend {
+            Backend::Portable => codec.build_tables(),
+            Backend::Avx512 => (codec.soa, codec.n8) = super::avx512::layout(&codec.inv, words),
+            Backend::Clmul => {}
         }
         Ok(codec)
     }
@@ -459,16 +537,16 @@ impl Codec {
         let w = self.words;
         let q = &self.inv[tag * w..(tag + 1) * w];
         match self.backend {
-            Backend::Clmul => mul_trunc_with(b, q, w, self.mask, s, clmul_hw),
+            Backend::Clmul | Backend::Avx512 => mul_trunc_with(b, q, w, self.mask, s, clmul_hw),
             Backend::Portable => {
                 let t = &self.tables[tag * 256 * w..(tag + 1) * 256 * w];
-                portable_mul(b, t, w, self.chunk_bytes, self.mask, s);
+                portable_mul_dyn(b, t, w, self.chunk_bytes, self.mask, s);
             }
         }
     }
 
     fn check_page(&self, len: usize) -> Result<(), DpaError> {
-        if len == 0 || len % self.chunk_bytes != 0 {
+        if len == 0 || !len.is_multiple_of(self.chunk_bytes) {
             return Err(DpaError::Param {
                 name: "page length",
                 value: len.to_string(),
@@ -526,6 +604,29 @@ impl Codec {
                 });
             }
         }
+        #[cfg(target_arch = "x86_64")]
+        {
+            if self.backend != Backend::Portable {
+                // SAFETY: a non-portable backend is only selected after
+                // `is_x86_feature_detected!` confirmed pclmulqdq and popcnt (`Backend::supported`).
+                unsafe { encode_x86::<STATS>(self, page, choice, out, stats) };
+                return Ok(());
+            }
+        }
+        self.encode_body::<STATS>(page, choice, out, stats);
+        Ok(())
+    }
+
+    /// The encoder after validation; inlined into [`encode_x86`] so that its popcounts and
+    /// carry-less products compile to single instructions.
+    #[inline(always)]
+    fn encode_body<const STATS: bool>(
+        &self,
+        page: &[u8],
+        choice: Choice,
+        out: &mut Encoded,
+        stats: Option<&mut TagStats>,
+    ) {
         out.stored.resize(page.len(), 0);
         out.ones_decorrelated = decorrelated_ones(page);
         out.ones_scrambled = 0;
@@ -549,83 +650,151 @@ impl Codec {
             out.tags.clear();
             decorrelate_into(page, &mut out.stored, true);
         } else {
-            let w = self.words;
-            let mut b = [0u64; MAX_WORDS];
-            let mut s = [0u64; MAX_WORDS];
-            let mut ones = 0u64;
-            for ((chunk, dst), &tag) in page
-                .chunks_exact(self.chunk_bytes)
-                .zip(out.stored.chunks_exact_mut(self.chunk_bytes))
-                .zip(&out.tags)
-            {
-                load(chunk, w, &mut b);
-                self.mul_inv(&b, usize::from(tag), &mut s);
-                ones += s[..w]
-                    .iter()
-                    .map(|x| u64::from(x.count_ones()))
-                    .sum::<u64>();
-                store(&s[..w], dst, true);
-            }
+            let ones = match self.chunk_bytes {
+                4 => self.scramble_page::<4, 1>(page, &out.tags, &mut out.stored),
+                8 => self.scramble_page::<8, 1>(page, &out.tags, &mut out.stored),
+                16 => self.scramble_page::<16, 2>(page, &out.tags, &mut out.stored),
+                _ => self.scramble_page::<32, 4>(page, &out.tags, &mut out.stored),
+            };
             if let Choice::Tag(_) = choice {
                 out.ones_scrambled = ones;
             }
         }
-        Ok(())
+    }
+
+    /// [`Codec::scramble_page`] for 4-byte chunks with carry-less multiplication: two chunks
+    /// per 8-byte load and per bit reversal.
+    #[inline(always)]
+    fn scramble_page4(&self, page: &[u8], tags: &[u8], stored: &mut [u8]) -> u64 {
+        let mut ones = 0u64;
+        let prod = |b: u64, t: u8| -> u64 {
+            let q = self.inv[usize::from(t)];
+            clmul_hw(b, q).0 & 0xFFFF_FFFF
+        };
+        let mut pairs = page.chunks_exact(8);
+        let mut dsts = stored.chunks_exact_mut(8);
+        let mut tag_pairs = tags.chunks_exact(2);
+        for ((src, dst), tp) in (&mut pairs).zip(&mut dsts).zip(&mut tag_pairs) {
+            let r = be64(src).reverse_bits();
+            let s = prod(r & 0xFFFF_FFFF, tp[0]) | (prod(r >> 32, tp[1]) << 32);
+            ones += u64::from(s.count_ones());
+            dst.copy_from_slice(&(!s.reverse_bits()).to_be_bytes());
+        }
+        let (src, dst) = (pairs.remainder(), dsts.into_remainder());
+        if let (4, Some(&t)) = (src.len(), tag_pairs.remainder().first()) {
+            let b = u64::from(u32::from_be_bytes([src[0], src[1], src[2], src[3]]).reverse_bits());
+            let s = prod(b, t);
+            ones += u64::from(s.count_ones());
+            dst.copy_from_slice(&(!(s as u32).reverse_bits()).to_be_bytes());
+        }
+        ones
+    }
+
+    /// Scramble every chunk of `page` with its tag into `stored`, inverted; returns the ones
+    /// of the scrambled (not inverted) page.
+    #[inline(always)]
+    fn scramble_page<const CB: usize, const W: usize>(
+        &self,
+        page: &[u8],
+        tags: &[u8],
+        stored: &mut [u8],
+    ) -> u64 {
+        if CB == 4 && self.backend != Backend::Portable {
+            return self.scramble_page4(page, tags, stored);
+        }
+        let mask: u64 = if CB == 4 { 0xFFFF_FFFF } else { !0 };
+        let mut ones = 0u64;
+        for ((chunk, dst), &tag) in page
+            .chunks_exact(CB)
+            .zip(stored.chunks_exact_mut(CB))
+            .zip(tags)
+        {
+            let b = load_words::<CB, W>(chunk);
+            let t = usize::from(tag);
+            let mut s = match self.backend {
+                Backend::Portable => {
+                    portable_mul::<CB, W>(&b, &self.tables[t * 256 * W..(t + 1) * 256 * W])
+                }
+                Backend::Clmul | Backend::Avx512 => {
+                    let q = &self.inv[t * W..(t + 1) * W];
+                    let mut s = [0u64; W];
+                    for j in 0..W {
+                        for i in 0..W - j {
+                            let (lo, hi) = clmul_hw(b[i], q[j]);
+                            s[i + j] ^= lo;
+                            if i + j + 1 < W {
+                                s[i + j + 1] ^= hi;
+                            }
+                        }
+                    }
+                    s
+                }
+            };
+            s[W - 1] &= mask;
+            for x in &s {
+                ones += u64::from(x.count_ones());
+            }
+            if CB == 4 {
+                dst.copy_from_slice(&(!(s[0] as u32).reverse_bits()).to_be_bytes());
+            } else {
+                for (o, x) in dst.chunks_exact_mut(8).zip(&s) {
+                    o.copy_from_slice(&(!x.reverse_bits()).to_be_bytes());
+                }
+            }
+        }
+        ones
     }
 
     /// Best tag of every chunk of `page` into `tags`; returns the sum of the minima.
+    #[inline(always)]
     fn best_tags<const STATS: bool>(
         &self,
         page: &[u8],
         tags: &mut [u8],
-        mut stats: Option<&mut TagStats>,
+        stats: Option<&mut TagStats>,
     ) -> u64 {
-        let mut total = 0u64;
-        let w = self.words;
-        let mut b = [0u64; MAX_WORDS];
-        let np = self.polys.len();
-        for (chunk, tag) in page.chunks_exact(self.chunk_bytes).zip(tags.iter_mut()) {
-            load(chunk, w, &mut b);
-            let base = b[..w].iter().map(|x| x.count_ones()).sum::<u32>();
-            let reduced: &mut [u64] = match (STATS, stats.as_deref_mut()) {
-                (true, Some(st)) => &mut st.reduced,
-                _ => &mut [],
-            };
-            let key = match (self.backend, w) {
-                (Backend::Clmul, 1) => {
-                    scan_clmul::<1, STATS>(&b, &self.inv, self.mask, base, reduced)
-                }
-                (Backend::Clmul, 2) => {
-                    scan_clmul::<2, STATS>(&b, &self.inv, self.mask, base, reduced)
-                }
-                (Backend::Clmul, _) => {
-                    scan_clmul::<4, STATS>(&b, &self.inv, self.mask, base, reduced)
-                }
-                (Backend::Portable, _) => {
-                    let mut best = u32::MAX;
-                    let mut s = [0u64; MAX_WORDS];
-                    for t in 0..np {
-                        let tab = &self.tables[t * 256 * w..(t + 1) * 256 * w];
-                        portable_mul(&b, tab, w, self.chunk_bytes, self.mask, &mut s);
-                        let ones = s[..w].iter().map(|x| x.count_ones()).sum::<u32>();
-                        best = best.min((ones << 8) | t as u32);
-                        if STATS {
-                            reduced[t] += u64::from(ones < base);
-                        }
-                    }
-                    best
-                }
-            };
-            *tag = (key & 0xFF) as u8;
-            total += u64::from(key >> 8);
-            if STATS {
-                if let Some(st) = stats.as_deref_mut() {
-                    st.chunks += 1;
-                    st.best[usize::from(*tag)] += 1;
-                }
+        let mut none_r: [u64; 0] = [];
+        let mut none_b: [u64; 0] = [];
+        let (reduced, best): (&mut [u64], &mut [u64]) = match stats {
+            Some(st) if STATS => {
+                st.chunks += tags.len() as u64;
+                (&mut st.reduced, &mut st.best)
             }
+            _ => (&mut none_r, &mut none_b),
+        };
+        macro_rules! go {
+            ($cb:literal, $w:literal, $i:literal) => {
+                match self.backend {
+                    Backend::Avx512 => super::avx512::scan_checked::<$cb, $w, STATS>(
+                        page,
+                        &self.soa,
+                        self.polys.len(),
+                        self.n8,
+                        tags,
+                        reduced,
+                        best,
+                    ),
+                    Backend::Clmul => {
+                        scan_clmul::<$cb, $w, $i, STATS>(page, &self.inv, tags, reduced, best)
+                    }
+                    Backend::Portable => scan_page::<$cb, $w, $i, STATS>(
+                        page,
+                        &self.tables,
+                        256 * $w,
+                        tags,
+                        reduced,
+                        best,
+                        |b, tab| portable_mul::<$cb, $w>(b, tab),
+                    ),
+                }
+            };
         }
-        total
+        match self.chunk_bytes {
+            4 => go!(4, 1, 4),
+            8 => go!(8, 1, 4),
+            16 => go!(16, 2, 1),
+            _ => go!(32, 4, 1),
+        }
     }
 
     /// Decode a stored page: invert, then re-correlate (`correlated`) or descramble each chunk
@@ -685,9 +854,98 @@ impl Codec {
     }
 }
 
-/// Portable s = b·q via per-byte tables `tab` (256 entries × `words` words) and shifts.
+/// Chunk bytes → `W` power-series words (`CB` = 4 fills the low half of one word).
 #[inline(always)]
-fn portable_mul(
+pub(crate) fn load_words<const CB: usize, const W: usize>(chunk: &[u8]) -> [u64; W] {
+    let mut out = [0u64; W];
+    if CB == 4 {
+        let v = u32::from_be_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
+        out[0] = u64::from(v.reverse_bits());
+    } else {
+        for (o, b) in out.iter_mut().zip(chunk.chunks_exact(8)) {
+            *o = be64(b).reverse_bits();
+        }
+    }
+    out
+}
+
+/// The fewest-ones polynomial of every chunk of `page`: for each chunk and each polynomial t,
+/// `prod(b, per_poly[t])` is the scrambled chunk; keys `(ones << 8) | t` are minimised, so ties
+/// go to the lowest tag. `I` chunks are processed together per polynomial (independent
+/// dependency chains). With `STATS`, `reduced[t]` counts chunks whose ones polynomial t
+/// lowers and `best[t]` chunks whose best polynomial is t. Returns the sum of the minima.
+#[inline(always)]
+fn scan_page<const CB: usize, const W: usize, const I: usize, const STATS: bool>(
+    page: &[u8],
+    per_poly: &[u64],
+    stride: usize,
+    tags: &mut [u8],
+    reduced: &mut [u64],
+    best: &mut [u64],
+    prod: impl Fn(&[u64; W], &[u64]) -> [u64; W],
+) -> u64 {
+    let mask: u64 = if CB == 4 { 0xFFFF_FFFF } else { !0 };
+    let mut total = 0u64;
+    let mut groups = page.chunks_exact(CB * I);
+    let mut tag_groups = tags.chunks_exact_mut(I);
+    for (g, tg) in (&mut groups).zip(&mut tag_groups) {
+        let mut b = [[0u64; W]; I];
+        let mut base = [0u32; I];
+        for i in 0..I {
+            b[i] = load_words::<CB, W>(&g[i * CB..(i + 1) * CB]);
+            base[i] = b[i].iter().map(|x| x.count_ones()).sum();
+        }
+        let mut key = [u32::MAX; I];
+        for (t, q) in per_poly.chunks_exact(stride).enumerate() {
+            for i in 0..I {
+                let mut s = prod(&b[i], q);
+                s[W - 1] &= mask;
+                let ones: u32 = s.iter().map(|x| x.count_ones()).sum();
+                key[i] = key[i].min((ones << 8) | t as u32);
+                if STATS {
+                    reduced[t] += u64::from(ones < base[i]);
+                }
+            }
+        }
+        for i in 0..I {
+            tg[i] = (key[i] & 0xFF) as u8;
+            total += u64::from(key[i] >> 8);
+            if STATS {
+                best[usize::from(tg[i])] += 1;
+            }
+        }
+    }
+    let rest = groups.remainder();
+    if !rest.is_empty() {
+        total += scan_page::<CB, W, 1, STATS>(
+            rest,
+            per_poly,
+            stride,
+            tag_groups.into_remainder(),
+            reduced,
+            best,
+            prod,
+        );
+    }
+    total
+}
+
+/// Portable s = b·q via the per-byte table `tab` of one polynomial (256 entries × `W` words)
+/// and shifts: s = Σ_j tab[byte j of b] · x^(8j), truncated.
+#[inline(always)]
+fn portable_mul<const CB: usize, const W: usize>(b: &[u64; W], tab: &[u64]) -> [u64; W] {
+    let mut s = [0u64; W];
+    for j in 0..CB {
+        let v = ((b[j / 8] >> (8 * (j % 8))) & 0xFF) as usize;
+        let e = &tab[v * W..(v + 1) * W];
+        xor_shifted(&mut s, e, j / 8, 8 * (j % 8));
+    }
+    s
+}
+
+/// [`portable_mul`] for a runtime chunk size (single chunks: re-scrambling, `scramble_chunk`).
+#[inline]
+fn portable_mul_dyn(
     b: &[u64; MAX_WORDS],
     tab: &[u64],
     words: usize,
@@ -698,19 +956,8 @@ fn portable_mul(
     *s = [0; MAX_WORDS];
     for j in 0..bytes {
         let v = ((b[j / 8] >> (8 * (j % 8))) & 0xFF) as usize;
-        if v == 0 {
-            continue;
-        }
         let e = &tab[v * words..(v + 1) * words];
-        let (ws, bs) = (j / 8, 8 * (j % 8));
-        for dst in ws..words {
-            let src = dst - ws;
-            let mut x = e[src] << bs;
-            if bs > 0 && src > 0 {
-                x |= e[src - 1] >> (64 - bs);
-            }
-            s[dst] ^= x;
-        }
+        xor_shifted(&mut s[..words], e, j / 8, 8 * (j % 8));
     }
     s[words - 1] &= mask;
 }
@@ -745,97 +992,87 @@ unsafe fn clmul_x86(a: u64, b: u64) -> (u64, u64) {
     )
 }
 
-/// Fewest-ones key `(ones << 8) | tag` over every polynomial for one chunk `b` (W words),
-/// using `pclmulqdq`; with `STATS`, counts in `reduced[t]` whether polynomial t gives fewer
-/// ones than `base`.
+/// [`scan_page`] with carry-less multiplication by each polynomial's inverse series.
 #[inline(always)]
-fn scan_clmul<const W: usize, const STATS: bool>(
-    b: &[u64; MAX_WORDS],
+fn scan_clmul<const CB: usize, const W: usize, const I: usize, const STATS: bool>(
+    page: &[u8],
     inv: &[u64],
-    mask: u64,
-    base: u32,
+    tags: &mut [u8],
     reduced: &mut [u64],
-) -> u32 {
+    best: &mut [u64],
+) -> u64 {
     #[cfg(target_arch = "x86_64")]
     {
         // SAFETY: reached only with `Backend::Clmul`, which `Codec::with_backend` accepts only
         // after `is_x86_feature_detected!` confirmed pclmulqdq and popcnt on this CPU.
-        unsafe { scan_x86::<W, STATS>(b, inv, mask, base, reduced) }
+        // Measured reason for `unsafe`: one pclmulqdq per (chunk, polynomial) instead of a
+        // 24-operation table product; see benches/dpa_codec.rs and the report of issue 16.
+        unsafe { scan_x86::<CB, W, I, STATS>(page, inv, tags, reduced, best) }
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let mut best = u32::MAX;
-        let mut s = [0u64; MAX_WORDS];
-        for (t, q) in inv.chunks_exact(W).enumerate() {
-            mul_trunc_with(b, q, W, mask, &mut s, clmul_soft);
-            let ones = s[..W].iter().map(|x| x.count_ones()).sum::<u32>();
-            best = best.min((ones << 8) | t as u32);
-            if STATS {
-                reduced[t] += u64::from(ones < base);
-            }
-        }
-        best
+        scan_page::<CB, W, I, STATS>(page, inv, W, tags, reduced, best, |b, q| {
+            let mut s = [0u64; MAX_WORDS];
+            mul_trunc_with(b, q, W, !0, &mut s, clmul_soft);
+            let mut o = [0u64; W];
+            o.copy_from_slice(&s[..W]);
+            o
+        })
     }
 }
 
-/// The x86-64 kernel of [`scan_clmul`]. One `pclmulqdq` per (chunk word pair, polynomial):
-/// 1 for 4/8-byte chunks, 3 for 16, 10 for 32.
+/// The x86-64 body of [`scan_clmul`]: [`scan_page`] compiled with pclmulqdq and popcnt. One
+/// `pclmulqdq` per (chunk word pair, polynomial): 1 for 4/8-byte chunks, 3 for 16, 10 for 32.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "pclmulqdq,popcnt,sse2")]
-unsafe fn scan_x86<const W: usize, const STATS: bool>(
-    b: &[u64; MAX_WORDS],
+unsafe fn scan_x86<const CB: usize, const W: usize, const I: usize, const STATS: bool>(
+    page: &[u8],
     inv: &[u64],
-    mask: u64,
-    base: u32,
+    tags: &mut [u8],
     reduced: &mut [u64],
-) -> u32 {
+    best: &mut [u64],
+) -> u64 {
     use std::arch::x86_64::{
-        __m128i, _mm_clmulepi64_si128, _mm_cvtsi128_si64, _mm_cvtsi64_si128, _mm_unpackhi_epi64,
+        _mm_clmulepi64_si128, _mm_cvtsi128_si64, _mm_cvtsi64_si128, _mm_unpackhi_epi64,
     };
-    let mut bv: [__m128i; W] = [_mm_cvtsi64_si128(0); W];
-    for i in 0..W {
-        bv[i] = _mm_cvtsi64_si128(b[i] as i64);
-    }
-    let mut best = u32::MAX;
-    for (t, q) in inv.chunks_exact(W).enumerate() {
-        let ones = if W == 1 {
-            let p = _mm_clmulepi64_si128(bv[0], _mm_cvtsi64_si128(q[0] as i64), 0);
-            ((_mm_cvtsi128_si64(p) as u64) & mask).count_ones()
-        } else {
-            let mut s = [0u64; W];
-            for j in 0..W {
-                let qv = _mm_cvtsi64_si128(q[j] as i64);
-                for i in 0..W - j {
-                    let p = _mm_clmulepi64_si128(bv[i], qv, 0);
-                    s[i + j] ^= _mm_cvtsi128_si64(p) as u64;
-                    if i + j + 1 < W {
-                        s[i + j + 1] ^= _mm_cvtsi128_si64(_mm_unpackhi_epi64(p, p)) as u64;
-                    }
+    scan_page::<CB, W, I, STATS>(page, inv, W, tags, reduced, best, |b, q| {
+        let mut s = [0u64; W];
+        for j in 0..W {
+            let qv = _mm_cvtsi64_si128(q[j] as i64);
+            for i in 0..W - j {
+                let p = _mm_clmulepi64_si128(_mm_cvtsi64_si128(b[i] as i64), qv, 0);
+                s[i + j] ^= _mm_cvtsi128_si64(p) as u64;
+                if i + j + 1 < W {
+                    s[i + j + 1] ^= _mm_cvtsi128_si64(_mm_unpackhi_epi64(p, p)) as u64;
                 }
             }
-            s[W - 1] &= mask;
-            let mut n = 0;
-            for x in s {
-                n += x.count_ones();
-            }
-            n
-        };
-        best = best.min((ones << 8) | t as u32);
-        if STATS {
-            reduced[t] += u64::from(ones < base);
         }
-    }
-    best
+        s
+    })
+}
+
+/// [`Codec::encode_body`] compiled with pclmulqdq and popcnt.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "pclmulqdq,popcnt,sse2")]
+unsafe fn encode_x86<const STATS: bool>(
+    codec: &Codec,
+    page: &[u8],
+    choice: Choice,
+    out: &mut Encoded,
+    stats: Option<&mut TagStats>,
+) {
+    codec.encode_body::<STATS>(page, choice, out, stats);
 }
 
 /// Ones of the page after byte de-correlation `y_0 = x_0, y_i = x_i ⊕ x_(i−1)` (path A; Guo
 /// §2.4 after \[32\]).
+#[inline(always)]
 pub fn decorrelated_ones(page: &[u8]) -> u64 {
     let mut ones = 0u64;
     let mut prev = 0u64;
     let mut words = page.chunks_exact(8);
     for c in &mut words {
-        let w = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
+        let w = le64(c);
         ones += u64::from((w ^ ((w << 8) | prev)).count_ones());
         prev = w >> 56;
     }
@@ -848,6 +1085,7 @@ pub fn decorrelated_ones(page: &[u8]) -> u64 {
 }
 
 /// Write the de-correlated page (inverted when `invert`) into `out` (same length).
+#[inline(always)]
 pub fn decorrelate_into(page: &[u8], out: &mut [u8], invert: bool) {
     let flip = if invert { 0xFF } else { 0 };
     let mut prev = 0u8;
@@ -862,9 +1100,7 @@ pub fn ones(data: &[u8]) -> u64 {
     let mut n = 0u64;
     let mut words = data.chunks_exact(8);
     for c in &mut words {
-        n += u64::from(
-            u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]).count_ones(),
-        );
+        n += u64::from(le64(c).count_ones());
     }
     n + words
         .remainder()

@@ -33,6 +33,7 @@
 //! ([`analyze::Profile`]) rather than page contents.
 
 pub mod analyze;
+mod avx512;
 pub mod codec;
 pub mod lifetime;
 pub mod poly;

@@ -88,9 +88,9 @@ fn prime_factors(mut n: u64) -> Vec<u64> {
     let mut out = Vec::new();
     let mut f = 2u64;
     while f * f <= n {
-        if n % f == 0 {
+        if n.is_multiple_of(f) {
             out.push(f);
-            while n % f == 0 {
+            while n.is_multiple_of(f) {
                 n /= f;
             }
         }
