@@ -279,6 +279,83 @@ impl Profile {
     }
 }
 
+/// Counts of several files added together, with the profile of each configuration.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Files added (those without an error).
+    pub files: usize,
+    /// The summed counts (`path` lists the files, `error` is `None`).
+    pub stats: FileStats,
+    /// One profile per configuration, in order.
+    pub profiles: Vec<Profile>,
+}
+
+/// Add up the files that were analysed (those without `error`) and compute the profiles.
+/// All files must have the same configurations (as one [`analyze`] call gives).
+///
+/// # Errors
+/// [`DpaError::Param`] when the files' configurations differ or no file has data.
+pub fn summarize(files: &[FileStats]) -> Result<Summary, DpaError> {
+    let ok: Vec<&FileStats> = files.iter().filter(|f| f.error.is_none()).collect();
+    let Some(first) = ok.first() else {
+        return Err(DpaError::Param {
+            name: "files",
+            value: files.len().to_string(),
+            allowed: "at least one file analysed without error".into(),
+        });
+    };
+    let shape = |f: &FileStats| -> Vec<(usize, u32, usize)> {
+        f.configs
+            .iter()
+            .map(|c| (c.chunk_bytes, c.order, c.polynomials))
+            .collect()
+    };
+    let mut total = FileStats {
+        path: ok.iter().map(|f| f.path.as_str()).collect::<Vec<_>>().join(", "),
+        configs: first
+            .configs
+            .iter()
+            .map(|c| ConfigStats {
+                chunk_bytes: c.chunk_bytes,
+                order: c.order,
+                polynomials: c.polynomials,
+                tag_bits: c.tag_bits,
+                reduced: vec![0; c.polynomials],
+                best: vec![0; c.polynomials],
+                ..Default::default()
+            })
+            .collect(),
+        ..Default::default()
+    };
+    for f in &ok {
+        if shape(f) != shape(first) {
+            return Err(DpaError::Param {
+                name: "files",
+                value: f.path.clone(),
+                allowed: "files analysed with the same configurations".into(),
+            });
+        }
+        total.size_bytes += f.size_bytes;
+        total.bytes += f.bytes;
+        total.skipped_bytes += f.skipped_bytes;
+        total.pages += f.pages;
+        total.raw_ones += f.raw_ones;
+        total.decorrelated_ones += f.decorrelated_ones;
+        for (a, b) in total.raw_cells.iter_mut().zip(&f.raw_cells) {
+            *a += b;
+        }
+        for (a, b) in total.configs.iter_mut().zip(&f.configs) {
+            a.merge(b);
+        }
+    }
+    let profiles = total.configs.iter().map(|c| Profile::of(&total, c)).collect();
+    Ok(Summary {
+        files: ok.len(),
+        stats: total,
+        profiles,
+    })
+}
+
 /// Add the cells of a lower (MSB) page `a` and an upper (LSB) page `b` of equal length.
 fn count_cells(a: &[u8], b: &[u8], cells: &mut [u64; 4]) {
     let mut wa = a.chunks_exact(8);

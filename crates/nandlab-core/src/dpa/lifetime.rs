@@ -7,14 +7,20 @@
 //! * p_c = Σ_i p_i · p_li (eq. 2.7): p_i = probability that a cell is programmed to level i
 //!   (from the data's bit patterns and the level map), p_li = error rate of a cell at level i.
 //!
-//! **Method (spec §1.5, "nandlab method (R)").** The per-level rates come from *one* uniform-data
-//! Monte-Carlo run of the Vth model ([`crate::reliability::vth::simulate`], Guo §2.2.1's device
-//! [`VthParams::guo_ch2_mlc`], ΔVpp 0.3 V) per P/E point: p_li = share_i · RBER_uniform / 0.25,
-//! where share_i is the fraction of bit errors that cells at level i make. The data changes
-//! only the weights p_i (eq. 2.7 taken literally: p_li does not depend on the data).
-//! * f_prog: the run at retention 0 (program disturb: RTN + coupling);
-//! * f_rt: the run after `retention_s` (Guo: 1 year) — includes the program errors;
-//! * f_rd: the run at retention 0 after `read_disturb_reads` reads (Guo Fig. 12(c): 5 K). With
+//! **Method (spec §1.5, "nandlab method (R)").** The per-level rates come from the Vth model
+//! ([`crate::reliability::vth`], Guo §2.2.1's device [`VthParams::guo_ch2_mlc`], ΔVpp 0.3 V)
+//! with *uniform* data around the victim: p_li is the bit error rate of cells programmed to
+//! level i whose coupling neighbours are uniform over the four levels
+//! ([`crate::reliability::vth::simulate_split`] with a one-hot victim distribution), one
+//! Monte-Carlo run per level, each to its own precision target. The data changes only the
+//! weights p_i (eq. 2.7 taken literally: p_li does not depend on the data). This equals the
+//! spec's `share_i · RBER_uniform / 0.25` in expectation, but estimates each level to the same
+//! relative precision: L0's errors are rare erased-tail events (x0 ~ N(1.1, 0.35) above the
+//! 2.50 V reference after coupling), which a uniform run samples too sparsely, and L0 is the
+//! level DPA moves weight to.
+//! * f_prog: the runs at retention 0 (program disturb: RTN + coupling);
+//! * f_rt: the runs after `retention_s` (Guo: 1 year) — includes the program errors;
+//! * f_rd: the runs at retention 0 after `read_disturb_reads` reads (Guo Fig. 12(c): 5 K). With
 //!   the printed eq. 2.8 coefficients the read-disturb shift is volts after one read (see
 //!   [`crate::reliability::vth::ReadDisturb`]), so f_rd is reported but left out of F unless
 //!   `include_read_disturb`.
@@ -36,16 +42,27 @@
 //! **Lifetime** = the first P/E of the grid where F ≥ T_uber, interpolated linearly in log10 F
 //! between that grid point and the one before; `None` with `beyond_grid` when F stays below.
 
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
 use serde::{Deserialize, Serialize};
 
 use super::DpaError;
+use crate::reliability::math::fnv1a64;
 use crate::ecc::{Bch, BchTiming};
 use crate::reliability::vth::{
-    simulate, Condition, LevelConfig, McOptions, McResult, VthParams, DAY_S,
+    simulate_split, Condition, LevelConfig, McOptions, McResult, VthParams, DAY_S,
 };
 
 /// Guo's reliability threshold T_uber (§2.2.1, \[2\]).
 pub const T_UBER: f64 = 1e-13;
+
+/// Monte-Carlo points are cached in this file of the reliability cache directory, keyed by a
+/// hash of everything that determines them.
+pub const CACHE_FILE: &str = "dpa-lifetime-mc.json";
+/// Bumped when this module's use of the Monte Carlo changes results.
+const CACHE_VERSION: u32 = 1;
 
 /// Level map of MLC cells: `map()[level]` = bit pattern (msb·2 + lsb).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -160,6 +177,18 @@ pub struct LifetimeRequest {
     pub max_samples: u64,
     /// Worker threads for the Monte-Carlo points (results do not depend on it).
     pub threads: usize,
+    /// Directory of the Monte-Carlo cache; empty = the reliability cache
+    /// (`$NANDLAB_CACHE_DIR`, else `~/.cache/nandlab`); `none` = no cache.
+    pub cache_dir: String,
+}
+
+/// Default P/E grid: 0–10 K in steps of 500 (where the lifetimes fall), then 12.5–40 K in
+/// steps of 2.5 K (Guo Figs. 12–13 span 5–40 K).
+pub fn default_pe_grid() -> Vec<f64> {
+    (0..=20)
+        .map(|i| 500.0 * f64::from(i))
+        .chain((5..=16).map(|i| 2500.0 * f64::from(i)))
+        .collect()
 }
 
 /// Guo Fig. 11 (WIN 7): L0 = 48 % (8 B) and 59 % (4 B) ⇒ independent-bit ones ratios √0.48 and
@@ -194,15 +223,16 @@ impl Default for LifetimeRequest {
             retention_s: 365.0 * DAY_S,
             read_disturb_reads: 5000.0,
             include_read_disturb: false,
-            pe: (0..=40).map(|i| 1000.0 * f64::from(i)).collect(),
+            pe: default_pe_grid(),
             t_uber: T_UBER,
             profiles: guo_fig11_profiles(),
             full_pattern: true,
             rel_half_width: 0.05,
-            rber_floor: 1e-7,
+            rber_floor: 1e-6,
             seed: McOptions::default().seed,
             max_samples: 1 << 26,
             threads: 1,
+            cache_dir: String::new(),
         }
     }
 }
@@ -262,12 +292,16 @@ pub struct ProfilePoint {
 pub struct PePoint {
     /// P/E cycles.
     pub pe: f64,
-    /// Uniform data at retention 0.
-    pub uniform_prog: McPoint,
-    /// Uniform data after the retention time.
-    pub uniform_rt: McPoint,
-    /// Uniform data at retention 0 after the reads.
-    pub uniform_rd: Option<McPoint>,
+    /// Per level L0..L3 (uniform neighbours), retention 0: bit error rate p_li and its run.
+    pub levels_prog: Vec<McPoint>,
+    /// Per level after the retention time.
+    pub levels_rt: Vec<McPoint>,
+    /// Per level at retention 0 after the reads (`None` without read disturb).
+    pub levels_rd: Option<Vec<McPoint>>,
+    /// RBER of uniform data (mean of the four levels) at retention 0.
+    pub uniform_rber_prog: f64,
+    /// RBER of uniform data after the retention time.
+    pub uniform_rber_rt: f64,
     /// Per profile, in request order.
     pub profiles: Vec<ProfilePoint>,
 }
@@ -302,6 +336,10 @@ pub struct LifetimeResult {
     pub points: Vec<PePoint>,
     /// Per profile.
     pub lifetimes: Vec<ProfileLifetime>,
+    /// Monte-Carlo points taken from the cache / computed.
+    pub mc_cached: usize,
+    /// Monte-Carlo points computed by this call.
+    pub mc_computed: usize,
     /// Wall seconds.
     pub wall_s: f64,
 }
@@ -388,35 +426,38 @@ pub fn lifetime(req: &LifetimeRequest) -> Result<LifetimeResult, DpaError> {
         max_samples: req.max_samples.max(McOptions::default().batch),
         ..McOptions::default()
     };
-    // Every Monte-Carlo point: (pe index, kind, retention, reads, pattern).
+    // Every Monte-Carlo point: victims (one-hot level, or a profile's levels for the
+    // full-pattern diagnostic) and neighbours (uniform, or the same profile).
     #[derive(Clone)]
     struct Job {
         pe: f64,
         retention_s: f64,
         reads: f64,
-        pattern: Option<[f64; 4]>,
+        victims: [f64; 4],
+        neighbours: [f64; 4],
     }
+    let one_hot = |i: usize| {
+        let mut v = [0.0; 4];
+        v[i] = 1.0;
+        v
+    };
+    let uniform = [0.25; 4];
     let mut jobs = Vec::new();
     for &pe in &req.pe {
-        jobs.push(Job {
-            pe,
-            retention_s: 0.0,
-            reads: 0.0,
-            pattern: None,
-        });
-        jobs.push(Job {
-            pe,
-            retention_s: req.retention_s,
-            reads: 0.0,
-            pattern: None,
-        });
+        let mut kinds = vec![(0.0, 0.0), (req.retention_s, 0.0)];
         if req.read_disturb_reads > 0.0 {
-            jobs.push(Job {
-                pe,
-                retention_s: 0.0,
-                reads: req.read_disturb_reads,
-                pattern: None,
-            });
+            kinds.push((0.0, req.read_disturb_reads));
+        }
+        for (retention_s, reads) in kinds {
+            for i in 0..4 {
+                jobs.push(Job {
+                    pe,
+                    retention_s,
+                    reads,
+                    victims: one_hot(i),
+                    neighbours: uniform,
+                });
+            }
         }
         if req.full_pattern {
             for l in &levels {
@@ -424,41 +465,83 @@ pub fn lifetime(req: &LifetimeRequest) -> Result<LifetimeResult, DpaError> {
                     pe,
                     retention_s: req.retention_s,
                     reads: 0.0,
-                    pattern: Some(*l),
+                    victims: *l,
+                    neighbours: *l,
                 });
             }
         }
     }
-    let run = |j: &Job| -> Result<McResult, DpaError> {
+    let key = |j: &Job| -> String {
         let cond = Condition {
             pe: j.pe,
             retention_s: j.retention_s,
             dvpp: req.dvpp_v,
             reads: j.reads,
         };
-        simulate(
+        let json = serde_json::to_string(&(
+            CACHE_VERSION,
+            crate::reliability::table::MODEL_VERSION,
+            &params,
+            &cond,
+            &j.victims,
+            &j.neighbours,
+            &mc,
+        ))
+        .unwrap_or_default();
+        format!("{:016x}", fnv1a64(json.as_bytes()))
+    };
+    let keys: Vec<String> = jobs.iter().map(key).collect();
+    let cache_path = if req.cache_dir == "none" {
+        None
+    } else if req.cache_dir.is_empty() {
+        Some(
+            crate::reliability::runtime::cache_dir(&crate::config::Config::default())
+                .join(CACHE_FILE),
+        )
+    } else {
+        Some(std::path::PathBuf::from(&req.cache_dir).join(CACHE_FILE))
+    };
+    let mut cache: BTreeMap<String, McPoint> = cache_path
+        .as_ref()
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default();
+    let todo: Vec<usize> = (0..jobs.len())
+        .filter(|&i| !cache.contains_key(&keys[i]))
+        .collect();
+    let cached = jobs.len() - todo.len();
+    let run = |j: &Job| -> Result<McPoint, DpaError> {
+        let cond = Condition {
+            pe: j.pe,
+            retention_s: j.retention_s,
+            dvpp: req.dvpp_v,
+            reads: j.reads,
+        };
+        simulate_split(
             &params,
             &LevelConfig::Normal,
-            j.pattern.as_ref().map(|p| &p[..]),
+            Some(&j.victims[..]),
+            Some(&j.neighbours[..]),
             &cond,
             &mc,
         )
+        .map(|r| McPoint::from(&r))
         .map_err(|e| DpaError::Reliability(e.to_string()))
     };
     let threads = req.threads.clamp(1, 64);
-    let results: Vec<Result<McResult, DpaError>> = if threads == 1 {
-        jobs.iter().map(run).collect()
+    let computed: Vec<Result<McPoint, DpaError>> = if threads == 1 {
+        todo.iter().map(|&i| run(&jobs[i])).collect()
     } else {
-        let next = std::sync::atomic::AtomicUsize::new(0);
-        let slots: Vec<std::sync::Mutex<Option<Result<McResult, DpaError>>>> =
-            jobs.iter().map(|_| std::sync::Mutex::new(None)).collect();
+        let next = AtomicUsize::new(0);
+        let slots: Vec<Mutex<Option<Result<McPoint, DpaError>>>> =
+            todo.iter().map(|_| Mutex::new(None)).collect();
         std::thread::scope(|s| {
             for _ in 0..threads {
                 s.spawn(|| loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let Some(j) = jobs.get(i) else { break };
-                    let r = run(j);
-                    if let Ok(mut slot) = slots[i].lock() {
+                    let k = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(&i) = todo.get(k) else { break };
+                    let r = run(&jobs[i]);
+                    if let Ok(mut slot) = slots[k].lock() {
                         *slot = Some(r);
                     }
                 });
@@ -474,34 +557,51 @@ pub fn lifetime(req: &LifetimeRequest) -> Result<LifetimeResult, DpaError> {
             })
             .collect()
     };
-    let mut results = results.into_iter();
-    let mut next = || -> Result<McResult, DpaError> {
-        results
-            .next()
-            .unwrap_or_else(|| Err(DpaError::Reliability("missing point".into())))
+    for (&i, r) in todo.iter().zip(computed) {
+        cache.insert(keys[i].clone(), r?);
+    }
+    if let (Some(path), false) = (&cache_path, todo.is_empty()) {
+        // Best effort: a cache that cannot be written only costs time next run.
+        if let Some(dir) = path.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        if let Ok(text) = serde_json::to_string(&cache) {
+            if std::fs::write(&tmp, text).is_ok() {
+                let _ = std::fs::rename(&tmp, path);
+            }
+        }
+    }
+    let mut results = keys.iter().map(|k| cache.get(k).cloned());
+    let mut take = |k: usize| -> Result<Vec<McPoint>, DpaError> {
+        (0..k)
+            .map(|_| {
+                results
+                    .next()
+                    .flatten()
+                    .ok_or_else(|| DpaError::Reliability("missing Monte-Carlo point".into()))
+            })
+            .collect()
     };
-    let weigh = |r: &McResult, l: &[f64; 4]| -> f64 {
-        // eq. 2.7 with p_li = share_i · RBER_uniform / 0.25.
-        (0..4)
-            .map(|i| l[i] * r.per_level_share.get(i).copied().unwrap_or(0.0) * r.rber / 0.25)
-            .sum()
+    // eq. 2.7: p_c = Σ p_i · p_li.
+    let weigh = |rates: &[McPoint], l: &[f64; 4]| -> f64 {
+        rates.iter().zip(l).map(|(r, p)| r.rber * p).sum()
     };
     let mut points = Vec::with_capacity(req.pe.len());
     for &pe in &req.pe {
-        let prog = next()?;
-        let rt = next()?;
+        let prog = take(4)?;
+        let rt = take(4)?;
         let rd = if req.read_disturb_reads > 0.0 {
-            Some(next()?)
+            Some(take(4)?)
         } else {
             None
         };
+        let full = if req.full_pattern {
+            take(levels.len())?
+        } else {
+            Vec::new()
+        };
         let mut profiles = Vec::with_capacity(levels.len());
-        let mut full = Vec::new();
-        if req.full_pattern {
-            for _ in &levels {
-                full.push(next()?);
-            }
-        }
         for (i, (l, code)) in levels.iter().zip(&codes).enumerate() {
             let pc_prog = weigh(&prog, l);
             let pc_rt = weigh(&rt, l);
@@ -522,15 +622,17 @@ pub fn lifetime(req: &LifetimeRequest) -> Result<LifetimeResult, DpaError> {
                 f_rt,
                 f_rd,
                 f,
-                full_pattern: fp.map(McPoint::from),
+                full_pattern: fp.cloned(),
                 f_full_pattern: fp.map(|r| code.uber(r.rber)),
             });
         }
         points.push(PePoint {
             pe,
-            uniform_prog: McPoint::from(&prog),
-            uniform_rt: McPoint::from(&rt),
-            uniform_rd: rd.as_ref().map(McPoint::from),
+            uniform_rber_prog: weigh(&prog, &uniform),
+            uniform_rber_rt: weigh(&rt, &uniform),
+            levels_prog: prog,
+            levels_rt: rt,
+            levels_rd: rd,
             profiles,
         });
     }
@@ -569,6 +671,8 @@ pub fn lifetime(req: &LifetimeRequest) -> Result<LifetimeResult, DpaError> {
         request: req.clone(),
         points,
         lifetimes,
+        mc_cached: cached,
+        mc_computed: jobs.len() - cached,
         wall_s: t0.elapsed().as_secs_f64(),
     })
 }
