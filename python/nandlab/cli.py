@@ -840,6 +840,11 @@ from nandlab.reproduce import reproduce as _reproduce  # noqa: E402
 
 cli.add_command(_reproduce)
 
+# `nandlab dpa analyze` (Guo ch. 2 data statistics)
+from nandlab.dpa.cli import dpa as _dpa_cli  # noqa: E402
+
+cli.add_command(_dpa_cli)
+
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""
