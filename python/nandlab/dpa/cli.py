@@ -189,7 +189,7 @@ def print_tables(
         )
     console.print(t)
     console.print(
-        f"{an.bytes / 2**20:.1f} MiB × {len(cfgs)} configurations in {an.cpu_s:.2f} s CPU "
+        f"{an.bytes / 2**20:.1f} MiB x {len(cfgs)} configurations in {an.cpu_s:.2f} s CPU "
         f"({an.bytes * len(cfgs) / max(an.cpu_s, 1e-9) / 1e6:.0f} MB/s per core overall)"
     )
 
