@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import click
 
+from nandlab.reproduce import dpa as _dpa
 from nandlab.reproduce import efm as _efm
 from nandlab.reproduce import ida as _ida
 from nandlab.reproduce import xia_diffecc as _xia_diffecc
@@ -23,5 +24,6 @@ def reproduce() -> None:
 reproduce.add_command(_xia_diffecc.xia_diffecc)
 reproduce.add_command(_ida.ida)
 reproduce.add_command(_efm.efm)
+reproduce.add_command(_dpa.dpa)
 
 __all__ = ["reproduce"]

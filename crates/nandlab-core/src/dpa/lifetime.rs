@@ -141,6 +141,13 @@ pub struct ProfileSpec {
     pub patterns: [f64; 4],
     /// The ECC.
     pub code: CodeSpec,
+    /// Whether this profile gets the full-pattern Monte Carlo (when the request asks for it).
+    #[serde(default = "yes")]
+    pub full_pattern: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// Request of [`lifetime`].
@@ -200,16 +207,19 @@ pub fn guo_fig11_profiles() -> Vec<ProfileSpec> {
             name: "baseline".into(),
             patterns: [0.25; 4],
             code: CodeSpec::BASELINE,
+            full_pattern: true,
         },
         ProfileSpec {
             name: "8 B".into(),
             patterns: independent_patterns(0.48f64.sqrt()),
             code: CodeSpec::DPA,
+            full_pattern: true,
         },
         ProfileSpec {
             name: "4 B".into(),
             patterns: independent_patterns(0.59f64.sqrt()),
             code: CodeSpec::DPA,
+            full_pattern: true,
         },
     ]
 }
@@ -460,7 +470,12 @@ pub fn lifetime(req: &LifetimeRequest) -> Result<LifetimeResult, DpaError> {
             }
         }
         if req.full_pattern {
-            for l in &levels {
+            for l in levels
+                .iter()
+                .zip(&req.profiles)
+                .filter(|(_, p)| p.full_pattern)
+                .map(|(l, _)| l)
+            {
                 jobs.push(Job {
                     pe,
                     retention_s: req.retention_s,
@@ -596,11 +611,14 @@ pub fn lifetime(req: &LifetimeRequest) -> Result<LifetimeResult, DpaError> {
         } else {
             None
         };
-        let full = if req.full_pattern {
-            take(levels.len())?
-        } else {
-            Vec::new()
-        };
+        let mut full: Vec<Option<McPoint>> = Vec::with_capacity(levels.len());
+        for p in &req.profiles {
+            full.push(if req.full_pattern && p.full_pattern {
+                take(1)?.pop()
+            } else {
+                None
+            });
+        }
         let mut profiles = Vec::with_capacity(levels.len());
         for (i, (l, code)) in levels.iter().zip(&codes).enumerate() {
             let pc_prog = weigh(&prog, l);
@@ -613,7 +631,7 @@ pub fn lifetime(req: &LifetimeRequest) -> Result<LifetimeResult, DpaError> {
             if req.include_read_disturb {
                 f = f.max(f_rd.unwrap_or(0.0));
             }
-            let fp = full.get(i);
+            let fp = full.get(i).and_then(|x| x.as_ref());
             profiles.push(ProfilePoint {
                 pc_prog,
                 pc_rt,
@@ -640,7 +658,7 @@ pub fn lifetime(req: &LifetimeRequest) -> Result<LifetimeResult, DpaError> {
     for (i, p) in req.profiles.iter().enumerate() {
         let f: Vec<f64> = points.iter().map(|x| x.profiles[i].f).collect();
         let (life, beyond, below) = crossing(&req.pe, &f, req.t_uber);
-        let full = if req.full_pattern {
+        let full = if req.full_pattern && p.full_pattern {
             let ff: Vec<f64> = points
                 .iter()
                 .map(|x| x.profiles[i].f_full_pattern.unwrap_or(0.0))

@@ -35,10 +35,12 @@
 pub mod analyze;
 mod avx512;
 pub mod codec;
+pub mod config;
 pub mod lifetime;
 pub mod poly;
 
 pub use codec::{Backend, Choice, Codec, Encoded, TagStats};
+pub use config::DpaConfig;
 
 /// Errors of the DPA codec, analysis and lifetime model; each names the parameter, the value
 /// and what is allowed, or the file and what went wrong.
