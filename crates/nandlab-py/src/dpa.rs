@@ -33,8 +33,7 @@ impl DpaCodec {
         polynomials: Option<usize>,
         backend: &str,
     ) -> PyResult<Self> {
-        let polys =
-            nandlab_core::dpa::poly::polynomial_set(order, polynomials).map_err(dpa_err)?;
+        let polys = nandlab_core::dpa::poly::polynomial_set(order, polynomials).map_err(dpa_err)?;
         let be = Backend::parse(backend).map_err(dpa_err)?;
         Ok(DpaCodec {
             codec: Codec::with_backend(chunk_bytes, &polys, be).map_err(dpa_err)?,
@@ -151,7 +150,9 @@ pub fn dpa_analyze(
                 panic::resume_unwind(Box::new(Abandon));
             }
         };
-        panic::catch_unwind(AssertUnwindSafe(|| api::dpa_analyze(&request_json, &mut cb)))
+        panic::catch_unwind(AssertUnwindSafe(|| {
+            api::dpa_analyze(&request_json, &mut cb)
+        }))
     });
     if let Some(e) = pending {
         return Err(e);

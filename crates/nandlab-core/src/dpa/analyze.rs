@@ -311,7 +311,11 @@ pub fn summarize(files: &[FileStats]) -> Result<Summary, DpaError> {
             .collect()
     };
     let mut total = FileStats {
-        path: ok.iter().map(|f| f.path.as_str()).collect::<Vec<_>>().join(", "),
+        path: ok
+            .iter()
+            .map(|f| f.path.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
         configs: first
             .configs
             .iter()
@@ -348,7 +352,11 @@ pub fn summarize(files: &[FileStats]) -> Result<Summary, DpaError> {
             a.merge(b);
         }
     }
-    let profiles = total.configs.iter().map(|c| Profile::of(&total, c)).collect();
+    let profiles = total
+        .configs
+        .iter()
+        .map(|c| Profile::of(&total, c))
+        .collect();
     Ok(Summary {
         files: ok.len(),
         stats: total,
@@ -462,7 +470,8 @@ pub fn analyze(
     let mut done = 0u64;
     let mut buf = vec![0u8; page * BUFFER_PAGES];
     let mut files = Vec::with_capacity(req.files.len());
-    for path in &req.files {
+    for (path, size) in req.files.iter().zip(&sizes) {
+        let done_before = done;
         let mut fs = FileStats {
             path: path.clone(),
             ..Default::default()
@@ -513,6 +522,13 @@ pub fn analyze(
                     configs,
                     ..Default::default()
                 };
+            }
+        }
+        // The bar ends at the total even when a file failed or shrank while being read.
+        if let Some(&len) = size.as_ref() {
+            if done != done_before + limit(len) {
+                done = done_before + limit(len);
+                progress(done, total);
             }
         }
         files.push(fs);

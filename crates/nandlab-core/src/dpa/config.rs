@@ -91,9 +91,7 @@ impl DpaConfig {
                 return Err(invalid(k, v, "allowed: 4, 8, 16, 32 (Guo Fig. 10(c))"));
             }
         }
-        if let Err(e) =
-            super::poly::polynomial_set(self.polynomial_order, Some(self.polynomials))
-        {
+        if let Err(e) = super::poly::polynomial_set(self.polynomial_order, Some(self.polynomials)) {
             return Err(invalid(
                 "dpa.polynomials",
                 self.polynomials,
@@ -109,7 +107,13 @@ impl DpaConfig {
         };
         finite_in("dpa.switch_pe", self.switch_pe, 0.0, 1e7, "0 ..= 1e7 P/E")?;
         finite_in("dpa.t_uber", self.t_uber, 1e-30, 0.5, "1e-30 ..= 0.5")?;
-        finite_in("dpa.retention_s", self.retention_s, 0.0, 1e10, "0 ..= 1e10 s")?;
+        finite_in(
+            "dpa.retention_s",
+            self.retention_s,
+            0.0,
+            1e10,
+            "0 ..= 1e10 s",
+        )?;
         finite_in(
             "dpa.read_disturb_reads",
             self.read_disturb_reads,
@@ -126,11 +130,24 @@ impl DpaConfig {
             "0 ..= 0.5 V",
         )?;
         if self.oob_bytes > 65536 {
-            return Err(invalid("dpa.oob_bytes", self.oob_bytes, "allowed 0 ..= 65536"));
+            return Err(invalid(
+                "dpa.oob_bytes",
+                self.oob_bytes,
+                "allowed 0 ..= 65536",
+            ));
         }
-        for (k, c) in [("dpa.baseline_code", self.baseline_code), ("dpa.code", self.code)] {
+        for (k, c) in [
+            ("dpa.baseline_code", self.baseline_code),
+            ("dpa.code", self.code),
+        ] {
             crate::ecc::Bch::new(c.n, c.k, c.t, c.m, &crate::ecc::BchTiming::flexecc_hw())
-                .map_err(|e| invalid(k, format!("({}, {}, t={}, m={})", c.n, c.k, c.t, c.m), e.to_string()))?;
+                .map_err(|e| {
+                    invalid(
+                        k,
+                        format!("({}, {}, t={}, m={})", c.n, c.k, c.t, c.m),
+                        e.to_string(),
+                    )
+                })?;
         }
         Ok(())
     }

@@ -49,8 +49,8 @@ use std::sync::Mutex;
 use serde::{Deserialize, Serialize};
 
 use super::DpaError;
-use crate::reliability::math::fnv1a64;
 use crate::ecc::{Bch, BchTiming};
+use crate::reliability::math::fnv1a64;
 use crate::reliability::vth::{
     simulate_split, Condition, LevelConfig, McOptions, McResult, VthParams, DAY_S,
 };
