@@ -12,8 +12,9 @@ nandlab or is generated, so that every machine gets the same numbers --
 * ``text``: the bundled text files (MSR excerpt, PROVENANCE.md), the packaged configs and
   nandlab's own Python sources (stand-in for system metadata);
 
-plus any ``--data FILE|DIR`` (repeatable; grouped by kind: extension, else text/binary), e.g.
-the Debian stand-ins of the spec (``/etc/services``, ``/usr/share/doc/**/*.pdf`` ...).
+plus any ``--data [KIND=]FILE|DIR`` (repeatable; grouped by KIND, else by kind of file:
+extension, else text/binary), e.g. the Debian stand-ins of the spec
+(``metadata=/etc/services``, ``pdf=/usr/share/doc/libtasn1-doc/libtasn1.pdf`` ...).
 
 **Codec sweeps** (one pass over the data): chunk 4/8/16/32 B (Fig. 10(c)); order 4/8/16 at 8 B
 (Fig. 10(a); order 4 has only 8 polynomials, order 8 the first 64 of its 128); 32/64/128/256
@@ -124,7 +125,7 @@ def _random_file(out: Path, mib: int) -> Path:
     return p
 
 
-def data_set(out: Path, *, quick: bool, extra: Sequence[Path]) -> DataSet:
+def data_set(out: Path, *, quick: bool, extra: Sequence[str | Path]) -> DataSet:
     """The default data (random, bundled compressed and text files) plus ``extra``."""
     import nandlab
     from nandlab.config import presets_dir
@@ -143,16 +144,27 @@ def data_set(out: Path, *, quick: bool, extra: Sequence[Path]) -> DataSet:
     pkg = Path(nandlab.__file__).parent
     for p in sorted(pkg.rglob("*.py")):
         ds.add(p, "text")
-    for e in extra:
+    for spec in extra:
+        kind, e = parse_data_arg(spec)
         if e.is_dir():
             found = sorted(x for x in e.rglob("*") if x.is_file())
             if not found:
                 ds.notes.append(f"--data {e}: no files")
             for x in found:
-                ds.add(x, _dpa.file_kind(x))
+                ds.add(x, kind or _dpa.file_kind(x))
         else:
-            ds.add(e, _dpa.file_kind(e))
+            ds.add(e, kind or _dpa.file_kind(e))
     return ds
+
+
+def parse_data_arg(spec: str | Path) -> tuple[str | None, Path]:
+    """``KIND=PATH`` (the group label given) or ``PATH`` (kind from the file)."""
+    text = str(spec)
+    if "=" in text and not Path(text).exists():
+        kind, _, path = text.partition("=")
+        if kind and "/" not in kind:
+            return kind, Path(path)
+    return None, Path(text)
 
 
 def codec_configs() -> list[dict[str, Any]]:
@@ -628,9 +640,9 @@ def write_table5(data: DataResult, out: Path) -> Path:
     "--data",
     "data",
     multiple=True,
-    type=click.Path(path_type=Path),
-    metavar="FILE|DIR",
-    help="More data files (a directory: every file under it); repeatable. Grouped by kind.",
+    metavar="[KIND=]FILE|DIR",
+    help="More data files (a directory: every file under it); repeatable. Grouped by KIND, "
+    "else by kind of file (extension, else text/binary), e.g. --data metadata=/etc/services.",
 )
 @click.option(
     "--out",
@@ -660,7 +672,7 @@ def write_table5(data: DataResult, out: Path) -> Path:
 )
 def dpa(
     quick: bool,
-    data: tuple[Path, ...],
+    data: tuple[str, ...],
     out: Path | None,
     json_out: str | None,
     level_map: str | None,
