@@ -12,7 +12,8 @@
 //! b(x) = s(x)·p_t(x). A chunk holding p_t's own pattern (b_i = coefficient of x^i) scrambles to
 //! a single 1: the "overlap" Guo describes. [`scramble_reference`] is that recurrence bit by bit;
 //! the fast paths multiply by the precomputed inverse series q_t = 1/p_t mod x^(8c) (carry-less
-//! multiplication, `pclmulqdq` on x86-64, byte tables elsewhere) and are tested against it.
+//! multiplication: eight polynomials per AVX-512 `vpclmulqdq`, one per `pclmulqdq`, byte tables
+//! on other CPUs; see [`Backend`]) and are tested against it and against each other.
 //!
 //! **Selection** (Fig. 7): each chunk takes the tag of its fewest-ones scrambling (ties to the
 //! lowest tag); the page takes path A (correlation bit 1, no tags) when the de-correlated page
@@ -606,9 +607,8 @@ impl Codec {
         }
         #[cfg(target_arch = "x86_64")]
         {
-            if self.backend != Backend::Portable {
-                // SAFETY: a non-portable backend is only selected after
-                // `is_x86_feature_detected!` confirmed pclmulqdq and popcnt (`Backend::supported`).
+            if self.backend != Backend::Portable && has_clmul() {
+                // SAFETY: the CPU has pclmulqdq and popcnt (checked just above, once per page).
                 unsafe { encode_x86::<STATS>(self, page, choice, out, stats) };
                 return Ok(());
             }
@@ -962,21 +962,32 @@ fn portable_mul_dyn(
     s[words - 1] &= mask;
 }
 
-/// Hardware carry-less multiply when available, else the software one (only reached through
-/// [`Backend::Clmul`], which [`Codec::with_backend`] allows only when the CPU has it).
+/// Whether this CPU has the instructions of the `pclmulqdq` kernels (cached by std after the
+/// first call: one atomic load).
+#[inline(always)]
+fn has_clmul() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("pclmulqdq")
+            && std::arch::is_x86_feature_detected!("popcnt")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Carry-less 64×64 → 128 multiply: `pclmulqdq` when the CPU has it, else software.
 #[inline(always)]
 fn clmul_hw(a: u64, b: u64) -> (u64, u64) {
     #[cfg(target_arch = "x86_64")]
     {
-        // SAFETY: `Backend::Clmul` is only selected after `is_x86_feature_detected!` confirmed
-        // pclmulqdq and popcnt (see `Codec::with_backend`), and this function is only called on
-        // that path.
-        unsafe { clmul_x86(a, b) }
+        if has_clmul() {
+            // SAFETY: the CPU has pclmulqdq (checked just above).
+            return unsafe { clmul_x86(a, b) };
+        }
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        clmul_soft(a, b)
-    }
+    clmul_soft(a, b)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -1003,22 +1014,20 @@ fn scan_clmul<const CB: usize, const W: usize, const I: usize, const STATS: bool
 ) -> u64 {
     #[cfg(target_arch = "x86_64")]
     {
-        // SAFETY: reached only with `Backend::Clmul`, which `Codec::with_backend` accepts only
-        // after `is_x86_feature_detected!` confirmed pclmulqdq and popcnt on this CPU.
-        // Measured reason for `unsafe`: one pclmulqdq per (chunk, polynomial) instead of a
-        // 24-operation table product; see benches/dpa_codec.rs and the report of issue 16.
-        unsafe { scan_x86::<CB, W, I, STATS>(page, inv, tags, reduced, best) }
+        if has_clmul() {
+            // SAFETY: the CPU has pclmulqdq and popcnt (checked just above, once per page).
+            // Measured reason for `unsafe`: one pclmulqdq per (chunk, polynomial) instead of a
+            // 24-operation table product, 4-40× faster (benches/dpa_codec.rs, issue 16).
+            return unsafe { scan_x86::<CB, W, I, STATS>(page, inv, tags, reduced, best) };
+        }
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        scan_page::<CB, W, I, STATS>(page, inv, W, tags, reduced, best, |b, q| {
-            let mut s = [0u64; MAX_WORDS];
-            mul_trunc_with(b, q, W, !0, &mut s, clmul_soft);
-            let mut o = [0u64; W];
-            o.copy_from_slice(&s[..W]);
-            o
-        })
-    }
+    scan_page::<CB, W, I, STATS>(page, inv, W, tags, reduced, best, |b, q| {
+        let mut s = [0u64; MAX_WORDS];
+        mul_trunc_with(b, q, W, !0, &mut s, clmul_soft);
+        let mut o = [0u64; W];
+        o.copy_from_slice(&s[..W]);
+        o
+    })
 }
 
 /// The x86-64 body of [`scan_clmul`]: [`scan_page`] compiled with pclmulqdq and popcnt. One
