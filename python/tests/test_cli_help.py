@@ -22,6 +22,9 @@ COMMANDS = [
     ["reproduce", "xia-diffecc"],
     ["reproduce", "ida"],
     ["reproduce", "efm"],
+    ["reproduce", "dpa"],
+    ["dpa"],
+    ["dpa", "analyze"],
 ]
 
 
