@@ -24,11 +24,8 @@ fn bench_encode(c: &mut Criterion) {
     let mut g = c.benchmark_group("dpa_encode");
     g.sample_size(10);
     g.throughput(Throughput::Bytes(data.len() as u64));
-    let mut backends = vec![Backend::Portable];
-    if Backend::detect() == Backend::Clmul {
-        backends.insert(0, Backend::Clmul);
-    }
-    for be in backends {
+    let backends = [Backend::Avx512, Backend::Clmul, Backend::Portable];
+    for be in backends.into_iter().filter(|b| b.supported()) {
         for &cb in &CHUNK_SIZES {
             let codec = Codec::with_backend(cb, &TABLE4, be).expect("codec");
             let mut enc = Encoded::default();
