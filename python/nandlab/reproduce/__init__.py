@@ -4,6 +4,8 @@ Every command takes ``--traces DIR`` (repeatable; default: the bundled samples a
 workspace's captured traces), ``--quick``, ``--out DIR`` (default ``./nandlab-out/<paper>``),
 ``--json OUT``, ``--processes N`` and ``--scheduler ADDR``; runs go through
 :func:`nandlab.experiment.run_grid`, so re-running with the same ``--out`` skips finished runs.
+``dpa`` (Guo ch. 2, codec and lifetime model) analyses data files (``--data``) instead of
+replaying traces; its Monte-Carlo points are cached instead.
 """
 
 from __future__ import annotations
