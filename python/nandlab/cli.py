@@ -507,6 +507,15 @@ def _parse_sizes_kib(ctx: click.Context, param: click.Parameter, value: str) -> 
 )
 @click.option("--seed", type=int, default=42, show_default=True)
 @click.option("--align-bytes", type=ByteSize(), default=4096, show_default=True)
+@click.option(
+    "--zipf",
+    "zipf_exponent",
+    type=click.FloatRange(0.0, 10.0),
+    default=0.0,
+    show_default=True,
+    help="Address skew: Zipf exponent over the span's aligned slots (0 = uniform; the hottest "
+    "addresses are the lowest).",
+)
 @_json_opt
 def trace_generate(
     output: Path,
@@ -517,10 +526,12 @@ def trace_generate(
     iops: float,
     seed: int,
     align_bytes: int,
+    zipf_exponent: float,
     json_out: str | None,
 ) -> None:
-    """Generate a synthetic canonical trace (uniform random offsets, Poisson arrivals)."""
+    """Generate a synthetic canonical trace (uniform or Zipf-skewed offsets, Poisson arrivals)."""
     params = {
+        "zipf_exponent": zipf_exponent,
         "requests": requests,
         "span_bytes": span_bytes,
         "align_bytes": align_bytes,
@@ -839,6 +850,15 @@ def ecc(page_size_bytes: int, t_list: str, rber_list: str, json_out: str | None)
 from nandlab.reproduce import reproduce as _reproduce  # noqa: E402
 
 cli.add_command(_reproduce)
+
+# `nandlab sweep`, `compare`, `report` (each in its own module)
+from nandlab.comparison import compare_command as _compare  # noqa: E402
+from nandlab.grid import sweep_command as _sweep  # noqa: E402
+from nandlab.report import report_command as _report  # noqa: E402
+
+cli.add_command(_sweep)
+cli.add_command(_compare)
+cli.add_command(_report)
 
 # `nandlab dpa analyze` (Guo ch. 2 data statistics)
 from nandlab.dpa.cli import dpa as _dpa_cli  # noqa: E402

@@ -1,15 +1,26 @@
 """Experiment runner: a grid of (trace x scheme x overrides) runs, resumable, in Parquet.
 
-Every ``nandlab reproduce <paper>`` builds a list of :class:`RunSpec` and hands it to
-:func:`run_grid`, which
+Every ``nandlab reproduce <paper>``, ``nandlab sweep`` and ``nandlab compare`` builds a list of
+:class:`RunSpec` and hands it to :func:`run_grid`, which
 
 * keys each run by :func:`run_key` -- a SHA-256 over the config *text* (a preset resolved to its
   file), the scheme, the sorted overrides and the trace file's content digest;
 * skips keys already in ``<out>/runs.parquet`` (a run recorded as an error is retried);
-* runs the rest in a process pool (or on a Dask cluster with ``scheduler=``), each worker calling
+* runs the rest in a local process pool, or on Dask (``scheduler="tcp://host:port"``, a
+  ``distributed.Client``, or ``"slurm"``: a ``dask_jobqueue.SLURMCluster`` built from a
+  ``[cluster]`` table, see :mod:`nandlab.cluster`), each worker calling
   :func:`nandlab.simulate`;
-* appends each finished run as one row and rewrites the Parquet file atomically (temp file +
-  ``os.replace``) right away, so an interrupted experiment loses at most the runs in flight.
+* records each finished run at once: one JSON line appended (and fsync'ed) to
+  ``<out>/.runs.journal.jsonl``, folded into ``runs.parquet`` (rewritten atomically: temp file +
+  ``os.replace``) every few seconds and at the end. A killed experiment (SIGKILL included)
+  loses only the runs in flight; :func:`load_runs` reads the Parquet file and the journal.
+
+Each row carries the run's identity (key, trace, scheme, config, label, params), its full JSON
+report (or its one-line error), headline numbers as columns, when and where it ran
+(``started_at``, ``finished_at`` in UTC ISO 8601, ``worker`` = host:pid) and, when
+:class:`RunOutputs` asks for them, the paths (relative to ``out``) of its per-request log and
+time series, both Parquet (``runs/<key[:16]>/requests.parquet``, ``timeseries.parquet``).
+Per-run outputs do not enter the key: they do not change the simulation.
 
 Traces are found by their usual file names with :func:`find_traces` in the directories of
 :func:`default_trace_dirs` (bundled samples and the workspace's captured traces) or a user's own.
@@ -18,11 +29,14 @@ Traces are found by their usual file names with :func:`find_traces` in the direc
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import fnmatch
 import hashlib
 import json
 import multiprocessing
 import os
+import socket
+import sys
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -67,12 +81,24 @@ _TEXT_COLUMNS: tuple[str, ...] = (
     "report",
     "error",
 )
+#: When and where a run ran, and its per-run output files (relative to the out directory).
+META_COLUMNS: tuple[str, ...] = (
+    "started_at",
+    "finished_at",
+    "worker",
+    "request_log",
+    "timeseries",
+)
+JOURNAL_FILE = ".runs.journal.jsonl"
+LOCK_FILE = ".lock"
+#: Fold the journal into runs.parquet at most this often while a grid runs, seconds.
+COMPACT_EVERY_S = 5.0
 
 
 def _schema() -> dict[str, Any]:
     import polars as pl
 
-    schema: dict[str, Any] = {c: pl.Utf8 for c in _TEXT_COLUMNS}
+    schema: dict[str, Any] = {c: pl.Utf8 for c in (*_TEXT_COLUMNS, *META_COLUMNS)}
     schema.update({c: pl.Float64 for c in HEADLINE_FLOAT})
     schema.update({c: pl.Int64 for c in HEADLINE_INT})
     return schema
@@ -171,8 +197,40 @@ def run_key(spec: RunSpec, digests: TraceDigests | None = None) -> str:
 # --------------------------------------------------------------------------- one run
 
 
-def _payload(key: str, spec: RunSpec) -> dict[str, Any]:
-    return {
+@dataclass(frozen=True)
+class RunOutputs:
+    """Optional per-run outputs (all off by default; none of them enters the run key).
+
+    * ``request_log``: every host request (``stats.request_log``: arrival_ns, op, offset_bytes,
+      len_bytes, wait_ns, service_ns, response_ns) as ``runs/<key[:16]>/requests.parquet``;
+    * ``timeseries_interval_ms``: the per-interval time series (``stats.timeseries``: throughput,
+      mean / p99 / max response, queue depth, GC moves, erases, die utilisation; columns in
+      ``docs/outputs.md``) as ``runs/<key[:16]>/timeseries.parquet``;
+    * ``latency_cdf``: response-time CDFs in the report (``host.cdf``, ``stats.latency_cdf``),
+      which ``nandlab report`` draws.
+    """
+
+    request_log: bool = False
+    timeseries_interval_ms: float | None = None
+    latency_cdf: bool = False
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "request_log": self.request_log,
+            "timeseries_interval_ms": self.timeseries_interval_ms,
+            "latency_cdf": self.latency_cdf,
+        }
+
+
+def run_dir(key: str) -> str:
+    """Directory of a run's output files, relative to the out directory."""
+    return f"runs/{key[:16]}"
+
+
+def _payload(
+    key: str, spec: RunSpec, out_dir: Path | None = None, outputs: RunOutputs | None = None
+) -> dict[str, Any]:
+    p: dict[str, Any] = {
         "key": key,
         "trace": spec.trace_name,
         "trace_path": str(spec.trace),
@@ -182,6 +240,16 @@ def _payload(key: str, spec: RunSpec) -> dict[str, Any]:
         "overrides": dict(spec.overrides),
         "params": spec.params_json(),
     }
+    if outputs is not None and out_dir is not None:
+        p["outputs"] = outputs.as_dict()
+        p["out_dir"] = str(Path(out_dir).resolve())
+    return p
+
+
+def _now_iso() -> str:
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds")
 
 
 def _execute(payload: dict[str, Any]) -> dict[str, Any]:
@@ -190,18 +258,50 @@ def _execute(payload: dict[str, Any]) -> dict[str, Any]:
     from nandlab.result import lookup
 
     row: dict[str, Any] = {k: payload[k] for k in _TEXT_COLUMNS if k in payload}
+    row["started_at"] = _now_iso()
+    row["worker"] = f"{socket.gethostname()}:{os.getpid()}"
     t0 = time.perf_counter()
+    overrides = dict(payload["overrides"])
+    outs = payload.get("outputs") or {}
+    # per-run files: (stats key, CSV the core writes, Parquet we keep, its relative path)
+    files: list[tuple[str, Path, Path, str]] = []
+    if outs:
+        rel = run_dir(payload["key"])
+        d = Path(payload["out_dir"]) / rel
+        if outs.get("request_log"):
+            files.append(("request_log", d / ".requests.csv", d / "requests.parquet", rel))
+        if outs.get("timeseries_interval_ms"):
+            files.append(("timeseries", d / ".timeseries.csv", d / "timeseries.parquet", rel))
+            overrides["stats.timeseries_interval_ms"] = float(outs["timeseries_interval_ms"])
+        if outs.get("latency_cdf"):
+            overrides["stats.latency_cdf"] = True
+        for stat, csv, _, _ in files:
+            overrides[f"stats.{stat}"] = str(csv)
+        if files:
+            d.mkdir(parents=True, exist_ok=True)
     try:
         res = nandlab.simulate(
             payload["config"],
             payload["trace_path"],
             scheme=payload["scheme"],
-            overrides=payload["overrides"],
+            overrides=overrides,
         )
+        from nandlab.outputs import request_log_to_parquet, timeseries_to_parquet
+
+        for stat, csv, pq, rel in files:
+            conv = request_log_to_parquet if stat == "request_log" else timeseries_to_parquet
+            conv(csv, pq)
+            csv.unlink()
+            row[stat] = f"{rel}/{pq.name}"
+            # the report names the file that is kept
+            res.report.setdefault("config", {}).setdefault("stats", {})[stat] = str(pq)
     except Exception as e:  # recorded as an error row; retried on resume
         msg = " ".join(str(e).split())
         row.update({"report": None, "error": f"{type(e).__name__}: {msg}"})
         row["wall_s"] = time.perf_counter() - t0
+        row["finished_at"] = _now_iso()
+        for _, csv, _, _ in files:
+            csv.unlink(missing_ok=True)
         return row
     row["report"] = json.dumps(res.report)
     row["error"] = None
@@ -210,6 +310,7 @@ def _execute(payload: dict[str, Any]) -> dict[str, Any]:
         row[col] = v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
     if row.get("wall_s") is None:
         row["wall_s"] = time.perf_counter() - t0
+    row["finished_at"] = _now_iso()
     return row
 
 
@@ -224,7 +325,7 @@ def _atomic_write_text(path: Path, text: str) -> None:
 
 def _normalise_row(row: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for c in _TEXT_COLUMNS:
+    for c in (*_TEXT_COLUMNS, *META_COLUMNS):
         v = row.get(c)
         out[c] = None if v is None else str(v)
     for c in HEADLINE_FLOAT:
@@ -243,22 +344,45 @@ def rows_frame(rows: Iterable[Mapping[str, Any]]) -> pl.DataFrame:
     return pl.DataFrame([_normalise_row(r) for r in rows], schema=_schema(), orient="row")
 
 
+def _read_journal(path: Path) -> list[dict[str, Any]]:
+    """Rows of a journal, oldest first; a torn last line (a kill mid-write) is skipped."""
+    if not path.is_file():
+        return []
+    rows = []
+    with path.open("r", encoding="utf-8", errors="replace") as f:
+        for line in f:
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(row, dict) and isinstance(row.get("key"), str):
+                rows.append(row)
+    return rows
+
+
 def load_runs(out_dir: str | Path) -> pl.DataFrame:
-    """All rows of ``<out_dir>/runs.parquet`` (an empty frame if there is none)."""
+    """All rows of ``<out_dir>/runs.parquet`` and its journal (an empty frame if none)."""
     import polars as pl
 
-    path = Path(out_dir) / RUNS_FILE
+    out = Path(out_dir)
+    path = out / RUNS_FILE
+    journal = _read_journal(out / JOURNAL_FILE)
     if not path.is_file():
-        return rows_frame([])
-    try:
-        df = pl.read_parquet(path)
-    except Exception as e:
-        raise ExperimentError(
-            f"{path}: cannot read results ({e}); move it away to start over"
-        ) from None
-    missing = [c for c in _schema() if c not in df.columns]
-    if missing:
-        df = df.with_columns([pl.lit(None, dtype=_schema()[c]).alias(c) for c in missing])
+        df = rows_frame([])
+    else:
+        try:
+            df = pl.read_parquet(path)
+        except Exception as e:
+            raise ExperimentError(
+                f"{path}: cannot read results ({e}); move it away to start over"
+            ) from None
+        missing = [c for c in _schema() if c not in df.columns]
+        if missing:
+            df = df.with_columns([pl.lit(None, dtype=_schema()[c]).alias(c) for c in missing])
+    if journal:
+        newer = {r["key"]: r for r in journal}
+        keep = df.filter(~pl.col("key").is_in(list(newer)))
+        df = pl.concat([keep, rows_frame(newer.values()).select(keep.columns)], how="vertical")
     return df
 
 
@@ -267,6 +391,82 @@ def _write_runs(path: Path, rows: Mapping[str, Mapping[str, Any]]) -> None:
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     df.write_parquet(tmp)
     os.replace(tmp, path)
+
+
+class _Store:
+    """The rows of an out directory: a journal appended per finished run, compacted into
+    ``runs.parquet`` every :data:`COMPACT_EVERY_S` and on :meth:`close`."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.runs_path = out / RUNS_FILE
+        self.journal_path = out / JOURNAL_FILE
+        for stale in out.glob(f".{RUNS_FILE}.tmp-*"):  # a kill mid-rewrite
+            stale.unlink(missing_ok=True)
+        self.rows: dict[str, dict[str, Any]] = {
+            r["key"]: r for r in load_runs(out).iter_rows(named=True)
+        }
+        self._journal: Any = None
+        self._last_compact = time.monotonic()
+        if self.journal_path.is_file():
+            self.compact()
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.rows[row["key"]] = row
+        if self._journal is None:
+            self._journal = self.journal_path.open("a", encoding="utf-8")
+        self._journal.write(json.dumps(_normalise_row(row)) + "\n")
+        self._journal.flush()
+        os.fsync(self._journal.fileno())
+        if time.monotonic() - self._last_compact >= COMPACT_EVERY_S:
+            self.compact()
+
+    def compact(self) -> None:
+        _write_runs(self.runs_path, self.rows)
+        if self._journal is not None:
+            self._journal.close()
+            self._journal = None
+        self.journal_path.unlink(missing_ok=True)
+        self._last_compact = time.monotonic()
+
+    def close(self) -> None:
+        if self._journal is not None or self.journal_path.is_file():
+            self.compact()
+
+
+class _DirLock:
+    """An exclusive lock on an out directory (released by the OS if the process dies)."""
+
+    def __init__(self, out: Path) -> None:
+        self.path = out / LOCK_FILE
+        self._f: Any = None
+
+    def __enter__(self) -> _DirLock:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not on POSIX: no lock
+            return self
+        f = self.path.open("a+", encoding="utf-8")
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            f.seek(0)
+            who = f.read().strip() or "another process"
+            f.close()
+            raise ExperimentError(
+                f"{self.path.parent}: in use by {who}; wait for it or use another --out"
+            ) from None
+        f.seek(0)
+        f.truncate()
+        f.write(f"nandlab pid {os.getpid()} on {socket.gethostname()}")
+        f.flush()
+        self._f = f
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._f is not None:
+            self._f.close()
+            self._f = None
 
 
 # --------------------------------------------------------------------------- the grid
@@ -283,6 +483,8 @@ class GridStats:
     duplicates: int = 0
     wall_s: float = 0.0
     keys: list[str] = field(default_factory=list)
+    #: where the runs went: "local (N processes)", "inline", a Dask scheduler address
+    where: str = ""
 
 
 def _default_workers() -> int:
@@ -297,103 +499,240 @@ def _mp_context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context()
 
 
-def _iter_local(payloads: list[dict[str, Any]], processes: int) -> Iterator[dict[str, Any]]:
-    if processes <= 1:
-        for p in payloads:
-            yield _execute(p)
+def _lost_row(payload: Mapping[str, Any], e: BaseException) -> dict[str, Any]:
+    """The row of a run whose worker died (killed, out of memory) or was lost."""
+    row = {k: payload[k] for k in _TEXT_COLUMNS if k in payload}
+    row["error"] = f"{type(e).__name__}: {' '.join(str(e).split())}"
+    row["finished_at"] = _now_iso()
+    return row
+
+
+@contextlib.contextmanager
+def _main_not_reimported() -> Iterator[None]:
+    """Start worker processes without re-running the caller's ``__main__`` in them.
+
+    forkserver / spawn children normally import the parent's main script first, so a script
+    that calls :func:`run_grid` at top level (a notebook-style script, ``docs/examples``)
+    would run again in every worker. The workers only run :func:`_execute`, so the main
+    module's ``__file__`` / ``__spec__`` are hidden while they start, and restored after.
+    """
+    main = sys.modules.get("__main__")
+    if main is None:
+        yield
         return
-    ex = cf.ProcessPoolExecutor(max_workers=min(processes, len(payloads)), mp_context=_mp_context())
+    saved = {a: main.__dict__[a] for a in ("__file__", "__spec__") if a in main.__dict__}
+    main.__dict__.pop("__file__", None)
+    main.__dict__["__spec__"] = None
     try:
-        futs = {ex.submit(_execute, p): p for p in payloads}
-        for fut in cf.as_completed(futs):
-            try:
-                yield fut.result()
-            except Exception as e:  # the worker died (e.g. killed, out of memory)
-                row = {k: futs[fut][k] for k in _TEXT_COLUMNS if k in futs[fut]}
-                row["error"] = f"{type(e).__name__}: {e}"
-                yield row
+        yield
     finally:
-        ex.shutdown(wait=True, cancel_futures=True)
+        main.__dict__.pop("__spec__", None)
+        main.__dict__.update(saved)
 
 
-def _iter_dask(payloads: list[dict[str, Any]], scheduler: str) -> Iterator[dict[str, Any]]:
-    try:
-        from dask.distributed import Client, as_completed
-    except ImportError:
-        raise ExperimentError(
-            f"--scheduler {scheduler} needs dask.distributed: pip install 'nandlab[dask]'"
-        ) from None
-    client = Client(scheduler)
-    try:
+class _Runner:
+    """Runs payloads somewhere and yields their rows as they finish; ``slots`` is how many
+    can run at once (for the progress bar's "running")."""
+
+    where = ""
+
+    def slots(self) -> int:
+        return 1
+
+    def rows(self, payloads: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        return None
+
+
+class _LocalRunner(_Runner):
+    def __init__(self, processes: int) -> None:
+        self.processes = processes
+        self.where = "inline" if processes <= 1 else f"local ({processes} processes)"
+
+    def slots(self) -> int:
+        return self.processes
+
+    def rows(self, payloads: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        if self.processes <= 1:
+            for p in payloads:
+                yield _execute(p)
+            return
+        ex = cf.ProcessPoolExecutor(
+            max_workers=min(self.processes, len(payloads)), mp_context=_mp_context()
+        )
+        try:
+            # the workers start during the submits
+            with _main_not_reimported():
+                futs = {ex.submit(_execute, p): p for p in payloads}
+            for fut in cf.as_completed(futs):
+                try:
+                    yield fut.result()
+                except Exception as e:  # the worker died (e.g. killed, out of memory)
+                    yield _lost_row(futs[fut], e)
+        finally:
+            ex.shutdown(wait=True, cancel_futures=True)
+
+
+class _DaskRunner(_Runner):
+    def __init__(self, client: Any, owned: list[Any]) -> None:
+        self.client = client
+        self.owned = owned  # closed by close(): our own client / cluster
+        self.where = f"dask {getattr(client.scheduler, 'address', '')}".strip()
+
+    def slots(self) -> int:
+        try:
+            return max(1, sum(self.client.nthreads().values()))
+        except Exception:
+            return 1
+
+    def rows(self, payloads: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        from dask.distributed import as_completed
+
         futs = {
-            client.submit(_execute, p, pure=False, key=f"nandlab-{p['key']}"): p for p in payloads
+            self.client.submit(_execute, p, pure=False, key=f"nandlab-{p['key']}"): p
+            for p in payloads
         }
-        for fut in as_completed(list(futs)):
-            try:
-                yield fut.result()
-            except Exception as e:
-                row = {k: futs[fut][k] for k in _TEXT_COLUMNS if k in futs[fut]}
-                row["error"] = f"{type(e).__name__}: {e}"
-                yield row
-    finally:
-        client.close()
+        try:
+            for fut in as_completed(list(futs)):
+                try:
+                    yield fut.result()
+                except Exception as e:  # e.g. KilledWorker
+                    yield _lost_row(futs[fut], e)
+        finally:
+            for fut in futs:
+                fut.release()
+
+    def close(self) -> None:
+        for obj in self.owned:
+            with contextlib.suppress(Exception):  # closing is best effort
+                obj.close()
+
+
+def _runner(scheduler: Any, processes: int | None, cluster: Mapping[str, Any] | None) -> _Runner:
+    """The runner ``scheduler`` names: ``None``/``"local"`` (a process pool of ``processes``),
+    a Dask address (``tcp://host:port``), ``"slurm"`` (a SLURMCluster from ``cluster``) or a
+    ``distributed.Client``."""
+    if scheduler is None or scheduler == "local":
+        return _LocalRunner(processes if processes is not None else _default_workers())
+    from nandlab import cluster as cl
+
+    if isinstance(scheduler, str):
+        if scheduler == "slurm":
+            client, owned = cl.slurm_client(cluster, jobs=processes)
+        else:
+            if processes is not None:
+                raise ExperimentError(
+                    f"--workers applies to --scheduler local or slurm; the Dask cluster at "
+                    f"{scheduler} has its own workers"
+                )
+            client, owned = cl.address_client(scheduler)
+        return _DaskRunner(client, owned)
+    if hasattr(scheduler, "submit") and hasattr(scheduler, "nthreads"):
+        return _DaskRunner(scheduler, [])
+    raise ExperimentError(
+        f"scheduler {scheduler!r}: expected 'local', 'slurm', a Dask scheduler address "
+        "(tcp://HOST:PORT) or a distributed.Client"
+    )
+
+
+def _has_outputs(row: Mapping[str, Any], outputs: RunOutputs | None, out: Path) -> bool:
+    """Whether a finished row has the per-run outputs asked for now (a run asked for a time
+    series it did not write before runs again)."""
+    if outputs is None:
+        return True
+    for col, want in (
+        ("request_log", outputs.request_log),
+        ("timeseries", outputs.timeseries_interval_ms is not None),
+    ):
+        if want and not (row.get(col) and (out / str(row[col])).is_file()):
+            return False
+    if outputs.timeseries_interval_ms is None and not outputs.latency_cdf:
+        return True
+    try:
+        rep = json.loads(row.get("report") or "{}")
+    except ValueError:
+        return False
+    stats = (rep.get("config") or {}).get("stats") or {}
+    if outputs.timeseries_interval_ms is not None and stats.get("timeseries_interval_ms") != float(
+        outputs.timeseries_interval_ms
+    ):
+        return False
+    return not (outputs.latency_cdf and "cdf" not in (rep.get("host") or {}))
 
 
 def run_grid(
     specs: Sequence[RunSpec],
     out_dir: str | Path,
     processes: int | None = None,
-    scheduler: str | None = None,
+    scheduler: Any = None,
     progress: bool = True,
     *,
     stats: GridStats | None = None,
     console: Console | None = None,
+    outputs: RunOutputs | None = None,
+    cluster: Mapping[str, Any] | None = None,
 ) -> pl.DataFrame:
     """Run every spec not already in ``<out_dir>/runs.parquet`` and return the specs' rows.
 
     Specs with the same :func:`run_key` run once. ``processes=1`` runs inline; the default is
-    one worker per CPU. ``scheduler="tcp://host:port"`` submits to a Dask cluster instead (the
-    trace paths must be readable on the workers). A failed run becomes a row with ``error`` set
-    and is retried next time. Returns one row per distinct key, in spec order.
+    one worker per CPU. ``scheduler`` picks where runs go: ``None`` or ``"local"`` (the process
+    pool), ``"tcp://host:port"`` (a running Dask cluster; trace paths and ``out_dir`` must be
+    readable / writable on the workers), ``"slurm"`` (a ``dask_jobqueue.SLURMCluster`` built
+    from ``cluster``, the grid's ``[cluster]`` table, with ``processes`` jobs when given) or a
+    ``distributed.Client``. ``outputs`` adds per-run files (:class:`RunOutputs`). A failed run
+    becomes a row with ``error`` set and is retried next time. Returns one row per distinct
+    key, in spec order.
+
+    Raises :class:`ExperimentError` when the out directory is in use by another run, Dask is
+    missing, or the scheduler cannot be reached -- all before any run starts.
     """
     t0 = time.perf_counter()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    runs_path = out / RUNS_FILE
     st = stats if stats is not None else GridStats()
 
-    digests = TraceDigests(out / DIGESTS_FILE)
-    unique: dict[str, RunSpec] = {}
-    for spec in specs:
-        key = run_key(spec, digests)
-        if key in unique:
-            st.duplicates += 1
+    with _DirLock(out):
+        digests = TraceDigests(out / DIGESTS_FILE)
+        unique: dict[str, RunSpec] = {}
+        for spec in specs:
+            key = run_key(spec, digests)
+            if key in unique:
+                st.duplicates += 1
+            else:
+                unique[key] = spec
+        digests.save()
+        st.total = len(unique)
+        st.keys = list(unique)
+
+        store = _Store(out)
+        rows = store.rows
+        todo = [
+            _payload(k, s, out, outputs)
+            for k, s in unique.items()
+            if k not in rows
+            or rows[k].get("error") is not None
+            or not _has_outputs(rows[k], outputs, out)
+        ]
+        st.skipped = st.total - len(todo)
+
+        if todo:
+            runner = _runner(scheduler, processes, cluster)
+            st.where = runner.where
+            try:
+                with _GridProgress(st, runner, enabled=progress, console=console) as bar:
+                    for row in runner.rows(todo):
+                        store.add(row)
+                        st.executed += 1
+                        if row.get("error"):
+                            st.failed += 1
+                        bar.advance(row)
+            finally:
+                store.close()
+                runner.close()
         else:
-            unique[key] = spec
-    digests.save()
-    st.total = len(unique)
-    st.keys = list(unique)
-
-    existing = load_runs(out)
-    rows: dict[str, dict[str, Any]] = {r["key"]: r for r in existing.iter_rows(named=True)}
-    todo = [
-        _payload(k, s)
-        for k, s in unique.items()
-        if k not in rows or rows[k].get("error") is not None
-    ]
-    st.skipped = st.total - len(todo)
-
-    if todo:
-        workers = processes if processes is not None else _default_workers()
-        it = _iter_dask(todo, scheduler) if scheduler else _iter_local(todo, workers)
-        with _GridProgress(st, enabled=progress, console=console) as bar:
-            for row in it:
-                rows[row["key"]] = row
-                _write_runs(runs_path, rows)
-                st.executed += 1
-                if row.get("error"):
-                    st.failed += 1
-                bar.advance(row)
+            store.close()
     st.wall_s = time.perf_counter() - t0
 
     # the current specs name the runs (a resumed row may have been labelled differently)
@@ -403,20 +742,28 @@ def run_grid(
 
 
 class _GridProgress:
-    """A rich progress bar over the runs of a grid (a no-op when disabled)."""
+    """A rich progress bar over the runs of a grid: done / failed / running and an ETA (a
+    no-op when disabled)."""
 
-    def __init__(self, st: GridStats, *, enabled: bool, console: Console | None) -> None:
+    def __init__(
+        self, st: GridStats, runner: _Runner, *, enabled: bool, console: Console | None
+    ) -> None:
         self.st = st
+        self.runner = runner
         self.enabled = enabled
         self.console = console
         self._prog: Any = None
         self._task: Any = None
 
-    def _desc(self) -> str:
-        d = f"runs ({self.st.skipped} skipped"
-        if self.st.failed:
-            d += f", {self.st.failed} failed"
-        return d + ")"
+    def _status(self) -> str:
+        st = self.st
+        done = st.skipped + st.executed - st.failed
+        left = st.total - st.skipped - st.executed
+        running = min(self.runner.slots(), left)
+        s = f"[green]{done} done[/]"
+        if st.skipped:
+            s += f" ({st.skipped} before)"
+        return s + f" [red]{st.failed} failed[/] [yellow]{running} running[/]"
 
     def __enter__(self) -> _GridProgress:
         if not self.enabled:
@@ -434,18 +781,23 @@ class _GridProgress:
 
         self._prog = Progress(
             SpinnerColumn(),
-            TextColumn("{task.description}"),
-            BarColumn(),
+            BarColumn(bar_width=20),
             MofNCompleteColumn(),
-            TextColumn("[dim]{task.fields[last]}"),
+            TextColumn("runs: {task.fields[status]}"),
             TimeElapsedColumn(),
+            TextColumn("ETA"),
             TimeRemainingColumn(),
+            TextColumn("[dim]{task.fields[last]}"),  # last: cut first on a narrow terminal
             console=self.console or Console(stderr=True),
             transient=False,
         )
         self._prog.__enter__()
         self._task = self._prog.add_task(
-            self._desc(), total=self.st.total, completed=self.st.skipped, last=""
+            "runs",
+            total=self.st.total,
+            completed=self.st.skipped,
+            status=self._status(),
+            last="",
         )
         return self
 
@@ -455,7 +807,7 @@ class _GridProgress:
         last = f"{row.get('trace')} {row.get('label')}"
         if row.get("error"):
             last += " [red]failed"
-        self._prog.update(self._task, advance=1, description=self._desc(), last=last)
+        self._prog.update(self._task, advance=1, status=self._status(), last=last)
 
     def __exit__(self, *exc: object) -> None:
         if self._prog is not None:

@@ -12,7 +12,7 @@ pyplot's global backend, and are safe in worker processes and headless CI.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,13 +61,17 @@ def normalise(
 
 
 def with_average(
-    norm: Mapping[str, Mapping[str, Number | None]], schemes: Sequence[str], label: str = "Average"
+    norm: Mapping[str, Mapping[str, Number | None]],
+    schemes: Sequence[str],
+    label: str = "Average",
+    exclude: Collection[str] = (),
 ) -> dict[str, dict[str, Number | None]]:
-    """``norm`` plus an average group (arithmetic mean of the defined ratios per scheme)."""
+    """``norm`` plus an average group (arithmetic mean of the defined ratios per scheme over the
+    traces not in ``exclude``)."""
     out = {t: dict(v) for t, v in norm.items()}
     avg: dict[str, Number | None] = {}
     for s in schemes:
-        vals = [v[s] for v in norm.values() if _finite(v.get(s))]
+        vals = [v[s] for t, v in norm.items() if t not in exclude and _finite(v.get(s))]
         avg[s] = sum(vals) / len(vals) if vals else None  # type: ignore[arg-type]
     out[label] = avg
     return out
@@ -83,12 +87,17 @@ def grouped_bars(
     ylabel: str = "normalised",
     title: str = "",
     average: bool = True,
+    overloaded: Collection[str] = (),
+    reference_unit: str | None = None,
 ) -> list[Path]:
     """Grouped bars, one group per trace and one bar per scheme, one panel per entry.
 
     ``panels`` maps a panel title to ``{trace: {scheme: value}}``. With ``reference`` the values
     are divided by that scheme's per trace (so its bars are 1.0) and a dashed line marks 1.0;
-    ``average`` appends an "Average" group. Missing values leave a gap.
+    with ``reference_unit`` (e.g. ``"µs"``) each group's label also gives the reference's
+    absolute value. ``average`` appends an "Average" group over the traces not in
+    ``overloaded``; those are drawn faded and labelled "overloaded" (not comparable,
+    :mod:`nandlab.reproduce.load`). Missing values leave a gap.
     """
     n = max(1, len(panels))
     traces = sorted({t for d in panels.values() for t in d}, key=_trace_order(panels))
@@ -98,9 +107,11 @@ def grouped_bars(
     labels = scheme_labels or {}
     for ax, (ptitle, data) in zip(axes, panels.items()):
         vals = normalise(data, reference) if reference else {t: dict(v) for t, v in data.items()}
+        n_ok = sum(1 for t in vals if t not in overloaded)
+        avg_label = "Average" if not overloaded else f"Average ({n_ok} comparable)"
         if average:
-            vals = with_average(vals, schemes)
-        groups = [t for t in traces if t in vals] + (["Average"] if average else [])
+            vals = with_average(vals, schemes, avg_label, exclude=overloaded)
+        groups = [t for t in traces if t in vals] + ([avg_label] if average else [])
         bw = 0.8 / max(1, len(schemes))
         for i, s in enumerate(schemes):
             xs, ys = [], []
@@ -109,7 +120,7 @@ def grouped_bars(
                 if _finite(v):
                     xs.append(g - 0.4 + bw * (i + 0.5))
                     ys.append(v)
-            ax.bar(
+            bars = ax.bar(
                 xs,
                 ys,
                 bw,
@@ -119,10 +130,22 @@ def grouped_bars(
                 edgecolor="black",
                 linewidth=0.5,
             )
+            faded = {g for g, t in enumerate(groups) if t in overloaded}
+            kept = [g for g, t in enumerate(groups) if _finite(vals.get(t, {}).get(s))]
+            for b, g in zip(bars, kept):
+                if g in faded:
+                    b.set_alpha(0.35)
         if reference:
             ax.axhline(1.0, color="black", linestyle="--", linewidth=0.7)
+        ticks = []
+        for t in groups:
+            label = t + ("\n(overloaded)" if t in overloaded else "")
+            ref_v = data.get(t, {}).get(reference) if reference else None
+            if reference_unit and _finite(ref_v):
+                label += f"\n{labels.get(reference, reference)} {_fmt_abs(ref_v)} {reference_unit}"
+            ticks.append(label)
         ax.set_xticks(range(len(groups)))
-        ax.set_xticklabels(groups, rotation=30, ha="right", fontsize=8)
+        ax.set_xticklabels(ticks, rotation=30, ha="right", fontsize=8)
         ax.set_ylabel(ylabel)
         ax.set_title(ptitle, fontsize=10)
         ax.grid(axis="y", alpha=0.3)
@@ -134,6 +157,13 @@ def grouped_bars(
         handles, names, loc="outside upper center", ncols=max(1, len(schemes)), frameon=False
     )
     return save(fig, out_base)
+
+
+def _fmt_abs(v: float) -> str:
+    """An absolute value for a tick label: 3 significant digits, thousands separators."""
+    if abs(v) >= 1000:
+        return f"{v:,.0f}"
+    return f"{v:.3g}"
 
 
 def _trace_order(panels: Mapping[str, Mapping[str, Any]]) -> Any:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -260,10 +260,10 @@ def test_process_pool(msr_trace: Path, tmp_path: Path) -> None:
     assert df["host.mean_us"].to_list() == inline["host.mean_us"].to_list()
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("distributed") is not None, reason="dask.distributed is installed"
-)
-def test_scheduler_without_dask_is_a_clear_error(msr_trace: Path, tmp_path: Path) -> None:
+def test_scheduler_without_dask_is_a_clear_error(
+    msr_trace: Path, tmp_path: Path, monkeypatch: Any
+) -> None:
+    monkeypatch.setitem(sys.modules, "dask.distributed", None)  # as if not installed
     with pytest.raises(ExperimentError, match=r"pip install 'nandlab\[dask\]'"):
         run_grid(specs3(msr_trace), tmp_path / "o", scheduler="tcp://127.0.0.1:8786")
 

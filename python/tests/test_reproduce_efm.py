@@ -39,8 +39,12 @@ def test_plan_runs_quick(tmp_path: Path) -> None:
     assert [t.name for t in sel.traces] == ["OLTP1 excerpt", "hm_0 excerpt", "pgbench_rw slice"]
     assert sel.traces[2].max_requests == e.QUICK_SLICE
     runs = e.plan_runs(sel)
-    kinds = {k: sum(r.kind == k for r in runs) for k in ("main", "stage", "lifetime", "regions")}
-    assert kinds == {"main": 3 * 4, "stage": 5 * 4, "lifetime": 4, "regions": 4 * 2}
+    kinds = {
+        k: sum(r.kind == k for r in runs) for k in ("main", "stage", "lifetime", "regions", "fill")
+    }
+    assert kinds == {"main": 3 * 4, "stage": 5 * 4, "lifetime": 4, "regions": 4 * 2, "fill": 8}
+    fills = {r.spec.overrides.get("scheme.params.fill_region") for r in runs if r.kind == "fill"}
+    assert fills == {0, 2}
     d = TraceDigests(tmp_path / "d.json")
     keys = {run_key(r.spec, d) for r in runs}
     # Stage 3 of efm, hotis, warm, tos18 is the Fig. 5 run (same key).
@@ -84,10 +88,13 @@ def test_analyse_headline(tmp_path: Path) -> None:
     assert avg["reduction_vs_hotis"] == pytest.approx(0.5)
     assert avg["reduction_vs_tos18"] == pytest.approx(3.0)
     assert avg["wear_aware_gain"] == pytest.approx(0.2)
-    assert avg["efm_lifetime_gain"] == pytest.approx(0.2)
     hl = {h["metric"]: h for h in an.headline}
-    assert hl["mean latency reduction vs TOS18 (average)"]["paper"] == "296.0 %"
-    assert hl["mean latency reduction vs WARM (average)"]["ours"] == pytest.approx(1.0)
+    assert hl["lifetime gain, EFM"]["ours_mean"] == pytest.approx(0.2)
+    assert hl["mean latency reduction vs TOS18 (B/EFM - 1)"]["paper"] == "296 %"
+    assert hl["mean latency reduction vs WARM (B/EFM - 1)"]["ours_mean"] == pytest.approx(1.0)
+    assert hl["mean latency reduction vs WARM (B/EFM - 1)"]["ours_geomean"] == pytest.approx(1.0)
+    # Flash time per request: the breakdown's 4 µs over 10 requests.
+    assert an.rows[0]["tos18_flash_us_per_request"] == pytest.approx(0.4)
     assert e.quick_check(an)["passed"]
 
 

@@ -86,3 +86,26 @@ def test_gzip_output_readable(runner, tmp_path: Path) -> None:
 def test_bad_parameter_is_usage_error(runner, tmp_path: Path) -> None:
     res = runner.invoke(cli, ["trace", "generate", str(tmp_path / "x.csv"), "--sizes-kib", "4,x"])
     assert res.exit_code == 2
+
+
+def test_zipf_skews_offsets(runner, tmp_path: Path) -> None:
+    """`--zipf 1.2`: the hottest 1 % of the span's slots take most requests (uniform: ~1 %);
+    same seed, same bytes; 0 is the uniform generator."""
+    span = 64 << 20
+    args = ["--requests", "5000", "--span-bytes", str(span), "--sizes-kib", "4"]
+    z, u, z2 = tmp_path / "z.csv", tmp_path / "u.csv", tmp_path / "z2.csv"
+    _gen(runner, z, *args, "--zipf", "1.2")
+    _gen(runner, z2, *args, "--zipf", "1.2")
+    _gen(runner, u, *args, "--zipf", "0")
+    assert z.read_bytes() == z2.read_bytes()
+
+    def hot_share(p: Path) -> float:
+        rows = read_canonical(p)
+        hot = sum(1 for r in rows if r[2] < span // 100)
+        assert all(r[2] + r[3] <= span for r in rows)
+        return hot / len(rows)
+
+    assert hot_share(z) > 0.5
+    assert hot_share(u) < 0.05
+    res = runner.invoke(cli, ["trace", "generate", str(tmp_path / "x.csv"), "--zipf", "-1"])
+    assert res.exit_code == 2

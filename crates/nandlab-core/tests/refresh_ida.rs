@@ -163,10 +163,60 @@ fn error_fraction_marks_e_percent_of_adjusted_pages() {
             bad += plan.adjusted.iter().filter(|a| a.corrupt).count();
         }
         assert_eq!(n, 600);
+        // Each adjusted page is corrupted with probability E, drawn per page: the count is
+        // Binomial(n, E); accept 4.5 standard deviations (exact at E = 0 and 1).
         let want = ef * n as f64;
+        let sd = (n as f64 * ef * (1.0 - ef)).sqrt();
         assert!(
-            (bad as f64 - want).abs() <= 1.0,
-            "E = {ef}: {bad} corrupted of {n}"
+            (bad as f64 - want).abs() <= 4.5 * sd,
+            "E = {ef}: {bad} corrupted of {n}, want {want} ± {}",
+            4.5 * sd
+        );
+    }
+}
+
+/// E50 corrupts CSB-as-LSB and MSB-as-CSB pages in proportion to their numbers (a per-page
+/// draw; an error-diffusion accumulator fed CSB-then-MSB aliased onto one page type).
+#[test]
+fn e50_corrupts_both_adjusted_page_types_in_proportion() {
+    let cfg = load(TLC, "<t>", &[]).unwrap();
+    let mut e = engine(&cfg, "baseline", "");
+    // Block 0 fully valid: 8 case-1 word lines, each adjusting its CSB (→ LSB) and MSB (→ CSB).
+    let reqs: Vec<HostRequest> = (0..24).map(|l| req(l * 10_000_000, Op::Write, l)).collect();
+    e.run(&mut VecSource::new(reqs), 0, &mut |_, _| {}).unwrap();
+    let mut ida = registry(
+        "ida",
+        &"error_fraction = 0.5".parse().unwrap(),
+        e.timing(),
+        2,
+    )
+    .unwrap();
+    let mut plan = RefreshPlan::new(cfg.layout(), Xoshiro256PlusPlus::seed_from_u64(9));
+    let ctx = Ctx {
+        now_ns: 0,
+        ftl: &e.ftl,
+        timing: e.timing(),
+    };
+    let (mut csb, mut msb) = ((0u32, 0u32), (0u32, 0u32)); // (adjusted, corrupted)
+    for _ in 0..200 {
+        plan.clear();
+        ida.plan_refresh(0, &ctx, &mut plan);
+        for a in &plan.adjusted {
+            let c = if a.read_type == PageType::Lsb {
+                &mut csb
+            } else {
+                &mut msb
+            };
+            c.0 += 1;
+            c.1 += a.corrupt as u32;
+        }
+    }
+    assert_eq!((csb.0, msb.0), (1600, 1600));
+    for (name, (n, bad)) in [("CSB-as-LSB", csb), ("MSB-as-CSB", msb)] {
+        let sd = (n as f64 * 0.25).sqrt();
+        assert!(
+            (bad as f64 - n as f64 / 2.0).abs() <= 4.5 * sd,
+            "{name}: {bad} of {n} corrupted"
         );
     }
 }
@@ -192,9 +242,11 @@ fn adjusted_pages_read_at_their_new_latency() {
         (5, 100.0), // case 2 MSB (LSB invalid, CSB valid) → two sensings
         (4, 50.0),  // case 2 CSB → one sensing
         (2, 100.0), // case 1 MSB after its LSB moved → two sensings
-        // Case 5 CSB was moved: 4th move (0, 6, 12, 13, …) → page 3 of the destination
-        // block, an LSB page there.
-        (13, 50.0),
+        // Case 5 CSB was moved (moves 0, 6, 12 are LSB data, 13 CSB data): each move asks
+        // for its own page type, so the CSB lands on the destination's first CSB page.
+        (13, 100.0),
+        // Case 7 LSB, the 6th move, lands on an LSB page of the destination.
+        (18, 50.0),
     ] {
         let r = read_at(lpn, 150, "error_fraction = 0.0");
         assert_eq!(f(&r, "refresh.blocks_refreshed"), 1.0, "lpn {lpn}");
@@ -227,9 +279,7 @@ fn corrupted_adjusted_pages_are_rewritten() {
     // The rewritten MSB lives in a new block: it reads at its new page's type again.
     assert_eq!(f(&r, "flash.programs_by_source.refresh"), 12.0);
     assert_eq!(f(&r, "refresh.host_msb_reads.served_adjusted"), 0.0);
-    let r = read_at(11, 150, "error_fraction = 0.5");
-    let n = f(&r, "refresh.pages_rewritten");
-    assert!((2.0..=4.0).contains(&n), "E50: {n} of 6 rewritten");
+    // (E50's split over page types: `e50_corrupts_both_adjusted_page_types_in_proportion`.)
 }
 
 #[test]
@@ -357,7 +407,7 @@ fn invariants_hold_with_refresh_and_gc() {
 /// `precondition.refresh_before_replay`: one untimed refresh of the filled block leaves IDA's
 /// adjusted read types in place (case 1 on every word line: CSB reads as LSB, MSB as CSB), so
 /// CSB/MSB reads are 50 µs faster than after a baseline refresh, with no refresh traffic in
-/// the replay. The 8 moved LSBs land on pages 0..7 of a new block (types L C M L C M L C).
+/// the replay. The 8 moved LSBs land on the 8 LSB pages of a new block (IDA §III-C).
 #[test]
 fn refresh_before_replay_leaves_adjusted_read_types() {
     let reqs: Vec<HostRequest> = (0..24u64)
@@ -381,9 +431,13 @@ fn refresh_before_replay_leaves_adjusted_read_types() {
     assert_eq!(f(&b, "precondition.refresh_moves"), 24.0);
     assert_eq!(f(&i, "precondition.refresh_moves"), 8.0);
     assert_eq!(f(&i, "precondition.refresh_adjusted_pages"), 16.0);
-    // Sense time, µs: baseline 8×(50+100+150) = 2400; IDA 8×50 + 8×100 + (3×50+3×100+2×150).
+    // Where the moved data landed: every LSB on an LSB page.
+    let m = &i["precondition"]["refresh_moves_by_page_type"];
+    assert_eq!(m["lsb"], serde_json::json!({"lsb": 8, "csb": 0, "msb": 0}));
+    // Sense time, µs: baseline 8×(50+100+150) = 2400; IDA 8×50 (moved LSBs, on LSB pages)
+    // + 8×50 (CSB as LSB) + 8×100 (MSB as CSB).
     let d = f(&b, "host.read_mean_us") - f(&i, "host.read_mean_us");
-    let want = (2400.0 - (400.0 + 800.0 + 750.0)) / 24.0;
+    let want = (2400.0 - (400.0 + 400.0 + 800.0)) / 24.0;
     assert!(
         (d - want).abs() < 1e-6,
         "baseline − ida = {d} µs, want {want}"
@@ -417,4 +471,47 @@ fn ida_with_refresh_before_and_during_replay_is_deterministic() {
     assert!(f(&a, "precondition.refresh_rewrites") > 0.0);
     assert!(f(&a, "refresh.blocks_refreshed") > 0.0);
     assert_eq!(a, b);
+}
+
+/// Moved LSB data lands on an LSB page of the new block whenever that block has one free; once
+/// the block's LSB pages are used, it takes the block's lowest free page. Two fully valid
+/// blocks (16 word lines of case 1) move 16 LSBs into 24-page destination blocks with 8 LSB
+/// pages each.
+#[test]
+fn moved_lsb_data_lands_on_lsb_pages_while_the_block_has_them() {
+    let reqs: Vec<HostRequest> = (0..48u64)
+        .map(|l| req(l * 10_000_000, Op::Read, l))
+        .collect();
+    let ov = [
+        "precondition.fill=\"touched\"",
+        "precondition.refresh_before_replay=true",
+        "refresh.period_s=1000000",
+        "scheme.name=\"ida\"",
+        "scheme.params.error_fraction=0.0",
+    ];
+    let r = run(TLC, &ov, reqs);
+    assert_eq!(f(&r, "precondition.refresh_moves"), 16.0);
+    let m = &r["precondition"]["refresh_moves_by_page_type"]["lsb"];
+    // The first destination block takes 8 LSBs on its LSB pages and then, with no LSB page
+    // left, 8 more on its lowest free pages (C0 M0 C1 M1 … in sequential order).
+    assert_eq!(m, &serde_json::json!({"lsb": 8, "csb": 4, "msb": 4}));
+    // With E100 the corrupted CSB/MSB are rewritten too and ask for their own types.
+    let ov100: Vec<&str> = ov
+        .iter()
+        .map(|s| {
+            if s.starts_with("scheme.params") {
+                "scheme.params.error_fraction=1.0"
+            } else {
+                s
+            }
+        })
+        .collect();
+    let reqs: Vec<HostRequest> = (0..24u64)
+        .map(|l| req(l * 10_000_000, Op::Read, l))
+        .collect();
+    let r = run(TLC, &ov100, reqs);
+    let m = &r["precondition"]["refresh_moves_by_page_type"];
+    assert_eq!(m["lsb"], serde_json::json!({"lsb": 8, "csb": 0, "msb": 0}));
+    assert_eq!(m["csb"], serde_json::json!({"lsb": 0, "csb": 8, "msb": 0}));
+    assert_eq!(m["msb"], serde_json::json!({"lsb": 0, "csb": 0, "msb": 8}));
 }

@@ -158,6 +158,33 @@ fn run(
     }
 }
 
+/// Validate a configuration (overrides and scheme applied, scheme parameters checked) without
+/// running it; returns the scheme name the run would use. Raises `ConfigError`.
+#[pyfunction]
+#[pyo3(signature = (config_toml, config_path, overrides, scheme=None))]
+fn check_config(
+    py: Python<'_>,
+    config_toml: String,
+    config_path: Option<PathBuf>,
+    overrides: Vec<String>,
+    scheme: Option<String>,
+) -> PyResult<String> {
+    call_core(py, "check_config", || {
+        api::check_config(
+            &config_toml,
+            config_path.as_deref(),
+            &overrides,
+            scheme.as_deref(),
+        )
+    })
+}
+
+/// Names of the schemes the core knows.
+#[pyfunction]
+fn scheme_names() -> Vec<&'static str> {
+    nandlab_core::scheme::NAMES.to_vec()
+}
+
 /// Parse a trace without simulating; returns `{"requests": n, "wall_s": s}` as JSON.
 #[pyfunction]
 fn parse_only(py: Python<'_>, path: PathBuf, trace_options_json: &str) -> PyResult<String> {
@@ -234,6 +261,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(trace_generate, m)?)?;
     m.add_function(wrap_pyfunction!(rber_table, m)?)?;
     m.add_function(wrap_pyfunction!(ecc_table, m)?)?;
+    m.add_function(wrap_pyfunction!(check_config, m)?)?;
+    m.add_function(wrap_pyfunction!(scheme_names, m)?)?;
     dpa::register(m)?;
     Ok(())
 }

@@ -7,7 +7,7 @@ import json
 import math
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -31,6 +31,8 @@ err_console = Console(stderr=True, highlight=False)
 EXIT_CHECK_FAILED = 1
 #: Exit status of a user error (as everywhere in the CLI): bad input, missing dependency.
 EXIT_USER_ERROR = 2
+#: The result JSON a reproduction writes into its out directory when no --json is given.
+RESULT_FILE = "result.json"
 
 
 @dataclass
@@ -45,6 +47,8 @@ class CommonOptions:
     processes: int | None
     scheduler: str | None
     progress: bool
+    #: load levels: ``"auto"`` and/or time scales (see :mod:`nandlab.reproduce.load`)
+    time_scales: list[float | str] = field(default_factory=lambda: ["auto"])
 
     @property
     def quiet(self) -> bool:
@@ -53,10 +57,25 @@ class CommonOptions:
 
 
 def common_options(paper: str) -> Callable[[F], F]:
-    """Decorator adding ``--traces --quick --out --json --processes --scheduler`` to a command
-    and passing them on as one :class:`CommonOptions` argument named ``opts``."""
+    """Decorator adding ``--traces --quick --out --json --processes --scheduler --progress
+    --time-scale`` to a command and passing them on as one :class:`CommonOptions` argument
+    named ``opts``."""
+    from nandlab.reproduce.load import TARGET_BAND, time_scale_callback
 
     def deco(fn: F) -> F:
+        @click.option(
+            "--time-scale",
+            "time_scales",
+            default="auto",
+            show_default=True,
+            metavar="K[,K...]",
+            callback=time_scale_callback,
+            help="Load level: trace timestamps (and periods in trace time) x K. 'auto' picks K "
+            "per trace so that the baseline's offered die load is at most "
+            f"{TARGET_BAND[1]:.0%} (the smallest of 1, 2, 5, 10, 20, ...); a list such as "
+            "1,10,100 or auto,1 sweeps levels. Runs whose baseline is saturated are marked "
+            "overloaded and left out of the headline means (docs/reproductions.md).",
+        )
         @click.option(
             "--traces",
             "traces",
@@ -80,7 +99,8 @@ def common_options(paper: str) -> Callable[[F], F]:
             "json_out",
             metavar="OUT",
             default=None,
-            help="Write paper, runs (full reports) and table as JSON to OUT ('-': stdout).",
+            help="Write paper, runs (full reports) and table as JSON to OUT ('-': stdout; "
+            "default: OUT_DIR/result.json).",
         )
         @click.option(
             "--processes",
@@ -110,19 +130,24 @@ def common_options(paper: str) -> Callable[[F], F]:
             processes: int | None,
             scheduler: str | None,
             progress: bool | None,
+            time_scales: list[float | str],
             **kw: Any,
         ) -> Any:
             from nandlab.experiment import default_trace_dirs
 
+            out = out if out is not None else Path("nandlab-out") / paper
             opts = CommonOptions(
                 paper=paper,
                 traces=list(traces) if traces else default_trace_dirs(),
                 quick=quick,
-                out=out if out is not None else Path("nandlab-out") / paper,
-                json_out=json_out,
+                out=out,
+                # without --json the result (tables, headline) still goes to OUT/result.json,
+                # where `nandlab report OUT` finds it
+                json_out=json_out if json_out is not None else str(out / RESULT_FILE),
                 processes=processes,
                 scheduler=scheduler,
                 progress=progress if progress is not None else err_console.is_terminal,
+                time_scales=time_scales,
             )
             from nandlab.experiment import ExperimentError
 
@@ -166,12 +191,30 @@ PGBENCH_RW_SLICE = ["pgbench_rw_slice.csv*"]
 @dataclass
 class TraceChoice:
     """A trace a reproduction runs: its name, file, where it came from (e.g. "Table II",
-    "captured", "bundled excerpt") and an optional cut to its first requests."""
+    "captured", "bundled excerpt"), an optional cut to its first requests and the load level
+    (time scale K, :mod:`nandlab.reproduce.load`). ``name`` names the (trace, K) instance;
+    ``base_name`` the trace itself."""
 
     name: str
     path: Path
     source: str
     max_requests: int | None = None
+    time_scale: float = 1.0
+    base_name: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.base_name:
+            self.base_name = self.name
+
+    def overrides(self) -> dict[str, object]:
+        """Config overrides of this instance: the request cut and the time scale (omitted at
+        K = 1 so that the run's key is that of an unscaled run)."""
+        ov: dict[str, object] = {}
+        if self.max_requests:
+            ov["host.max_requests"] = self.max_requests
+        if self.time_scale != 1.0:
+            ov["host.time_scale"] = self.time_scale
+        return ov
 
 
 # --------------------------------------------------------------------------- outputs
@@ -191,16 +234,22 @@ def _clean(v: Any) -> Any:
 
 
 def runs_json(df: pl.DataFrame) -> list[dict[str, Any]]:
-    """One object per run: trace, scheme, label, params, full report (and error, key)."""
+    """One object per run: trace, scheme, label, params, its load (die utilisation, offered
+    load, queue-wait share, ``overloaded``: :func:`nandlab.reproduce.load.load_info`), full
+    report (and error, key)."""
+    from nandlab.reproduce.load import load_info
+
     out = []
     for r in df.iter_rows(named=True):
+        report = json.loads(r["report"]) if r["report"] else None
         out.append(
             {
                 "trace": r["trace"],
                 "scheme": r["scheme"],
                 "label": r["label"],
                 "params": json.loads(r["params"]) if r["params"] else {},
-                "report": json.loads(r["report"]) if r["report"] else None,
+                "load": load_info(report),
+                "report": report,
                 "error": r["error"],
                 "key": r["key"],
             }
@@ -332,7 +381,14 @@ def run_planned(
 def traces_json(traces: Sequence[Any]) -> list[dict[str, Any]]:
     """The chosen traces (objects with name, path, source, max_requests) for the JSON."""
     return [
-        {"name": t.name, "path": str(t.path), "source": t.source, "max_requests": t.max_requests}
+        {
+            "name": t.name,
+            "trace": getattr(t, "base_name", t.name),
+            "path": str(t.path),
+            "source": t.source,
+            "max_requests": t.max_requests,
+            "time_scale": getattr(t, "time_scale", 1.0),
+        }
         for t in traces
     ]
 

@@ -14,6 +14,19 @@ Runs per trace:
   weight 0.8 and +40 µs read on Region-1 for EFM, WARM, HOTIS; on Region-2 for TOS18, §V-D).
 * Fig. 10: one region (Region-2 only) and two regions (Region-1 + Region-3), each half the
   blocks; three regions are the Fig. 5 runs.
+* Pre-written data: the paper does not say in which region SSDsim's pre-written pages sit, and
+  it decides the read latency of data the trace only reads. The main runs put it in the middle
+  region (every scheme's ``fill_region`` default); the study traces also run every scheme with
+  it in Region-1 and in Region-3 (:data:`FILL_REGIONS`).
+
+Flash time per request (host reads and programs plus migrations, GC and erases, from the
+report's Fig. 6 breakdown) is reported next to the host response, per scheme: the paper's
+losses for HOTIS and TOS18 are migration overhead counted in the latency (§V-B, Fig. 6).
+
+**Load level** (:mod:`nandlab.reproduce.load`): each trace runs at the time scale K chosen from
+the largest offered die load of the paper's baselines (HOTIS, WARM, TOS18) at K = 1; EFM's
+period T is in trace time and stretches with K. A comparison "EFM vs B" is left out of the
+headline when B's run is overloaded.
 
 Traces: every trace of the paper's Table I found under ``--traces`` (its OLTP1 / OLTP2 are the
 UMass Financial1 / Financial2 traces; syn1 / syn2 are the paper's own synthetic traces) and the
@@ -55,6 +68,13 @@ from nandlab.reproduce.common import (
     traces_json,
     write_json,
 )
+from nandlab.reproduce.load import (
+    expand,
+    groups,
+    load_info,
+    print_headline,
+    print_load_table,
+)
 
 if TYPE_CHECKING:
     from nandlab.experiment import RunSpec
@@ -95,6 +115,11 @@ PAPER_HEADLINE = {
     "lifetime_warm": 0.051,
 }
 QUICK_SLICE = 30_000
+#: Regions the pre-written data is put in (``scheme.params.fill_region``); 1 (the middle
+#: region, every scheme's default) is the main run.
+FILL_REGIONS: tuple[int, ...] = (0, 1, 2)
+#: The paper's baselines: their largest offered die load sets a trace's automatic load level.
+BASELINES: tuple[str, ...] = ("hotis", "warm", "tos18")
 
 
 #: Table I traces by their usual file names (SNIA IOTTA host names for MSR volumes).
@@ -172,12 +197,13 @@ def select_traces(dirs: Sequence[Path], *, quick: bool, max_requests: int | None
 
 @dataclass
 class PlannedRun:
-    kind: str  # "main", "stage", "lifetime", "regions"
+    kind: str  # "main", "stage", "lifetime", "regions", "fill"
     trace: str
     scheme: str
     spec: RunSpec
     stage: int = PRESET_STAGE
     regions: int = 3
+    fill: int = 1
     key: str = ""
 
 
@@ -210,15 +236,20 @@ def _region_overrides(n: int) -> dict[str, object]:
     }
 
 
-def plan_runs(sel: Selection) -> list[PlannedRun]:
+def run_spec(t: TraceChoice, scheme: str, ov: Mapping[str, object], label: str) -> RunSpec:
+    """The run of ``scheme`` on trace instance ``t`` (its cut and time scale) with ``ov``."""
     from nandlab.experiment import RunSpec
 
-    def spec(t: TraceChoice, scheme: str, ov: dict[str, object], label: str) -> RunSpec:
-        o = dict(ov)
-        if t.max_requests:
-            o["host.max_requests"] = t.max_requests
-        return RunSpec(t.path, t.name, scheme, CONFIG, o, label)
+    return RunSpec(t.path, t.name, scheme, CONFIG, {**t.overrides(), **ov}, label)
 
+
+def probe_specs(t: TraceChoice) -> list[RunSpec]:
+    """The paper's baselines at K = 1: the largest offered die load sets the load level."""
+    return [run_spec(t, s, {}, s) for s in BASELINES]
+
+
+def plan_runs(sel: Selection) -> list[PlannedRun]:
+    spec = run_spec
     runs: list[PlannedRun] = []
     for t in sel.traces:
         for s in SCHEMES:
@@ -248,6 +279,18 @@ def plan_runs(sel: Selection) -> list[PlannedRun]:
                         s,
                         spec(t, s, _region_overrides(n), f"{s} {n}R"),
                         regions=n,
+                    )
+                )
+            for f in FILL_REGIONS:
+                if f == 1:
+                    continue  # the main run
+                runs.append(
+                    PlannedRun(
+                        "fill",
+                        t.name,
+                        s,
+                        spec(t, s, {"scheme.params.fill_region": f}, f"{s} fill R{f + 1}"),
+                        fill=f,
                     )
                 )
     return runs
@@ -282,9 +325,19 @@ def run_metrics(report: Mapping[str, Any] | None) -> dict[str, Any]:
     rg = report.get("regions") or {}
     bd = rg.get("breakdown_us") or {}
     ss = report.get("scheme_stats") or {}
+    req = _num(host.get("requests"))
+    flash_us = sum(v for v in (_num(x) for x in bd.values()) if v is not None) if bd else None
     return {
-        "requests": _num(host.get("requests")),
+        "requests": req,
         "mean_us": _num(host.get("mean_us")),
+        # Flash time per host request, µs: host reads/programs, migrations, GC and erases.
+        "flash_us_per_request": flash_us / req if flash_us is not None and req else None,
+        "migration_us_per_request": (
+            _num(bd.get("migration")) / req
+            if _num(bd.get("migration")) is not None and req
+            else None
+        ),
+        "load": load_info(report),
         "read_us": _num(host.get("read_mean_us")),
         "write_us": _num(host.get("write_mean_us")),
         "optimal_rw": _num(bd.get("optimal_rw")),
@@ -307,6 +360,26 @@ class Analysis:
     traces: list[str]
     study_traces: list[str]
     errors: list[tuple[str, str, str]]
+    #: trace instance -> the most loaded baseline's load (:func:`load_info`)
+    loads: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def overloaded(self) -> set[str]:
+        return {t for t, li in self.loads.items() if li.get("overloaded")}
+
+
+#: Headline metrics: (text, paper, row ratio key, scheme whose run decides overload).
+#: "EFM delivers x % latency reduction compared to B" = B / EFM - 1 (§V-B).
+HEADLINE_METRICS: tuple[tuple[str, str, str, str], ...] = (
+    ("mean latency reduction vs HOTIS (B/EFM - 1)", "53.9 %", "ratio_vs_hotis", "hotis"),
+    ("mean latency reduction vs WARM (B/EFM - 1)", "87 %", "ratio_vs_warm", "warm"),
+    ("mean latency reduction vs TOS18 (B/EFM - 1)", "296 %", "ratio_vs_tos18", "tos18"),
+    ("wear-out aware gain over EFM-static", "17.3 %", "ratio_wear_aware", "efm_static"),
+    ("lifetime gain, EFM", "17.7 %", "ratio_lifetime_efm", "efm"),
+    ("lifetime gain, TOS18", "7.5 %", "ratio_lifetime_tos18", "tos18"),
+    ("lifetime gain, HOTIS", "5.6 %", "ratio_lifetime_hotis", "hotis"),
+    ("lifetime gain, WARM", "5.1 %", "ratio_lifetime_warm", "warm"),
+)
 
 
 def _tag(r: PlannedRun) -> str:
@@ -314,10 +387,20 @@ def _tag(r: PlannedRun) -> str:
         return f"stage{r.stage}"
     if r.kind == "regions":
         return f"{r.regions}R"
+    if r.kind == "fill":
+        return f"fill{r.fill}"
     return r.kind
 
 
-def analyse(runs: Sequence[PlannedRun], reports: Mapping[str, Any]) -> Analysis:
+def analyse(
+    runs: Sequence[PlannedRun],
+    reports: Mapping[str, Any],
+    level_groups: Mapping[str, Sequence[str]] | None = None,
+) -> Analysis:
+    """Per trace instance: mean response and flash time per request of every scheme, the
+    reductions, wear-stage and lifetime gains; the headline over comparable instances."""
+    from nandlab.reproduce.load import headline_rows
+
     metrics: dict[tuple[str, str, str], dict[str, Any]] = {}
     errors: list[tuple[str, str, str]] = []
     seen: set[str] = set()
@@ -337,9 +420,19 @@ def analyse(runs: Sequence[PlannedRun], reports: Mapping[str, Any]) -> Analysis:
         if r.kind == "main":
             metrics[("3R", r.trace, r.scheme)] = m
             metrics[(f"stage{PRESET_STAGE}", r.trace, r.scheme)] = m
+            metrics[("fill1", r.trace, r.scheme)] = m
     rows: list[dict[str, Any]] = []
+    loads: dict[str, dict[str, Any]] = {}
     for t in traces:
         row: dict[str, Any] = {"trace": t}
+        base_loads = [metrics.get(("main", t, b), {}).get("load") or {} for b in BASELINES]
+        worst = max(
+            base_loads,
+            key=lambda li: (bool(li.get("overloaded")), li.get("offered_die_load") or 0.0),
+            default={},
+        )
+        loads[t] = worst
+        row.update(worst)
         efm = metrics.get(("main", t, "efm"), {}).get("mean_us")
         row["requests"] = metrics.get(("main", t, "efm"), {}).get("requests")
         for s in SCHEMES:
@@ -347,13 +440,22 @@ def analyse(runs: Sequence[PlannedRun], reports: Mapping[str, Any]) -> Analysis:
             row[f"{s}_mean_us"] = m.get("mean_us")
             row[f"{s}_read_us"] = m.get("read_us")
             row[f"{s}_write_us"] = m.get("write_us")
+            row[f"{s}_flash_us_per_request"] = m.get("flash_us_per_request")
+            row[f"{s}_migration_us_per_request"] = m.get("migration_us_per_request")
+            row[f"{s}_die_utilization"] = (m.get("load") or {}).get("die_utilization")
+            row[f"{s}_overloaded"] = (m.get("load") or {}).get("overloaded")
             if s != "efm":
                 # "EFM delivers x % latency reduction compared to B" = B / EFM - 1 (§V-B: the
                 # paper's 296 % can only be read this way).
                 r_ = _ratio(m.get("mean_us"), efm)
+                row[f"ratio_vs_{s}"] = r_
                 row[f"reduction_vs_{s}"] = None if r_ is None else r_ - 1.0
             lt = metrics.get(("lifetime", t, s), {})
             row[f"{s}_lifetime_gain"] = lt.get("lifetime_gain")
+            g = lt.get("lifetime_gain")
+            row[f"ratio_lifetime_{s}"] = None if g is None else 1.0 + g
+            for f in FILL_REGIONS:
+                row[f"{s}_fill{f}_mean_us"] = metrics.get((f"fill{f}", t, s), {}).get("mean_us")
         gains = []
         for st in range(1, len(STAGE_PE) + 1):
             a = metrics.get((f"stage{st}", t, "efm"), {}).get("mean_us")
@@ -363,39 +465,24 @@ def analyse(runs: Sequence[PlannedRun], reports: Mapping[str, Any]) -> Analysis:
             if g is not None:
                 gains.append(g - 1.0)
         row["wear_aware_gain"] = _mean(gains) if gains else None
+        row["ratio_wear_aware"] = None if not gains else 1.0 + row["wear_aware_gain"]
         rows.append(row)
+    over = {t for t, li in loads.items() if li.get("overloaded")}
     avg: dict[str, Any] = {"trace": "Average"}
     for k in rows[0] if rows else []:
-        if k in ("trace", "requests"):
+        if k in ("trace", "requests") or not k.startswith(("reduction", "wear_aware", "ratio")):
             continue
-        avg[k] = _mean([_num(r.get(k)) for r in rows])
+        avg[k] = _mean([_num(r.get(k)) for r in rows if r["trace"] not in over])
     all_rows = [*rows, avg] if rows else rows
-    headline = [
-        _hl("mean latency reduction vs HOTIS", PAPER_HEADLINE["hotis"], avg, "reduction_vs_hotis"),
-        _hl("mean latency reduction vs WARM", PAPER_HEADLINE["warm"], avg, "reduction_vs_warm"),
-        _hl("mean latency reduction vs TOS18", PAPER_HEADLINE["tos18"], avg, "reduction_vs_tos18"),
-        _hl(
-            "wear-out aware gain over EFM-static",
-            PAPER_HEADLINE["wear_aware"],
-            avg,
-            "wear_aware_gain",
-        ),
-        _hl("lifetime gain, EFM", PAPER_HEADLINE["lifetime_efm"], avg, "efm_lifetime_gain"),
-        _hl("lifetime gain, TOS18", PAPER_HEADLINE["lifetime_tos18"], avg, "tos18_lifetime_gain"),
-        _hl("lifetime gain, HOTIS", PAPER_HEADLINE["lifetime_hotis"], avg, "hotis_lifetime_gain"),
-        _hl("lifetime gain, WARM", PAPER_HEADLINE["lifetime_warm"], avg, "warm_lifetime_gain"),
-    ]
-    return Analysis(all_rows, headline, metrics, traces, study, errors)
-
-
-def _hl(metric: str, paper: float, avg: Mapping[str, Any], key: str) -> dict[str, Any]:
-    ours = _num(avg.get(key))
-    return {
-        "metric": metric + " (average)",
-        "paper": f"{paper * 100:.1f} %",
-        "ours": ours,
-        "ours_text": fmt_pct(ours, signed=False),
-    }
+    groups = level_groups or {"auto": [r["trace"] for r in rows]}
+    headline: list[dict[str, Any]] = []
+    for text, paper, key, decider in HEADLINE_METRICS:
+        ratios = {r["trace"]: _num(r.get(key)) for r in rows}
+        flags = {
+            r["trace"]: bool(r.get(f"{decider}_overloaded")) or r["trace"] in over for r in rows
+        }
+        headline += headline_rows([(text, paper, key)], {key: ratios}, flags, groups)
+    return Analysis(all_rows, headline, metrics, traces, study, errors, loads)
 
 
 # --------------------------------------------------------------------------- output
@@ -415,12 +502,35 @@ def print_tables(an: Analysis, caption: str, sel: Selection) -> None:
     for s in SCHEMES[1:]:
         t.add_column(f"vs {LABELS[s]}", justify="right")
     for r in an.rows:
+        over = " [red](overloaded)[/]" if r.get("overloaded") else ""
         t.add_row(
-            r["trace"],
+            r["trace"] + over,
             *(fmt_num(r.get(f"{s}_mean_us")) for s in SCHEMES),
             *(fmt_pct(r.get(f"reduction_vs_{s}")) for s in SCHEMES[1:]),
         )
     c.print(t)
+
+    tf = Table(
+        title="Host response next to flash time per request (µs; flash time = host reads and "
+        "programs + migrations + GC + erases) and die utilisation, per scheme",
+        title_justify="left",
+    )
+    for col in ("trace", "scheme", "response", "flash time", "of which migration", "die util."):
+        tf.add_column(col, justify="left" if col in ("trace", "scheme") else "right")
+    for tr in an.traces:
+        for s in SCHEMES:
+            m = an.metrics.get(("main", tr, s), {})
+            li = m.get("load") or {}
+            tf.add_row(
+                tr if s == SCHEMES[0] else "",
+                LABELS[s] + (" [red](overloaded)[/]" if li.get("overloaded") else ""),
+                fmt_num(m.get("mean_us")),
+                fmt_num(m.get("flash_us_per_request")),
+                fmt_num(m.get("migration_us_per_request")),
+                fmt_pct(li.get("die_utilization"), signed=False),
+                end_section=s == SCHEMES[-1],
+            )
+    c.print(tf)
 
     t2 = Table(
         title="Flash-time breakdown (Fig. 6), fraction of host + migration flash time",
@@ -487,13 +597,27 @@ def print_tables(an: Analysis, caption: str, sel: Selection) -> None:
                 )
         c.print(t4)
 
-    t5 = Table(title="Headline: EFM, the paper vs ours", title_justify="left")
-    t5.add_column("metric")
-    t5.add_column("paper", justify="right")
-    t5.add_column("ours", justify="right")
-    for h in an.headline:
-        t5.add_row(h["metric"], h["paper"], h["ours_text"])
-    c.print(t5)
+    fill_rows = [r for r in an.rows if r["trace"] in an.study_traces]
+    if fill_rows:
+        t6 = Table(
+            title="Where the pre-written data sits: mean response (µs) with it in Region-1 / "
+            "Region-2 (default) / Region-3",
+            title_justify="left",
+        )
+        t6.add_column("trace")
+        t6.add_column("scheme")
+        for f in FILL_REGIONS:
+            t6.add_column(f"R{f + 1}", justify="right")
+        for r in fill_rows:
+            for s in SCHEMES:
+                t6.add_row(
+                    r["trace"] if s == SCHEMES[0] else "",
+                    LABELS[s],
+                    *(fmt_num(r.get(f"{s}_fill{f}_mean_us")) for f in FILL_REGIONS),
+                    end_section=s == SCHEMES[-1],
+                )
+        c.print(t6)
+    print_headline(an.headline, "Headline: EFM, the paper vs ours (over comparable traces)")
     if sel.missing_table_i:
         c.print(
             f"[yellow]Table I traces not found[/] in {', '.join(map(str, sel.searched))}: "
@@ -524,6 +648,8 @@ def make_figures(an: Analysis, out: Path) -> list[Path]:
         out / "fig5_mean_latency",
         reference="efm",
         scheme_labels=LABELS,
+        overloaded=an.overloaded,
+        reference_unit="µs",
     )
     bd = {
         f"{t} {LABELS[s]}": {k: an.metrics.get(("main", t, s), {}).get(k) for k in BREAKDOWN}
@@ -639,6 +765,9 @@ def efm(opts: CommonOptions, max_requests: int | None) -> None:
     sel = select_traces(opts.traces, quick=opts.quick, max_requests=max_requests)
     if not sel.traces:
         raise FileNotFoundError("no traces found in " + ", ".join(map(str, sel.searched)))
+    study = set(sel.study_traces)
+    sel.traces, load_plan = expand(sel.traces, opts, probe_specs)
+    sel.study_traces = [t.name for t in sel.traces if t.base_name in study]
     runs = plan_runs(sel)
     df, st = run_planned(
         runs,
@@ -646,7 +775,7 @@ def efm(opts: CommonOptions, max_requests: int | None) -> None:
         label=f"efm: {len(sel.traces)} traces ({', '.join(t.name for t in sel.traces)})",
     )
     reports = reports_by_key(df)
-    an = analyse(runs, reports)
+    an = analyse(runs, reports, groups(load_plan, sel.traces))
     caption = caption_text(sel)
     figs = make_figures(an, opts.out)
     check = quick_check(an) if opts.quick else None
@@ -662,8 +791,13 @@ def efm(opts: CommonOptions, max_requests: int | None) -> None:
         figures=[str(p) for p in figs],
         check=check,
         grid=grid_json(st),
+        load=load_plan.to_json(),
+        loads=an.loads,
     )
     if not opts.quiet:
+        print_load_table(
+            sel.traces, an.loads, "Load level: the most loaded baseline (HOTIS/WARM/TOS18)"
+        )
         print_tables(an, caption, sel)
         out_console.print(runs_line(st, t0, len(figs), opts.out))
     exit_on_failures(an.errors, check, opts.out)

@@ -7,23 +7,23 @@ valid page) and ``ida`` with E0/E20/E50/E80 (``scheme.params.error_fraction``).
 
 **Refresh (our methodology).** The paper refreshes every 3 days to 3 months over week-long MSR
 traces (0.08-2.3 refresh cycles per trace), so refresh traffic is a small background load and
-most reads find their data in the state the last refresh left. Our real traces last minutes.
-Two modes (``--refresh``):
+most reads find their data in the state the last refresh left. Our real traces last minutes, so
+every full block is refreshed once, untimed, before the replay
+(``precondition.refresh_before_replay``: IDA adjusts its word lines, E% of the adjusted pages
+are rewritten, moved data asks for its own page type so LSB data lands on LSB pages), the period
+is the paper's shortest (3 days) and data ages are spread over one period. The replay measures
+reads in the refreshed state, with no refresh traffic in the latencies; Table IV's extra
+reads/writes come from that refresh. An earlier "timed" mode compressed the 3-day cycle into
+the trace's minutes (~800x), so refresh traffic competed with the host at a rate the paper
+never has and IDA won by moving fewer pages rather than by faster sensing; it was dropped.
 
-* ``before`` (default): every full block is refreshed once, untimed, before the replay
-  (``precondition.refresh_before_replay``: IDA adjusts its word lines, E% of the adjusted pages
-  are rewritten), the period is the paper's shortest (3 days) and data ages are spread over one
-  period. The replay measures reads in the refreshed state, with no refresh traffic in the
-  latencies. Table IV's extra reads/writes come from that refresh.
-* ``timed``: the period is compressed to ``duration / --cycles`` (default one cycle per trace,
-  inside the paper's range) with ages spread over one period, so due blocks are refreshed
-  during the replay and refresh traffic competes with host I/O at the compressed rate in both
-  systems. The duration comes from a probe run (baseline, refresh off).
+**Load level** (:mod:`nandlab.reproduce.load`): each trace runs at the time scale K chosen
+from the baseline's offered die load (``--time-scale``); closed-loop runs (Fig. 10) have no
+time scale.
 
 Runs per trace: baseline and IDA-E0/E20/E50/E80 at ΔtR = 50 µs (Fig. 8, Fig. 4, Table IV);
 ΔtR = 30..70 µs for baseline and E20 (Fig. 9: read latencies 50, 50+ΔtR, 50+2ΔtR); closed-loop
-throughput at queue depth 32 (Fig. 10; refresh period = 10 closed-loop probe spans / --cycles,
-so a replay sees 0.1 cycles and only that share of blocks is refreshed); late life
+throughput at queue depth 32 (Fig. 10); late life
 (Fig. 11): 3000 P/E cycles, the TLC Vth model's RBER and an LDPC whose extra levels are read
 retries (``level_cost = "page_read"``, §V-F); MLC (Table V): LSB/MSB 65/115 µs.
 """
@@ -46,17 +46,19 @@ from nandlab.reproduce.common import (
     CommonOptions,
     TraceChoice,
     common_options,
-    err_console,
     exit_on_failures,
     fmt_num,
     fmt_pct,
+    grid_json,
     msr_patterns,
     out_console,
     reports_by_key,
     run_planned,
+    runs_line,
     traces_json,
     write_json,
 )
+from nandlab.reproduce.load import expand, groups, print_headline, print_load_table
 
 if TYPE_CHECKING:
     from nandlab.experiment import RunSpec
@@ -78,11 +80,6 @@ LATE_CODE = {
     "level_cost": "page_read",
 }
 CLOSED_QD = 32
-#: Closed-loop runs (Fig. 10) refresh with a period of this many closed-loop spans: a replay
-#: then sees 0.1 refresh cycles, inside the paper's 0.08-2.3. One cycle per closed-loop span
-#: (a period of ~1 s) is a refresh load the device cannot sustain: refreshed blocks fall due
-#: again before the host finishes, and the run spirals.
-CLOSED_PERIOD_SPANS = 10.0
 #: ``--refresh before``: the paper's shortest refresh period, 3 days (§IV-B).
 PAPER_PERIOD_S = 3 * 86_400.0
 DEFAULT_MAX_REQUESTS = 1_000_000
@@ -109,7 +106,8 @@ TABLE_III: dict[str, tuple[list[str], float]] = {
     "hm_1": (msr_patterns("hm", 1, "CAMRESHMSA01"), 0.2054),
     "src1_0": (msr_patterns("src1", 0, "CAMRESSDPA03"), 0.3331),
     "src1_1": (msr_patterns("src1", 1, "CAMRESSDPA03"), 0.3479),
-    "src2_0": (msr_patterns("src2", 0, "CAMRESSDPA03"), 0.2127),
+    # Table III's "src2" is src2_1 (Fig. 9 gives 97.86 % reads, src2_1's ratio), not src2_0.
+    "src2_1": (msr_patterns("src2", 1, "CAMRESSDPA03"), 0.2127),
     "stg_1": (msr_patterns("stg", 1, "CAMRESSTGA01"), 0.3876),
     "usr_1": (msr_patterns("usr", 1, "CAMRESUSRA01"), 0.4544),
     "usr_2": (msr_patterns("usr", 2, "CAMRESUSRA01"), 0.2143),
@@ -171,78 +169,49 @@ def _scheme(label: str) -> tuple[str, dict[str, object]]:
     return "ida", {"scheme.params.error_fraction": e / 100}
 
 
-def probe_runs(sel: Selection) -> list[PlannedRun]:
-    """Baseline with refresh off, open loop (trace duration) and closed loop (span)."""
+def run_spec(
+    t: TraceChoice, label: str, kind: str = "", ov: Mapping[str, object] | None = None
+) -> RunSpec:
+    """The run ``label`` (baseline or E<n>) of variant ``kind`` on trace instance ``t``:
+    refresh once before the replay with the paper's 3-day period (see the module doc)."""
     from nandlab.experiment import RunSpec
 
-    out = []
-    for t in sel.traces:
-        cap: dict[str, object] = {"host.max_requests": t.max_requests} if t.max_requests else {}
-        off = {**cap, "refresh.period_s": 0.0}
-        out.append(
-            PlannedRun(t.name, "probe", RunSpec(t.path, t.name, "baseline", CONFIG, off, "probe"))
-        )
-        closed = {**off, "host.mode": "closed", "host.queue_depth": CLOSED_QD}
-        out.append(
-            PlannedRun(
-                t.name,
-                "probe closed",
-                RunSpec(t.path, t.name, "baseline", CONFIG, closed, "probe closed"),
-            )
-        )
-    return out
+    scheme, sov = _scheme(label)
+    rf: dict[str, object] = {
+        "precondition.refresh_before_replay": True,
+        "refresh.period_s": PAPER_PERIOD_S,
+        "precondition.initial_age_window_s": PAPER_PERIOD_S,
+    }
+    base = t.overrides()
+    if kind == "closed":
+        base.pop("host.time_scale", None)  # closed loop: no arrival times to scale
+    o = {**base, **rf, **sov, **(ov or {})}
+    name = f"{label} {kind}".strip()
+    return RunSpec(t.path, t.name, scheme, CONFIG, o, name)
 
 
-def plan_runs(
-    sel: Selection,
-    periods: Mapping[str, tuple[float, float]],
-    *,
-    quick: bool,
-    cycles: float,
-    mode: str = "before",
-) -> list[PlannedRun]:
-    """All measured runs. ``mode="timed"``: ``periods[trace]`` = (open-loop duration,
-    closed-loop span), s, set the compressed refresh periods; ``"before"``: refresh once before
-    the replay, period 3 days (``periods`` unused)."""
-    from nandlab.experiment import RunSpec
+def probe_specs(t: TraceChoice) -> list[RunSpec]:
+    """The baseline run at K = 1 that sets the trace's automatic load level."""
+    return [run_spec(t, "baseline")]
 
+
+def plan_runs(sel: Selection, *, quick: bool) -> list[PlannedRun]:
+    """All measured runs per trace instance."""
     runs: list[PlannedRun] = []
     dtrs = QUICK_DTR_SWEEP if quick else DTR_SWEEP
     for t in sel.traces:
-        if mode == "timed" and t.name not in periods:
-            continue
-        dur, span = periods.get(t.name, (PAPER_PERIOD_S, PAPER_PERIOD_S))
-        cap: dict[str, object] = {"host.max_requests": t.max_requests} if t.max_requests else {}
 
-        def add(
-            label: str,
-            kind: str,
-            ov: Mapping[str, object],
-            period: float,
-            t: TraceChoice = t,
-            cap: dict[str, object] = cap,
-        ) -> None:
-            scheme, sov = _scheme(label)
-            if mode == "before":
-                rf: dict[str, object] = {
-                    "precondition.refresh_before_replay": True,
-                    "refresh.period_s": PAPER_PERIOD_S,
-                    "precondition.initial_age_window_s": PAPER_PERIOD_S,
-                }
-            else:
-                p = max(period / cycles, 1.0)
-                rf = {"refresh.period_s": p, "precondition.initial_age_window_s": p}
-            o = {**cap, **rf, **sov, **ov}
-            name = f"{label} {kind}".strip()
-            runs.append(PlannedRun(t.name, name, RunSpec(t.path, t.name, scheme, CONFIG, o, name)))
+        def add(label: str, kind: str, ov: Mapping[str, object], t: TraceChoice = t) -> None:
+            spec = run_spec(t, label, kind, ov)
+            runs.append(PlannedRun(t.name, spec.label, spec))
 
         for lab in ("baseline", *(f"E{e}" for e in ERROR_FRACTIONS)):
-            add(lab, "", {}, dur)
+            add(lab, "", {})
         for d in dtrs:
             if d == 50:
                 continue
             for lab in ("baseline", "E20"):
-                add(lab, f"dtR={d}", _timing(d), dur)
+                add(lab, f"dtR={d}", _timing(d))
         late = {
             "precondition.initial_pe_cycles": LATE_PE,
             "reliability.model": "vth",
@@ -251,9 +220,9 @@ def plan_runs(
         mlc = {"device.cell": "mlc", "timing.read_us": list(MLC_READ_US)}
         closed = {"host.mode": "closed", "host.queue_depth": CLOSED_QD}
         for lab in ("baseline", "E20"):
-            add(lab, "late", late, dur)
-            add(lab, "mlc", mlc, dur)
-            add(lab, "closed", closed, span * CLOSED_PERIOD_SPANS)
+            add(lab, "late", late)
+            add(lab, "mlc", mlc)
+            add(lab, "closed", closed)
     return runs
 
 
@@ -296,12 +265,39 @@ class Analysis:
     rows: list[dict[str, Any]]
     headline: list[dict[str, Any]]
     errors: list[tuple[str, str, str]]
+    #: trace instance -> the baseline's load (:func:`nandlab.reproduce.load.load_info`)
+    loads: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def overloaded(self) -> set[str]:
+        return {t for t, li in self.loads.items() if li.get("overloaded")}
+
+
+#: Headline metrics: (text, the paper's value as a change, row key, the baseline run that
+#: decides whether the comparison is overloaded; None: closed loop, saturated by design).
+#: Reductions are shown as changes (-28 % = a 28 % reduction).
+HEADLINE_METRICS: tuple[tuple[str, str, str, str | None], ...] = (
+    ("read response, IDA-E20", "-28 %", "reduction_E20", "baseline"),
+    ("read response, IDA-E0", "-31 %", "reduction_E0", "baseline"),
+    ("read response, IDA-E50", "-20.2 %", "reduction_E50", "baseline"),
+    ("read response, IDA-E80", "> -7 %", "reduction_E80", "baseline"),
+    ("read service time, IDA-E20 (no queueing)", "—", "service_reduction_E20", "baseline"),
+    ("throughput (closed loop, QD 32), IDA-E20", "+10 %", "throughput_gain", None),
+    ("MLC read response (Table V), IDA-E20", "-14.9 %", "reduction_mlc", "baseline mlc"),
+    ("late-life read response (Fig. 11), IDA-E20", "-42.3 %", "reduction_late", "baseline late"),
+)
 
 
 def analyse(
-    runs: Sequence[PlannedRun], reports: Mapping[str, tuple[dict[str, Any] | None, str | None]]
+    runs: Sequence[PlannedRun],
+    reports: Mapping[str, tuple[dict[str, Any] | None, str | None]],
+    level_groups: Mapping[str, Sequence[str]] | None = None,
 ) -> Analysis:
-    """One row per trace with every figure's number; the headline averages over traces."""
+    """One row per trace instance with every figure's number and the baseline's load; the
+    headline over the comparable instances of each load level (arithmetic and geometric
+    mean)."""
+    from nandlab.reproduce.load import geo_mean, headline_rows, load_info
+
     by: dict[tuple[str, str], dict[str, Any] | None] = {}
     errors: list[tuple[str, str, str]] = []
     for r in runs:
@@ -310,6 +306,7 @@ def analyse(
         if err:
             errors.append((r.trace, r.label, err))
     rows: list[dict[str, Any]] = []
+    loads: dict[str, dict[str, Any]] = {}
     for trace in dict.fromkeys(r.trace for r in runs):
 
         def rd(label: str, trace: str = trace) -> float | None:
@@ -322,10 +319,11 @@ def analyse(
 
         base = by.get((trace, "baseline"))
         e20 = by.get((trace, "E20"))
+        loads[trace] = load_info(base)
         row: dict[str, Any] = {
             "trace": trace,
+            **loads[trace],
             "refresh_period_s": _get(base, "refresh.period_s"),
-            "read_us_probe": rd("probe"),
             "read_us_baseline": rd("baseline"),
             "msb_lower_invalid_share": msb_lower_invalid_share(base),
             "msb_reads_by_lower_valid": _get(base, "refresh.host_msb_reads"),
@@ -345,7 +343,7 @@ def analyse(
         if isinstance(wait, (int, float)) and rd("baseline"):
             row["read_wait_share_baseline"] = wait / rd("baseline")
         # Table IV: additional reads and writes per refreshed block (IDA-E20 vs baseline), from
-        # the timed refreshes or, with --refresh before, from the refresh before the replay.
+        # the refresh before the replay.
         pre_blocks = _get(e20, "precondition.refreshed_blocks")
         if pre_blocks:
             row["E20_extra_reads_per_block"] = (
@@ -354,14 +352,14 @@ def analyse(
             row["E20_extra_writes_per_block"] = (
                 _get(e20, "precondition.refresh_rewrites") or 0
             ) / pre_blocks
-            row["E20_pages_adjusted"] = _get(e20, "precondition.refresh_adjusted_pages")
-            row["E20_pages_moved"] = _get(e20, "precondition.refresh_moves")
-            row["baseline_pages_moved"] = _get(base, "precondition.refresh_moves")
-        else:
-            for k in ("extra_reads_per_block", "extra_writes_per_block", "pages_adjusted"):
-                row[f"E20_{k}"] = _get(e20, f"refresh.{k}")
-            row["E20_pages_moved"] = _get(e20, "refresh.pages_moved")
-            row["baseline_pages_moved"] = _get(base, "refresh.pages_moved")
+        row["E20_pages_adjusted"] = _get(e20, "precondition.refresh_adjusted_pages")
+        row["E20_pages_moved"] = _get(e20, "precondition.refresh_moves")
+        row["baseline_pages_moved"] = _get(base, "precondition.refresh_moves")
+        # Where IDA's moved LSB data landed (§III-C: on the new blocks' LSB pages).
+        lsb = _get(e20, "precondition.refresh_moves_by_page_type.lsb")
+        row["E20_moved_lsb_by_page_type"] = lsb
+        if isinstance(lsb, Mapping) and sum(lsb.values()):
+            row["E20_moved_lsb_on_lsb_share"] = lsb.get("lsb", 0) / sum(lsb.values())
         row["dtr"] = {}
         for d in DTR_SWEEP:
             b = rd("baseline" if d == 50 else f"baseline dtR={d}")
@@ -385,52 +383,52 @@ def analyse(
         row["late_mean_rber"] = _get(late, "reliability.mean_rber")
         rows.append(row)
 
-    def avg(k: str) -> float | None:
-        return _mean([r.get(k) for r in rows])
-
-    headline = [
-        {"metric": "read response reduction, IDA-E20", "paper": 0.28, "ours": avg("reduction_E20")},
-        {"metric": "read response reduction, IDA-E0", "paper": 0.31, "ours": avg("reduction_E0")},
+    groups = level_groups or {"auto": [r["trace"] for r in rows]}
+    headline: list[dict[str, Any]] = []
+    for text, paper, key, base_label in HEADLINE_METRICS:
+        ratios = {
+            r["trace"]: (None if r.get(key) is None else 1.0 - r[key])
+            if key.startswith(("reduction", "service_reduction"))
+            else (None if r.get(key) is None else 1.0 + r[key])
+            for r in rows
+        }
+        flags = {
+            r["trace"]: (
+                None
+                if base_label is None
+                else load_info(by.get((r["trace"], base_label))).get("overloaded")
+            )
+            for r in rows
+        }
+        headline += headline_rows([(text, paper, key)], {key: ratios}, flags, groups)
+    share = {r["trace"]: r.get("msb_lower_invalid_share") for r in rows}
+    vals = [v for v in share.values() if v is not None]
+    headline.append(
         {
-            "metric": "read response reduction, IDA-E50",
-            "paper": 0.202,
-            "ours": avg("reduction_E50"),
-        },
-        {
-            "metric": "read response reduction, IDA-E80",
-            "paper": "< 0.07",
-            "ours": avg("reduction_E80"),
-        },
-        {
-            "metric": "read service-time reduction, IDA-E20 (no queueing)",
-            "paper": "—",
-            "ours": avg("service_reduction_E20"),
-        },
-        {"metric": "throughput gain, IDA-E20", "paper": 0.10, "ours": avg("throughput_gain")},
-        {"metric": "MLC read reduction, IDA-E20", "paper": 0.149, "ours": avg("reduction_mlc")},
-        {
-            "metric": "late-life read reduction, IDA-E20",
-            "paper": 0.423,
-            "ours": avg("reduction_late"),
-        },
-        {
-            "metric": "MSB reads with invalid LSB/CSB",
-            "paper": 0.2915,  # Table III average
-            "ours": avg("msb_lower_invalid_share"),
-        },
-    ]
-    return Analysis(rows, headline, errors)
+            "level": "all",
+            "metric": "MSB reads with invalid LSB/CSB (share, not a change)",
+            "paper": "29.2 %",  # Table III average
+            "ours_mean": _mean(vals),
+            "ours_geomean": geo_mean(vals),
+            "per_trace": share,
+            "traces": len(vals),
+            "overloaded": [],
+            "is_share": True,
+        }
+    )
+    return Analysis(rows, headline, errors, loads)
 
 
 def print_tables(an: Analysis, sel: Selection) -> None:
     t = Table(
-        title="IDA coding vs baseline refresh: read response reduction (Fig. 8, 9, 11, Table V) "
-        "and throughput (Fig. 10)",
+        title="IDA coding vs baseline refresh: read response change (Fig. 8, 9, 11, Table V) "
+        "and throughput (Fig. 10); reductions as negative changes",
         title_justify="left",
     )
     cols = [
         ("trace", "trace"),
-        ("period s", "refresh_period_s"),
+        ("K", "time_scale"),
+        ("die util.", "die_utilization"),
         ("base read µs", "read_us_baseline"),
         ("E0", "reduction_E0"),
         ("E20", "reduction_E20"),
@@ -445,14 +443,35 @@ def print_tables(an: Analysis, sel: Selection) -> None:
     ]
     for name, _ in cols:
         t.add_column(name, justify="left" if name == "trace" else "right")
-    pct = {k for _, k in cols[3:]}
+    change = {k for _, k in cols if k.startswith(("reduction", "service_reduction"))}
+    share = {"die_utilization", "read_wait_share_baseline", "msb_lower_invalid_share"}
     for r in an.rows:
-        t.add_row(
-            *(fmt_pct(r.get(k), signed=False) if k in pct else fmt_num(r.get(k)) for _, k in cols)
-        )
+        cells = []
+        for _, k in cols:
+            v = r.get(k)
+            if k == "trace":
+                cells.append(v + (" [red](overloaded)[/]" if r.get("overloaded") else ""))
+            elif k in change:
+                cells.append(fmt_pct(None if v is None else -v))
+            elif k == "throughput_gain":
+                cells.append(fmt_pct(v))
+            elif k in share:
+                cells.append(fmt_pct(v, signed=False))
+            elif k == "time_scale":
+                cells.append("—" if v is None else f"{v:g}")
+            else:
+                cells.append(fmt_num(v))
+        t.add_row(*cells)
     out_console.print(t)
     t4 = Table(title="Table IV: per refreshed block (IDA-E20)", title_justify="left")
-    for c in ("trace", "extra reads", "extra writes", "pages adjusted", "moved E20/base"):
+    for c in (
+        "trace",
+        "extra reads",
+        "extra writes",
+        "pages adjusted",
+        "moved E20/base",
+        "moved LSB data on LSB pages",
+    ):
         t4.add_column(c, justify="right")
     for r in an.rows:
         t4.add_row(
@@ -461,26 +480,23 @@ def print_tables(an: Analysis, sel: Selection) -> None:
             fmt_num(r.get("E20_extra_writes_per_block")),
             fmt_num(r.get("E20_pages_adjusted")),
             f"{fmt_num(r.get('E20_pages_moved'))} / {fmt_num(r.get('baseline_pages_moved'))}",
+            fmt_pct(r.get("E20_moved_lsb_on_lsb_share"), signed=False),
         )
     out_console.print(t4)
-    t9 = Table(title="Fig. 9: IDA-E20 read reduction by ΔtR (µs)", title_justify="left")
+    t9 = Table(title="Fig. 9: IDA-E20 read response change by ΔtR (µs)", title_justify="left")
     t9.add_column("trace")
     for d in DTR_SWEEP:
         t9.add_column(str(d), justify="right")
     for r in an.rows:
-        t9.add_row(r["trace"], *(fmt_pct(r["dtr"].get(str(d)), signed=False) for d in DTR_SWEEP))
-    out_console.print(t9)
-    th = Table(title="Headline: paper vs ours (mean over traces)", title_justify="left")
-    for c in ("metric", "paper", "ours"):
-        th.add_column(c, justify="left" if c == "metric" else "right")
-    for h in an.headline:
-        p = h["paper"]
-        th.add_row(
-            h["metric"],
-            p if isinstance(p, str) else fmt_pct(p, signed=False),
-            fmt_pct(h["ours"], signed=False),
+        t9.add_row(
+            r["trace"],
+            *(
+                fmt_pct(None if r["dtr"].get(str(d)) is None else -r["dtr"][str(d)])
+                for d in DTR_SWEEP
+            ),
         )
-    out_console.print(th)
+    out_console.print(t9)
+    print_headline(an.headline, "Headline: IDA, the paper vs ours (over comparable traces)")
     if sel.missing_table_iii:
         out_console.print(
             "Table III traces not found (pass --traces DIR): " + ", ".join(sel.missing_table_iii)
@@ -490,96 +506,100 @@ def print_tables(an: Analysis, sel: Selection) -> None:
 
 
 def make_figures(an: Analysis, out: Path) -> list[Path]:
-    """Fig. 4, 8, 9, 10, 11 as PNG files in ``out``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    """Fig. 4, 8, 9, 10 and 11 as PNG and SVG in ``out`` (the shared figure style)."""
+    from nandlab import figures
 
     paths: list[Path] = []
-    traces = [r["trace"] for r in an.rows]
-    if not traces:
+    if not an.rows:
         return paths
-    x = range(len(traces))
-
-    def save(fig: Any, name: str) -> None:
-        p = out / name
-        fig.tight_layout()
-        fig.savefig(p, dpi=120)
-        plt.close(fig)
-        paths.append(p)
+    over = an.overloaded
 
     # Fig. 4: MSB reads by lower-page validity (baseline).
-    fig, ax = plt.subplots(figsize=(6, 3.5))
     keys = [
         "lower_all_valid",
         "lsb_invalid_csb_valid",
         "lsb_valid_csb_invalid",
         "lower_all_invalid",
     ]
-    bottom = [0.0] * len(traces)
-    for k in keys:
-        vals = []
-        for r in an.rows:
-            m = r.get("msb_reads_by_lower_valid") or {}
-            tot = sum(int(m.get(q, 0)) for q in keys) or 1
-            vals.append(int(m.get(k, 0)) / tot)
-        ax.bar(list(x), vals, bottom=bottom, label=k.replace("_", " "))
-        bottom = [b + v for b, v in zip(bottom, vals, strict=True)]
-    ax.set_xticks(list(x), traces, rotation=20)
-    ax.set_ylabel("share of host MSB reads")
-    ax.set_title("Fig. 4: MSB reads by lower-page validity (baseline)")
-    ax.legend(fontsize=7)
-    save(fig, "fig4_msb_reads.png")
+    dist = {
+        r["trace"]: {k: (r.get("msb_reads_by_lower_valid") or {}).get(k) for k in keys}
+        for r in an.rows
+    }
+    paths += figures.stacked_bars(
+        dist,
+        keys,
+        out / "fig4_msb_reads",
+        category_labels={k: k.replace("_", " ") for k in keys},
+        ylabel="share of host MSB reads",
+        title="Fig. 4: host MSB reads by lower-page validity (baseline)",
+    )
 
-    # Fig. 8: normalised read response for E0/E20/E50/E80.
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    w = 0.8 / len(ERROR_FRACTIONS)
-    for i, e in enumerate(ERROR_FRACTIONS):
-        vals = [
-            (r[f"read_us_E{e}"] / r["read_us_baseline"])
-            if r.get(f"read_us_E{e}") and r.get("read_us_baseline")
-            else 0.0
-            for r in an.rows
-        ]
-        ax.bar([j + i * w for j in x], vals, width=w, label=f"IDA-E{e}")
-    ax.axhline(1.0, color="k", lw=0.8)
-    ax.set_xticks([j + 0.4 - w / 2 for j in x], traces, rotation=20)
-    ax.set_ylabel("read response / baseline")
-    ax.set_title("Fig. 8: read response, normalised to baseline")
-    ax.set_ylim(0, 1.35)
-    ax.legend(fontsize=7, loc="upper right", ncol=4)
-    save(fig, "fig8_read_response.png")
+    # Fig. 8: read response per error fraction, normalised to the baseline.
+    labels = {"baseline": "baseline", **{f"E{e}": f"IDA-E{e}" for e in ERROR_FRACTIONS}}
+    schemes = list(labels)
+    data = {
+        r["trace"]: {
+            "baseline": r.get("read_us_baseline"),
+            **{f"E{e}": r.get(f"read_us_E{e}") for e in ERROR_FRACTIONS},
+        }
+        for r in an.rows
+    }
+    paths += figures.grouped_bars(
+        {"Fig. 8: read response, normalised to the baseline refresh": data},
+        schemes,
+        out / "fig8_read_response",
+        reference="baseline",
+        scheme_labels=labels,
+        overloaded=over,
+        reference_unit="µs",
+    )
 
     # Fig. 9: ΔtR sweep.
-    fig, ax = plt.subplots(figsize=(5, 3.5))
-    for r in an.rows:
-        ds = [d for d in DTR_SWEEP if r["dtr"].get(str(d)) is not None]
-        ax.plot(ds, [100 * r["dtr"][str(d)] for d in ds], marker="o", label=r["trace"])
-    ax.set_xlabel("ΔtR (µs)")
-    ax.set_ylabel("IDA-E20 read reduction (%)")
-    ax.set_title("Fig. 9: sensitivity to ΔtR")
-    ax.legend(fontsize=7)
-    save(fig, "fig9_dtr.png")
+    lines = {
+        r["trace"]: [
+            (float(d), None if r["dtr"].get(str(d)) is None else 1.0 - r["dtr"][str(d)])
+            for d in DTR_SWEEP
+        ]
+        for r in an.rows
+    }
+    paths += figures.sweep_lines(
+        {"IDA-E20 read response / baseline": lines},
+        out / "fig9_dtr",
+        xlabel="ΔtR (µs)",
+        title="Fig. 9: sensitivity to ΔtR",
+        mark_x=50,
+    )
 
-    # Fig. 10 and 11: throughput; early vs late life.
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3.5))
-    a1.bar(list(x), [(r.get("throughput_gain") or 0.0) * 100 + 100 for r in an.rows])
-    a1.axhline(100, color="k", lw=0.8)
-    a1.set_xticks(list(x), traces, rotation=20)
-    a1.set_ylabel("IDA-E20 throughput (% of baseline)")
-    a1.set_title("Fig. 10: closed-loop throughput")
-    early = [1 - (r.get("reduction_E20") or 0.0) for r in an.rows]
-    late = [1 - (r.get("reduction_late") or 0.0) for r in an.rows]
-    a2.bar([j - 0.2 for j in x], early, width=0.4, label="early life")
-    a2.bar([j + 0.2 for j in x], late, width=0.4, label=f"late life ({LATE_PE} P/E, read retry)")
-    a2.set_xticks(list(x), traces, rotation=20)
-    a2.set_ylabel("IDA-E20 read response / baseline")
-    a2.set_title("Fig. 11: early vs late lifetime")
-    a2.set_ylim(0, 1.35)
-    a2.axhline(1.0, color="k", lw=0.8)
-    a2.legend(fontsize=7, loc="upper right")
-    save(fig, "fig10_fig11.png")
+    # Fig. 10 and 11: closed-loop throughput; early vs late life.
+    thr = {
+        r["trace"]: {"baseline": r.get("throughput_baseline"), "E20": r.get("throughput_E20")}
+        for r in an.rows
+    }
+    paths += figures.grouped_bars(
+        {"Fig. 10: closed-loop throughput (QD 32), normalised to the baseline": thr},
+        ["baseline", "E20"],
+        out / "fig10_throughput",
+        reference="baseline",
+        scheme_labels={"baseline": "baseline", "E20": "IDA-E20"},
+        reference_unit="req/s",
+    )
+    life = {
+        r["trace"]: {
+            "early": None if r.get("reduction_E20") is None else 1 - r["reduction_E20"],
+            "late": None if r.get("reduction_late") is None else 1 - r["reduction_late"],
+        }
+        for r in an.rows
+    }
+    paths += figures.grouped_bars(
+        {"Fig. 11: IDA-E20 read response / baseline, early vs late life": life},
+        ["early", "late"],
+        out / "fig11_lifetime",
+        scheme_labels={
+            "early": "early life",
+            "late": f"late life ({LATE_PE} P/E, read retry)",
+        },
+        overloaded=over,
+    )
     return paths
 
 
@@ -592,64 +612,27 @@ def make_figures(an: Analysis, out: Path) -> list[Path]:
     help="Cut every trace to its first N requests; 0 = whole traces "
     f"[default: {DEFAULT_MAX_REQUESTS:,}; {QUICK_MAX_REQUESTS:,} with --quick].",
 )
-@click.option(
-    "--cycles",
-    type=click.FloatRange(min=0.01),
-    default=1.0,
-    show_default=True,
-    help="With --refresh timed: refresh cycles per trace; the period is the trace's "
-    "duration / CYCLES (the paper's 3-day..3-month periods over week-long traces are "
-    "0.08..2.3 cycles).",
-)
-@click.option(
-    "--refresh",
-    "refresh_mode",
-    type=click.Choice(["before", "timed"]),
-    default="before",
-    show_default=True,
-    help="before: refresh every block once before the replay (3-day period, no refresh "
-    "traffic in the replay); timed: compressed period, refreshes during the replay "
-    "(see --cycles).",
-)
-def ida(opts: CommonOptions, max_requests: int | None, cycles: float, refresh_mode: str) -> None:
+def ida(opts: CommonOptions, max_requests: int | None) -> None:
     """IDA coding (MICRO'18): Figs. 4, 8-11, Tables III (last column), IV and V.
 
     Baseline refresh vs IDA-E0/E20/E50/E80 on the Table II TLC SSD (preset ida-tlc), over the
     read-intensive MSR traces of Table III found under --traces and the read-dominated real
-    traces we have (captured pgbench_ro and devtree, the WebSearch1 excerpt). --quick: the
-    WebSearch1 excerpt only; exits non-zero unless IDA-E20's mean read response is below the
-    baseline's.
+    traces we have (captured pgbench_ro and devtree, the WebSearch1 excerpt), each refreshed
+    once before the replay, at the load level of --time-scale. --quick: the WebSearch1 excerpt
+    only; exits non-zero unless IDA-E20's mean read response is below the baseline's.
     """
-    from nandlab.experiment import GridStats
-
     t0 = time.perf_counter()
     sel = select_traces(opts.traces, quick=opts.quick, max_requests=max_requests)
     if not sel.traces:
         raise FileNotFoundError("no traces found")
-
-    def grid(runs: list[PlannedRun]) -> tuple[dict[str, Any], GridStats]:
-        df, st = run_planned(runs, opts)
-        return {"df": df, "reports": reports_by_key(df)}, st
-
-    probes = probe_runs(sel) if refresh_mode == "timed" else []
-    g1, st1 = grid(probes) if probes else ({"df": None, "reports": {}}, GridStats())
-    periods: dict[str, tuple[float, float]] = {}
-    for t in sel.traces:
-        by = {
-            r.label: g1["reports"].get(r.key, (None, None))[0] for r in probes if r.trace == t.name
-        }
-        dur = _get(by.get("probe"), "sim.last_arrival_s")
-        span = _get(by.get("probe closed"), "sim.last_completion_s")
-        if dur and span:
-            periods[t.name] = (float(dur), float(span))
-    runs = plan_runs(sel, periods, quick=opts.quick, cycles=cycles, mode=refresh_mode)
-    if not opts.quiet:
-        err_console.print(
-            f"ida: {len(sel.traces)} traces ({', '.join(t.name for t in sel.traces)}), "
-            f"{len(runs)} runs -> {opts.out}"
-        )
-    g2, st2 = grid(runs)
-    an = analyse(probes + runs, {**g1["reports"], **g2["reports"]})
+    sel.traces, load_plan = expand(sel.traces, opts, probe_specs)
+    runs = plan_runs(sel, quick=opts.quick)
+    df, st = run_planned(
+        runs,
+        opts,
+        label=f"ida: {len(sel.traces)} traces ({', '.join(t.name for t in sel.traces)})",
+    )
+    an = analyse(runs, reports_by_key(df), groups(load_plan, sel.traces))
     figs = make_figures(an, opts.out)
     peak_rss_mib = (
         max(
@@ -667,28 +650,28 @@ def ida(opts: CommonOptions, max_requests: int | None, cycles: float, refresh_mo
             "message": f"{r.get('trace')}: IDA-E20 read response reduction "
             f"{fmt_pct(red, signed=False)}; expected > 0",
         }
-    import polars as pl
-
     write_json(
         opts.json_out,
         PAPER,
-        pl.concat([d for d in (g1["df"], g2["df"]) if d is not None], how="vertical_relaxed"),
+        df,
         an.rows,
         headline=an.headline,
         traces=traces_json(sel.traces),
         missing_table_iii=sel.missing_table_iii,
         paper_table_iii_msb_share={k: v[1] for k, v in TABLE_III.items()},
-        cycles=cycles if refresh_mode == "timed" else None,
-        refresh_mode=refresh_mode,
+        refresh_mode="before",
         figures=[str(p) for p in figs],
         peak_rss_mib_of_workers=peak_rss_mib,
         check=check,
+        grid=grid_json(st),
+        load=load_plan.to_json(),
+        loads=an.loads,
     )
     if not opts.quiet:
+        print_load_table(sel.traces, an.loads, "Load level: the baseline refresh per trace")
         print_tables(an, sel)
         out_console.print(
-            f"runs: {st1.total + st2.total} ({st1.executed + st2.executed} executed) in "
-            f"{time.perf_counter() - t0:.1f} s; peak RSS of a worker {peak_rss_mib:.0f} MiB; "
-            f"results {opts.out / 'runs.parquet'}; {len(figs)} figures in {opts.out}"
+            runs_line(st, t0, len(figs), opts.out)
+            + f"; peak RSS of a worker {peak_rss_mib:.0f} MiB"
         )
     exit_on_failures(an.errors, check, opts.out)

@@ -46,6 +46,12 @@ from nandlab.reproduce.common import (
     traces_json,
     write_json,
 )
+from nandlab.reproduce.load import (
+    expand,
+    groups,
+    print_headline,
+    print_load_table,
+)
 
 if TYPE_CHECKING:
     from nandlab.experiment import RunSpec
@@ -64,6 +70,8 @@ QUICK_M_SWEEP, QUICK_N_SWEEP = (-2, -1, 2), (1, 3)
 #: requests of each captured trace erase nothing.
 DEFAULT_MAX_REQUESTS = 0
 QUICK_MAX_REQUESTS = 100_000
+#: The summary rows after the per-trace rows of :class:`Analysis`.
+SUMMARY_ROWS = ("Average", "Geo. mean")
 #: Within this fraction of the best value counts as "near-best" in the parameter study.
 NEAR_BEST = 0.02
 
@@ -193,21 +201,28 @@ def diffecc_label(m: int, n: int) -> str:
     return f"diffecc_wa m={m} n={n}"
 
 
-def plan_runs(sel: Selection, *, quick: bool) -> list[PlannedRun]:
-    """3 schemes x traces, then the m and n sweeps of diffecc_wa (one trace with --quick)."""
+def run_spec(t: TraceChoice, scheme: str, m: int | None = None, n: int | None = None) -> RunSpec:
+    """The run of ``scheme`` on trace instance ``t`` (its cut and time scale)."""
     from nandlab.experiment import RunSpec
 
-    def spec(t: TraceChoice, scheme: str, m: int | None = None, n: int | None = None) -> RunSpec:
-        ov: dict[str, object] = {}
-        if t.max_requests:
-            ov["host.max_requests"] = t.max_requests
-        label = scheme
-        if scheme == "diffecc_wa" and m is not None and n is not None:
-            ov["scheme.params.m"] = m
-            ov["scheme.params.n"] = n
-            label = diffecc_label(m, n)
-        return RunSpec(t.path, t.name, scheme, CONFIG, ov, label)
+    ov = t.overrides()
+    label = scheme
+    if scheme == "diffecc_wa" and m is not None and n is not None:
+        ov["scheme.params.m"] = m
+        ov["scheme.params.n"] = n
+        label = diffecc_label(m, n)
+    return RunSpec(t.path, t.name, scheme, CONFIG, ov, label)
 
+
+def probe_specs(t: TraceChoice) -> list[RunSpec]:
+    """The baseline ("normal") run at K = 1 that sets the trace's automatic load level."""
+    return [run_spec(t, "baseline")]
+
+
+def plan_runs(sel: Selection, *, quick: bool) -> list[PlannedRun]:
+    """3 schemes x trace instances, then the m and n sweeps of diffecc_wa (one trace with
+    --quick)."""
+    spec = run_spec
     runs: list[PlannedRun] = []
     for t in sel.traces:
         for s in SCHEMES:
@@ -304,17 +319,41 @@ def _first_name(entries: Any, counts: Mapping[str, Any], fallbacks: Sequence[str
 
 @dataclass
 class Analysis:
-    rows: list[dict[str, Any]]  # per trace, then the "Average" row
+    rows: list[dict[str, Any]]  # per trace instance, then the "Average" and "Geo. mean" rows
     headline: list[dict[str, Any]]
     param_rows: list[dict[str, Any]]
     sweeps: dict[str, dict[str, dict[str, list[tuple[float, float | None]]]]]
     metrics: dict[tuple[str, str], dict[str, float | None]]
     errors: list[tuple[str, str, str]]  # (trace, label, error)
+    #: trace instance -> the baseline's load (:func:`nandlab.reproduce.load.load_info`)
+    loads: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def overloaded(self) -> set[str]:
+        return {t for t, li in self.loads.items() if li.get("overloaded")}
 
 
-def analyse(runs: Sequence[PlannedRun], reports: Mapping[str, Any]) -> Analysis:
-    """Tables and figure data from the planned runs and ``{key: (report | None, error)}``."""
+#: Headline metrics: (text, paper value, ratio key of a trace row).
+HEADLINE_METRICS: tuple[tuple[str, str, str], ...] = (
+    ("write response vs normal", "-48 %", "diffecc_write_norm"),
+    ("read response vs normal", "-11 %", "diffecc_read_norm"),
+    ("write response vs AGCR", "-4 %", "diffecc_write_vs_agcr"),
+    ("read response vs AGCR", "-11 %", "diffecc_read_vs_agcr"),
+    ("overall response vs normal", "—", "diffecc_mean_norm"),
+)
+
+
+def analyse(
+    runs: Sequence[PlannedRun],
+    reports: Mapping[str, Any],
+    level_groups: Mapping[str, Sequence[str]] | None = None,
+) -> Analysis:
+    """Tables and figure data from the planned runs and ``{key: (report | None, error)}``;
+    ``level_groups`` (load level -> trace instances) splits the headline by load level."""
+    from nandlab.reproduce.load import headline_rows, load_info, summarise_ratios
+
     metrics: dict[tuple[str, str], dict[str, float | None]] = {}
+    loads: dict[str, dict[str, Any]] = {}
     sweep_pts: dict[tuple[str, str], dict[str, float | None]] = {}
     errors: list[tuple[str, str, str]] = []
     seen_err: set[str] = set()
@@ -329,6 +368,8 @@ def analyse(runs: Sequence[PlannedRun], reports: Mapping[str, Any]) -> Analysis:
         met = run_metrics(report)
         if r.kind == "main":
             metrics[(r.trace, r.scheme)] = met
+            if r.scheme == "baseline":
+                loads[r.trace] = load_info(report)
         else:
             x = r.m if r.kind == "sweep_m" else r.n
             sweep_pts[(r.trace, f"{r.kind}:{x}")] = met
@@ -342,6 +383,7 @@ def analyse(runs: Sequence[PlannedRun], reports: Mapping[str, Any]) -> Analysis:
             "trace": t,
             "requests": base.get("requests") or dwa.get("requests"),
             "read_ratio": _ratio(base.get("reads"), base.get("requests")),
+            **loads.get(t, {}),
         }
         for metric in ("mean", "read", "write"):
             for s, met in (("baseline", base), ("agcr", agcr), ("diffecc_wa", dwa)):
@@ -363,11 +405,17 @@ def analyse(runs: Sequence[PlannedRun], reports: Mapping[str, Any]) -> Analysis:
         row["diffecc_rewrites"] = dwa.get("rewrites")
         rows.append(row)
 
+    over = {t for t, li in loads.items() if li.get("overloaded")}
     avg: dict[str, Any] = {"trace": "Average"}
+    geo: dict[str, Any] = {"trace": "Geo. mean"}
     norm_keys = [k for k in (rows[0] if rows else {}) if k.endswith(("_norm", "_vs_agcr"))]
     for k in norm_keys:
-        avg[k] = _mean([r.get(k) for r in rows])
-    all_rows = [*rows, avg] if rows else rows
+        sm = summarise_ratios({r["trace"]: r.get(k) for r in rows}, {t: True for t in over})
+        avg[k], geo[k] = sm["mean"], sm["geomean"]
+    avg["comparable_traces"] = geo["comparable_traces"] = sum(
+        1 for r in rows if r["trace"] not in over
+    )
+    all_rows = [*rows, avg, geo] if rows else rows
 
     def rel(v: float | None) -> float | None:
         return None if v is None else v - 1.0
@@ -376,23 +424,21 @@ def analyse(runs: Sequence[PlannedRun], reports: Mapping[str, Any]) -> Analysis:
         (r["diffecc_erases_norm"] for r in rows if r.get("diffecc_erases_norm") is not None),
         default=None,
     )
-    headline = [
-        _hl(
-            "write response vs normal", PAPER_HEADLINE["write_vs_normal"], avg, "diffecc_write_norm"
-        ),
-        _hl("read response vs normal", PAPER_HEADLINE["read_vs_normal"], avg, "diffecc_read_norm"),
-        _hl(
-            "write response vs AGCR", PAPER_HEADLINE["write_vs_agcr"], avg, "diffecc_write_vs_agcr"
-        ),
-        _hl("read response vs AGCR", PAPER_HEADLINE["read_vs_agcr"], avg, "diffecc_read_vs_agcr"),
+    groups = level_groups or {"auto": [r["trace"] for r in rows]}
+    ratios = {key: {r["trace"]: r.get(key) for r in rows} for _, _, key in HEADLINE_METRICS}
+    headline = headline_rows(HEADLINE_METRICS, ratios, {t: True for t in over}, groups)
+    headline.append(
         {
+            "level": "all",
             "metric": "erases vs normal (max over traces)",
             "paper": f"≤ {PAPER_HEADLINE['erases_vs_normal_max'] * 100:+.0f} %",
-            "ours": rel(erases_max),
-            "ours_text": fmt_pct(rel(erases_max)),
+            "ours_mean": rel(erases_max),
+            "ours_geomean": None,
+            "per_trace": {r["trace"]: rel(r.get("diffecc_erases_norm")) for r in rows},
             "traces": sum(1 for r in rows if r.get("diffecc_erases_norm") is not None),
-        },
-    ]
+            "overloaded": [],
+        }
+    )
 
     # parameter study: normalised to the trace's baseline
     sweeps: dict[str, dict[str, dict[str, list[tuple[float, float | None]]]]] = {
@@ -432,18 +478,7 @@ def analyse(runs: Sequence[PlannedRun], reports: Mapping[str, Any]) -> Analysis:
                 )
         if any_pts:
             param_rows.append(prow)
-    return Analysis(all_rows, headline, param_rows, sweeps, metrics, errors)
-
-
-def _hl(metric: str, paper: float, avg: Mapping[str, Any], key: str) -> dict[str, Any]:
-    v = avg.get(key)
-    ours = None if v is None else v - 1.0
-    return {
-        "metric": metric + " (average)",
-        "paper": f"{paper * 100:+.0f} %",
-        "ours": ours,
-        "ours_text": fmt_pct(ours),
-    }
+    return Analysis(all_rows, headline, param_rows, sweeps, metrics, errors, loads)
 
 
 # --------------------------------------------------------------------------- output
@@ -461,11 +496,12 @@ def print_tables(an: Analysis, caption: str, sel: Selection) -> None:
         t.add_column(col, justify="left" if col in ("trace", "scheme") else "right")
     t.add_column("erases", justify="right")
     t.add_column("erases/n", justify="right")
+    t.add_column("die util.", justify="right")
     for r in an.rows:
         last = r is an.rows[-1]
-        if r["trace"] == "Average":
+        if r["trace"] in SUMMARY_ROWS:
             t.add_row(
-                "Average",
+                f"{r['trace']} ({r.get('comparable_traces', 0)} comparable)",
                 "AGCR / diffecc",
                 "",
                 "",
@@ -476,6 +512,7 @@ def print_tables(an: Analysis, caption: str, sel: Selection) -> None:
                 ),
                 "",
                 f"{fmt_num(r.get('agcr_erases_norm'))} / {fmt_num(r.get('diffecc_erases_norm'))}",
+                "",
             )
             continue
         for s in ("normal", "agcr", "diffecc"):
@@ -486,13 +523,15 @@ def print_tables(an: Analysis, caption: str, sel: Selection) -> None:
                 else [fmt_num(r.get(f"{s}_{m}_norm")) for m in ("mean", "read", "write")]
             )
             er_n = "1" if s == "normal" else fmt_num(r.get(f"{s}_erases_norm"))
+            name = r["trace"] + (" [red](overloaded)[/]" if r.get("overloaded") else "")
             t.add_row(
-                r["trace"] if s == "normal" else "",
+                name if s == "normal" else "",
                 SCHEME_LABELS[scheme],
                 *(fmt_num(r.get(f"{s}_{m}_us")) for m in ("mean", "read", "write")),
                 *norm,
                 fmt_num(_int(r.get(f"{s}_erases"))),
                 er_n if r.get("normal_erases") else "—",
+                fmt_pct(r.get("die_utilization"), signed=False) if s == "normal" else "",
                 end_section=s == "diffecc" and not last,
             )
     c.print(t)
@@ -506,17 +545,14 @@ def print_tables(an: Analysis, caption: str, sel: Selection) -> None:
     for col in dist:
         t2.add_column(col.replace("_", " "), justify="right")
     for r in an.rows:
-        if r["trace"] != "Average":
+        if r["trace"] not in SUMMARY_ROWS:
             t2.add_row(r["trace"], *(fmt_num(_int(r.get(f"diffecc_{k}"))) for k in dist))
     c.print(t2)
 
-    t3 = Table(title="Headline: diffecc_wa, the paper vs ours", title_justify="left")
-    t3.add_column("metric")
-    t3.add_column("paper", justify="right")
-    t3.add_column("ours", justify="right")
-    for h in an.headline:
-        t3.add_row(h["metric"], h["paper"], h["ours_text"])
-    c.print(t3)
+    print_headline(
+        an.headline,
+        "Headline: diffecc_wa, the paper vs ours (means over the comparable traces)",
+    )
 
     if an.param_rows:
         t4 = Table(
@@ -553,7 +589,7 @@ def make_figures(an: Analysis, out: Path) -> list[Path]:
     """Figs. 5-10 as PNG and SVG in ``out``."""
     from nandlab import figures
 
-    per_trace = [r for r in an.rows if r["trace"] != "Average"]
+    per_trace = [r for r in an.rows if r["trace"] not in SUMMARY_ROWS]
     paths: list[Path] = []
 
     def data(metric: str) -> dict[str, dict[str, float | None]]:
@@ -570,6 +606,8 @@ def make_figures(an: Analysis, out: Path) -> list[Path]:
         out / "fig7_mean_response",
         reference="baseline",
         scheme_labels=SCHEME_LABELS,
+        overloaded=an.overloaded,
+        reference_unit="µs",
     )
     paths += figures.grouped_bars(
         {
@@ -580,6 +618,8 @@ def make_figures(an: Analysis, out: Path) -> list[Path]:
         out / "fig8_read_write_response",
         reference="baseline",
         scheme_labels=SCHEME_LABELS,
+        overloaded=an.overloaded,
+        reference_unit="µs",
     )
     dist = {
         r["trace"]: {
@@ -615,6 +655,8 @@ def make_figures(an: Analysis, out: Path) -> list[Path]:
             out / "fig10_erases",
             reference="baseline",
             scheme_labels=SCHEME_LABELS,
+            overloaded=an.overloaded,
+            reference_unit="erases",
         )
     for axis, fig, xlabel, title in (
         ("m", "fig5_sweep_m", "m", f"diffecc_wa, n = {M_SWEEP_N}; normalised to normal"),
@@ -680,6 +722,12 @@ def xia_diffecc(opts: CommonOptions, max_requests: int | None) -> None:
     sel = select_traces(opts.traces, quick=opts.quick, max_requests=max_requests)
     if not sel.traces:
         raise FileNotFoundError("no traces found in " + ", ".join(map(str, sel.searched)))
+    traces = sel.traces
+    sel.traces, load_plan = expand(traces, opts, probe_specs)
+    if sel.check_trace is not None:
+        sel.check_trace = next(
+            (t.name for t in sel.traces if t.base_name == sel.check_trace), sel.check_trace
+        )
     runs = plan_runs(sel, quick=opts.quick)
     df, st = run_planned(
         runs,
@@ -687,7 +735,7 @@ def xia_diffecc(opts: CommonOptions, max_requests: int | None) -> None:
         label=f"xia-diffecc: {len(sel.traces)} traces ({', '.join(t.name for t in sel.traces)})",
     )
     reports = reports_by_key(df)
-    an = analyse(runs, reports)
+    an = analyse(runs, reports, groups(load_plan, sel.traces))
     caption = caption_text(sel)
     figs = make_figures(an, opts.out)
     check = quick_check(an, sel.check_trace) if opts.quick else None
@@ -705,8 +753,11 @@ def xia_diffecc(opts: CommonOptions, max_requests: int | None) -> None:
         figures=[str(p) for p in figs],
         check=check,
         grid=grid_json(st),
+        load=load_plan.to_json(),
+        loads=an.loads,
     )
     if not opts.quiet:
+        print_load_table(sel.traces, an.loads, "Load level: the baseline (normal) per trace")
         print_tables(an, caption, sel)
         out_console.print(runs_line(st, t0, len(figs), opts.out))
     exit_on_failures(an.errors, check, opts.out)

@@ -72,6 +72,36 @@ pub fn run(req: &RunRequest, progress: &mut ProgressFn<'_>) -> Result<String, Na
     serde_json::to_string_pretty(&report).map_err(|e| NandlabError::Sim(e.to_string()))
 }
 
+/// Check a configuration without a trace: parse it, apply the overrides and `scheme`, validate
+/// every key and build the scheme (which validates its parameters). Returns the scheme name the
+/// run would use. Used to reject a sweep's bad grid before any run starts.
+///
+/// # Errors
+/// [`NandlabError::Config`] naming the key, value and allowed range.
+pub fn check_config(
+    config_toml: &str,
+    config_path: Option<&Path>,
+    overrides: &[String],
+    scheme: Option<&str>,
+) -> Result<String, NandlabError> {
+    let origin = config_path.map_or_else(|| "<config>".to_string(), |p| p.display().to_string());
+    let mut overrides = overrides.to_vec();
+    if let Some(s) = scheme {
+        overrides.push(format!(
+            "scheme.name={}",
+            toml::Value::String(s.to_string())
+        ));
+    }
+    let cfg = crate::config::load(config_toml, &origin, &overrides)?;
+    crate::scheme::registry(
+        &cfg.scheme.name,
+        &cfg.scheme.params,
+        &cfg.timing()?,
+        cfg.ftl.streams,
+    )?;
+    Ok(cfg.scheme.name)
+}
+
 /// Run a simulation of `cfg` over the requests `open()` yields (called once or twice: a
 /// pre-pass for device sizing and the touched-page fill, then the replay). `trace` is echoed
 /// into the report. Returns the report as a JSON value.
@@ -116,6 +146,9 @@ pub fn simulate_source<S: RequestSource>(
     let mut src = open()?;
     engine.run(&mut src, total, progress)?;
     debug_assert_eq!(engine.check_invariants(), Ok(()));
+    if let Some(ts) = engine.stats.timeseries.take() {
+        ts.write(engine.now_ns()).map_err(NandlabError::Sim)?;
+    }
     let replay = t1.elapsed().as_secs_f64();
     let wall = t0.elapsed().as_secs_f64();
     let trace = match (trace, src.describe()) {

@@ -12,20 +12,12 @@ use crate::ecc::{Bch, BchTiming, Ldpc, CRC_NS, LDPC_HARD_LIMIT, LDPC_SENSE_NS, L
 use crate::reliability::table::{CacheStatus, RberTable, TableSpec};
 use crate::reliability::vth::{LevelConfig, VthParams};
 
-/// Guo Table 6: extra LDPC soft-sensing levels; rows P/E 2000–6000 (step 1000), columns
-/// retention 0 d, 1 d, 2 d, 1 week, 1 month. Used as the target when fitting the soft-sensing
-/// thresholds to the model's RBER (Guo §3.6), never as a result.
-pub const GUO_TABLE6_LEVELS: [[u32; 5]; 5] = [
-    [0, 0, 0, 0, 0],
-    [0, 0, 0, 0, 1],
-    [0, 0, 0, 1, 4],
-    [0, 0, 1, 2, 4],
-    [0, 1, 2, 4, 6],
-];
-/// P/E axis of [`GUO_TABLE6_LEVELS`].
-pub const GUO_TABLE6_PE: [f64; 5] = [2000.0, 3000.0, 4000.0, 5000.0, 6000.0];
-/// Retention axis of [`GUO_TABLE6_LEVELS`], s.
-pub const GUO_TABLE6_RETENTION_S: [f64; 5] = [0.0, 86_400.0, 172_800.0, 604_800.0, 2_592_000.0];
+/// Guo Table 6 (extra LDPC soft-sensing levels; rows P/E, columns retention): used here as
+/// the target when fitting the soft-sensing thresholds to the model's RBER (Guo §3.6), never
+/// as a result. See [`crate::reliability::table6`].
+pub use crate::reliability::table6::{
+    AGE_S as GUO_TABLE6_RETENTION_S, LEVELS as GUO_TABLE6_LEVELS, PE as GUO_TABLE6_PE,
+};
 
 fn bad(key: &str, value: impl std::fmt::Display, msg: impl Into<String>) -> NandlabError {
     NandlabError::Config(ConfigError::Invalid {

@@ -645,8 +645,11 @@ pub enum ReplayMode {
 pub struct HostConfig {
     /// `open` or `closed`.
     pub mode: ReplayMode,
-    /// Open loop: inter-arrival times are multiplied by this (FlexECC's "ioscale"; > 1 slows
-    /// the trace down).
+    /// Open loop: arrival times are multiplied by this (FlexECC's "ioscale"; > 1 slows the
+    /// trace down). Periods given in trace time stretch with it, so a policy sees the same
+    /// trace at any scale: scheme tick periods (e.g. EFM's T), `refresh.period_s` and
+    /// `refresh.check_interval_s` are multiplied by it (the report's `refresh.period_s` is the
+    /// effective value). Counts of requests or pages (Bloom-filter decay, MRO windows) are not.
     pub time_scale: f64,
     /// Closed loop: outstanding requests.
     pub queue_depth: u32,
@@ -752,6 +755,39 @@ pub struct StatsConfig {
     /// Write a per-request CSV log (arrival, op, offset, size, wait, service, response; ns)
     /// to this path (gzip when it ends in `.gz`).
     pub request_log: Option<String>,
+    /// Write the per-interval time series (CSV; gzip when it ends in `.gz`) to this path
+    /// (`stats::timeseries` documents the columns). Not serialised when unset, so reports
+    /// without it are unchanged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeseries: Option<String>,
+    /// Interval of the time series, ms (default 1000; needs `timeseries`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeseries_interval_ms: Option<f64>,
+    /// Add latency CDFs (`host.cdf`, `stats::cdf`) to the report.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub latency_cdf: bool,
+}
+
+impl StatsConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        if let Some(ms) = self.timeseries_interval_ms {
+            if self.timeseries.is_none() {
+                return Err(invalid(
+                    "stats.timeseries_interval_ms",
+                    ms,
+                    "applies only to a time series: set stats.timeseries to its output path",
+                ));
+            }
+            if !(ms.is_finite() && (1e-6..=1e9).contains(&ms)) {
+                return Err(invalid(
+                    "stats.timeseries_interval_ms",
+                    ms,
+                    "allowed range is 1e-6 ..= 1e9 (1 ns to about 11.6 days)",
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Parse TOML text, apply `key=value` overrides, deserialize and validate.
@@ -865,6 +901,7 @@ fn per_type_ns(key: &str, v: &[f64], bits: usize) -> Result<[u64; 4], ConfigErro
 impl Config {
     /// Check every value's range.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        self.stats.validate()?;
         let d = &self.device;
         check_range("device.channels", d.channels, 1, 1024)?;
         check_range("device.chips_per_channel", d.chips_per_channel, 1, 1024)?;

@@ -182,6 +182,7 @@ impl Engine {
             &cfg.regions.blocks_per_plane(geo.blocks_per_plane),
         );
         ftl.set_wear_stages(&cfg.regions.stage_pe);
+        ftl.set_layout(layout.clone());
         let rg = RegionRuntime::new(&cfg.regions, &timing);
         let dies = geo.dies();
         let planes = geo.planes() as usize;
@@ -195,6 +196,7 @@ impl Engine {
             regions: crate::stats::RegionStats::new(ftl.regions() as usize),
             die_busy_ns: vec![0; dies as usize],
             channel_busy_ns: vec![0; geo.channels as usize],
+            timeseries: crate::stats::TimeSeries::from_config(&cfg.stats, dies),
             ..Stats::default()
         };
         let log: Option<Box<dyn Write>> = match &cfg.stats.request_log {
@@ -215,7 +217,7 @@ impl Engine {
             }
         };
         let mut scheme = scheme;
-        scheme.set_regions(&match &rg {
+        let region_info = match &rg {
             Some(rg) => crate::scheme::RegionInfo {
                 n: rg.n,
                 stages: rg.stages,
@@ -231,7 +233,9 @@ impl Engine {
                 timing.read_ns[0],
                 timing.program_ns(crate::flash::PageType::Lsb, 0),
             ),
-        });
+        };
+        scheme.set_regions(&region_info);
+        scheme.validate(&region_info)?;
         let mut e = Engine {
             page_size: geo.page_size_bytes as u64,
             sched: Sched::new(
@@ -259,7 +263,7 @@ impl Engine {
             actions: Vec::with_capacity(16),
             scratch: Vec::with_capacity(geo.pages_per_block as usize),
             rf_on,
-            rf_period_s: cfg.refresh.period_s.round() as i64,
+            rf_period_s: (cfg.refresh.period_s * cfg.host.time_scale).round() as i64,
             rf_block: vec![NONE; planes],
             rf_pending: vec![0; planes],
             rf_phase: vec![0; planes],
@@ -317,6 +321,20 @@ impl Engine {
     }
 
     #[inline]
+    /// The scheme's tick period in simulated ns: periods are given in trace time, so they
+    /// stretch with `host.time_scale` like the trace's inter-arrival times (≥ 1 ns).
+    fn tick_period_ns(&self) -> Option<u64> {
+        let k = self.cfg.host.time_scale;
+        self.scheme
+            .tick_period_ns()
+            .map(|p| ((p as f64 * k).round() as u64).max(1))
+    }
+
+    /// Refresh scan interval in simulated ns (trace time × `host.time_scale`).
+    fn refresh_check_ns(&self) -> u64 {
+        (self.cfg.refresh.check_interval_ns() as f64 * self.cfg.host.time_scale).round() as u64
+    }
+
     fn push(&mut self, t: u64, payload: u64) {
         self.heap.push(Reverse((t, self.ev_seq, payload)));
         self.ev_seq += 1;
@@ -351,8 +369,8 @@ impl Engine {
         self.note_start_stage();
         let mut pulled = 0u64;
         let mut next_progress = PROGRESS_EVERY;
-        if let Some(p) = self.scheme.tick_period_ns() {
-            self.push(p.max(1), EV_TICK);
+        if let Some(p) = self.tick_period_ns() {
+            self.push(p, EV_TICK);
         }
         if self.rf_on {
             self.push(self.now, EV_REFRESH);
@@ -488,9 +506,9 @@ impl Engine {
                 self.scheme.on_tick(&ctx, &mut self.actions);
                 self.run_actions();
                 let busy = !self.heap.is_empty() || self.in_flight > 0;
-                if let Some(p) = self.scheme.tick_period_ns() {
+                if let Some(p) = self.tick_period_ns() {
                     if busy || !self.input_done {
-                        self.push(self.now + p.max(1), EV_TICK);
+                        self.push(self.now + p, EV_TICK);
                     }
                 }
             }
@@ -502,7 +520,7 @@ impl Engine {
                 // would never end on a device that is always refreshing.
                 // An empty heap with requests in flight is a stall: stop so `run` reports it.
                 if !self.input_done || (self.in_flight > 0 && !self.heap.is_empty()) {
-                    let dt = self.cfg.refresh.check_interval_ns();
+                    let dt = self.refresh_check_ns();
                     self.push(self.now + dt, EV_REFRESH);
                 }
             }
@@ -686,6 +704,9 @@ impl Engine {
         self.stats.last_completion_ns = self.stats.last_completion_ns.max(s.done_ns);
         let service = s.service_ns.min(response);
         let wait = response - service;
+        if let Some(ts) = self.stats.timeseries.as_mut() {
+            ts.host_done(s.op == Op::Read, s.arrival_ns, s.done_ns, s.len_bytes);
+        }
         let class = match s.op {
             Op::Read => &mut self.stats.read,
             Op::Write => &mut self.stats.write,
@@ -814,6 +835,8 @@ impl Engine {
                     };
                     self.count_read(t.source, ecc, src_pt);
                     if t.source == Source::Refresh {
+                        self.stats.refresh.moves_by_page_type[src_pt as usize][dst_pt as usize] +=
+                            1;
                         if self.rf_phase[t.plane as usize] == 2 {
                             self.stats.refresh.pages_rewritten += 1;
                         } else {
@@ -910,6 +933,10 @@ impl Engine {
         self.sched.release(id);
         let service = self.now - t.start_ns;
         self.stats.die_busy_ns[die as usize] += service;
+        if let Some(ts) = self.stats.timeseries.as_mut() {
+            let gc_move = t.kind == TxnKind::Move && t.source != Source::Refresh;
+            ts.flash_done(t.start_ns, self.now, t.kind == TxnKind::Erase, gc_move);
+        }
         match t.kind {
             TxnKind::Read => {
                 let done = self.now + t.decode_ns;
@@ -982,12 +1009,13 @@ impl Engine {
     ) -> Option<(u32, crate::flash::PageType, u8)> {
         // With regions, scheme migrations may not take a pool's last free block either.
         let host = source == Source::Host || (source == Source::Migration && self.rg.is_some());
-        let Ok(ppn) = self.ftl.allocate_in(
+        let Ok(ppn) = self.ftl.allocate_typed(
             t.plane,
             t.placement.region,
             t.placement.stream,
             host,
             self.now,
+            t.placement.page_type,
         ) else {
             self.fail(format!(
                 "internal error: {source:?} program dispatched on plane {}{} without space",

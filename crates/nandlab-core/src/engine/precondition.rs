@@ -55,6 +55,10 @@ pub struct PreconditionReport {
     /// Adjusted pages found corrupted and rewritten from their copy (step 8): IDA's extra
     /// writes.
     pub refresh_rewrites: u64,
+    /// Refresh relocations by source page type and the type they land on (`{from: {to: n}}`;
+    /// only when `refresh_before_replay` ran).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refresh_moves_by_page_type: Option<serde_json::Value>,
 }
 
 /// Derive an independent RNG stream from the master seed (SplitMix64 of seed and stream id).
@@ -132,7 +136,11 @@ impl Engine {
         }
 
         if pc.refresh_before_replay {
-            self.untimed_refresh_all()?;
+            let mut by_type = [[0u64; 4]; 4];
+            self.untimed_refresh_all(&mut by_type)?;
+            self.precondition.refresh_moves_by_page_type = Some(
+                crate::stats::page_type_matrix_json(&by_type, self.ftl.geo.cell.bits()),
+            );
         }
 
         if pc.initial_pe_cycles > 0 || pc.initial_age_window_s > 0.0 {
@@ -166,8 +174,9 @@ impl Engine {
         Ok(())
     }
 
-    /// Refresh every full block holding valid data once, untimed (step 3).
-    fn untimed_refresh_all(&mut self) -> Result<(), NandlabError> {
+    /// Refresh every full block holding valid data once, untimed (step 3); relocations are
+    /// counted in `by_type[from][to]` by page type.
+    fn untimed_refresh_all(&mut self, by_type: &mut [[u64; 4]; 4]) -> Result<(), NandlabError> {
         let bpp = self.ftl.geo.blocks_per_plane;
         // The blocks due now; the destination blocks this pass fills are not refreshed again.
         let due: Vec<u32> = (0..self.ftl.geo.blocks())
@@ -191,7 +200,7 @@ impl Engine {
             let mut moves = 0u64;
             for i in 0..self.rf_plan.moves.len() {
                 let src = self.rf_plan.moves[i];
-                self.untimed_relocate(src, plane, &mut moves)?;
+                self.untimed_relocate(src, plane, &mut moves, by_type)?;
             }
             for i in 0..self.rf_plan.adjusted.len() {
                 let a = self.rf_plan.adjusted[i];
@@ -201,7 +210,7 @@ impl Engine {
                 self.precondition.refresh_readbacks += 1;
                 if a.corrupt {
                     self.precondition.refresh_rewrites += 1;
-                    self.untimed_relocate(a.ppn, plane, &mut moves)?;
+                    self.untimed_relocate(a.ppn, plane, &mut moves, by_type)?;
                 } else {
                     self.ftl.set_page_read_type(a.ppn, a.read_type);
                     self.precondition.refresh_adjusted_pages += 1;
@@ -224,6 +233,7 @@ impl Engine {
         src: u32,
         plane: u32,
         moves: &mut u64,
+        by_type: &mut [[u64; 4]; 4],
     ) -> Result<(), NandlabError> {
         let lpn = self.ftl.page_lpn(src);
         let region = self.ftl.block_region(self.ftl.geo.block_of_ppn(src));
@@ -257,7 +267,7 @@ impl Engine {
         }
         let dst = self
             .ftl
-            .allocate_in(plane, region, pl.stream, false, 0)
+            .allocate_typed(plane, region, pl.stream, false, 0, pl.page_type)
             .map_err(|_| {
                 NandlabError::Sim(format!(
                     "preconditioning: refresh on plane {plane} ran out of space \
@@ -265,6 +275,7 @@ impl Engine {
                 ))
             })?;
         let mode = self.region_mode(pl);
+        by_type[self.ftl.page_type(src) as usize][self.ftl.page_type(dst) as usize] += 1;
         self.ftl.program(dst, lpn, mode, pl.ecc, 0);
         *moves += 1;
         Ok(())

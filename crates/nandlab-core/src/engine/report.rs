@@ -180,6 +180,9 @@ impl Engine {
         if let Some(r) = self.regions_report() {
             report["regions"] = r;
         }
+        if self.config().stats.latency_cdf {
+            report["host"]["cdf"] = crate::stats::cdf::cdf_report(s);
+        }
         report
     }
 
@@ -269,8 +272,9 @@ impl Engine {
         }
         let v = &r.host_msb_reads_by_lower_valid;
         json!({
-            "period_s": self.config().refresh.period_s,
-            "check_interval_s": self.config().refresh.check_interval_ns() as f64 / 1e9,
+            // Effective values: periods are in trace time and stretch with host.time_scale.
+            "period_s": self.config().refresh.period_s * self.config().host.time_scale,
+            "check_interval_s": self.refresh_check_ns() as f64 / 1e9,
             "blocks_refreshed": r.blocks_refreshed,
             "blocks_adjusted": r.blocks_adjusted,
             "skipped_empty": r.skipped_empty,
@@ -285,6 +289,8 @@ impl Engine {
             "extra_reads_per_block": r.readbacks as f64 / n,
             "extra_writes_per_block": r.pages_rewritten as f64 / n,
             "adjusted_reads_by_type": Value::Object(adj),
+            "moves_by_page_type": crate::stats::page_type_matrix_json(
+                &r.moves_by_page_type, self.ftl.geo.cell.bits()),
             "host_msb_reads": {
                 "lower_all_valid": v[3],
                 "lsb_invalid_csb_valid": v[2],

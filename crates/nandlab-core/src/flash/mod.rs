@@ -84,6 +84,15 @@ impl PageType {
         }
     }
 
+    /// The bit (0 = lowest) of a `bits`-bit cell this page type stores: the inverse of
+    /// [`PageType::of_bit`] (MLC's MSB is bit 1).
+    pub fn bit(self, bits: usize) -> usize {
+        match (bits, self) {
+            (2, PageType::Msb) => 1,
+            (_, t) => t as usize,
+        }
+    }
+
     /// Short name (`"lsb"`, ...).
     pub fn name(self) -> &'static str {
         match self {
@@ -157,11 +166,7 @@ impl BlockLayout {
         let mut wl_pages = vec![[u32::MAX; 4]; pages / bits.max(1)];
         for p in 0..pages {
             let w = word_line[p] as usize;
-            // Bit of the page within its cell: MLC's MSB is bit 1 (PageType::Msb = 2).
-            let bit = match (bits, page_type[p]) {
-                (2, PageType::Msb) => 1,
-                (_, t) => t as usize,
-            };
+            let bit = page_type[p].bit(bits);
             if w < wl_pages.len() && bit < 4 {
                 wl_pages[w][bit] = p as u32;
             }

@@ -50,7 +50,7 @@
 use std::collections::VecDeque;
 
 use crate::config::{Allocation, VictimPolicy};
-use crate::flash::Geometry;
+use crate::flash::{BlockLayout, Geometry, PageOrder, PageType};
 
 /// L2P / page-LPN sentinel: not mapped.
 pub const UNMAPPED: u32 = u32::MAX;
@@ -175,6 +175,12 @@ pub struct Ftl {
     fifo: Vec<VecDeque<u32>>,
     free: Vec<VecDeque<u32>>,
     open: Vec<u32>,
+    /// Per open slot, with page-type-aware allocation ([`Ftl::allocate_typed`]): the next word
+    /// line of each bit (page type) of the open block; `None` while the block is filled in
+    /// page order (its write pointer is then the allocation state).
+    open_cursor: Vec<Option<[u32; 4]>>,
+    /// Word-line layout of a block (page types, program order).
+    layout: BlockLayout,
     streams: u32,
     /// Regions (pools per plane); 1 without `[regions]`.
     regions: u32,
@@ -271,6 +277,8 @@ impl Ftl {
                 .collect(),
             free,
             open: vec![NONE; planes * nr * streams as usize],
+            open_cursor: vec![None; planes * nr * streams as usize],
+            layout: BlockLayout::new(ppb, geo.cell.bits(), PageOrder::Sequential),
             streams,
             regions: nr as u32,
             blk_region,
@@ -289,6 +297,25 @@ impl Ftl {
             gc_threshold_blocks: thr.max(2),
             geo,
         }
+    }
+
+    /// Use `layout` (the device's page order; [`crate::config::Config::layout`]) for page types
+    /// and page-type-aware allocation. Default: sequential order.
+    pub fn set_layout(&mut self, layout: BlockLayout) {
+        debug_assert_eq!(layout.page_type.len(), self.geo.pages_per_block as usize);
+        self.layout = layout;
+    }
+
+    /// The block layout (word line and page type of each page index).
+    #[inline]
+    pub fn layout(&self) -> &BlockLayout {
+        &self.layout
+    }
+
+    /// Page type (LSB/CSB/MSB/TSB) of the physical page `ppn`.
+    #[inline]
+    pub fn page_type(&self, ppn: u32) -> PageType {
+        self.layout.page_type[(ppn % self.geo.pages_per_block) as usize]
     }
 
     /// Set the mean P/E cycles at which each wear stage starts (first 0).
@@ -596,6 +623,28 @@ impl Ftl {
         host: bool,
         now_ns: u64,
     ) -> Result<u32, NoSpace> {
+        self.allocate_typed(plane, region, stream, host, now_ns, None)
+    }
+
+    /// [`Ftl::allocate_in`] with a preferred page type: the page goes to the open block's next
+    /// free page of type `prefer` when the block has one left, else (and with `None`) to its
+    /// lowest free page. Without a preference blocks fill in page order, as with
+    /// [`Ftl::allocate_in`].
+    ///
+    /// Model: the controller buffers the data of a word line and programs its pages together
+    /// (one-shot TLC programming), so within an open block it can put a page on any type whose
+    /// next word line is free (IDA §III-C: refresh "uses the limited fast LSB pages of the new
+    /// blocks for LSB data"). Word lines of one type are still filled in order. The buffering
+    /// itself (how many partial word lines a controller holds) is not modelled.
+    pub fn allocate_typed(
+        &mut self,
+        plane: u32,
+        region: u8,
+        stream: u8,
+        host: bool,
+        now_ns: u64,
+        prefer: Option<PageType>,
+    ) -> Result<u32, NoSpace> {
         let pool = self.pool(plane, region);
         let slot = (pool * self.streams + stream as u32) as usize;
         let mut b = self.open[slot];
@@ -608,17 +657,55 @@ impl Ftl {
             self.blk_state[b as usize] = BlockState::Open as u8;
             self.blk_stream[b as usize] = stream;
             self.open[slot] = b;
+            self.open_cursor[slot] = None;
         }
         let wp = self.blk_wp[b as usize];
-        let ppn = b * self.geo.pages_per_block + wp;
+        let page = if prefer.is_none() && self.open_cursor[slot].is_none() {
+            wp
+        } else {
+            self.typed_page(slot, wp, prefer)
+        };
+        let ppn = b * self.geo.pages_per_block + page;
         self.blk_wp[b as usize] = wp + 1;
         if wp + 1 == self.geo.pages_per_block {
             self.open[slot] = NONE;
+            self.open_cursor[slot] = None;
             self.blk_state[b as usize] = BlockState::Full as u8;
             self.blk_full_ns[b as usize] = now_ns;
             self.track_full(b);
         }
         Ok(ppn)
+    }
+
+    /// Page index for a page-type-aware allocation in open slot `slot` whose block has `taken`
+    /// pages allocated (see [`Ftl::allocate_typed`]).
+    fn typed_page(&mut self, slot: usize, taken: u32, prefer: Option<PageType>) -> u32 {
+        let bits = self.layout.bits;
+        let wls = self.layout.word_lines() as u32;
+        let layout = &self.layout;
+        let cur = self.open_cursor[slot].get_or_insert_with(|| {
+            // Until now the block was filled in page order: the pages below `taken` are
+            // allocated, and the pages of each bit come in word-line order.
+            let mut c = [wls; 4];
+            for (bit, cb) in c.iter_mut().enumerate().take(bits) {
+                *cb = (0..wls)
+                    .find(|&w| layout.wl_pages[w as usize][bit] >= taken)
+                    .unwrap_or(wls);
+            }
+            c
+        });
+        let pick = prefer
+            .map(|t| t.bit(bits))
+            .filter(|&bit| bit < bits && cur[bit] < wls)
+            .or_else(|| {
+                (0..bits)
+                    .filter(|&bit| cur[bit] < wls)
+                    .min_by_key(|&bit| layout.wl_pages[cur[bit] as usize][bit])
+            })
+            .expect("an open block has a free page");
+        let page = layout.wl_pages[cur[pick] as usize][pick];
+        cur[pick] += 1;
+        page
     }
 
     /// Record `lpn` as programmed at `ppn` (from [`Ftl::allocate`]); the previous copy, if any,
@@ -870,18 +957,42 @@ impl Ftl {
             }
         }
         let ppb = self.geo.pages_per_block;
+        // Open blocks filled by page type: page i is allocated iff its word line is below its
+        // bit's cursor.
+        let mut typed = std::collections::HashMap::new();
+        for (slot, &b) in self.open.iter().enumerate() {
+            if let (true, Some(c)) = (b != NONE, self.open_cursor[slot]) {
+                typed.insert(b, c);
+            }
+        }
         for b in 0..self.geo.blocks() {
             let base = b * ppb;
             let wp = self.blk_wp[b as usize];
             let mut valid = 0;
+            let mut taken = 0;
             for i in 0..ppb {
                 let s = self.pages[(base + i) as usize][2] as u8;
-                if i >= wp && s != PageState::Free as u8 {
+                taken += (s != PageState::Free as u8) as u32;
+                if let Some(c) = typed.get(&b) {
+                    let bit = self.layout.page_type[i as usize].bit(self.layout.bits);
+                    let below = self.layout.word_line[i as usize] < c[bit];
+                    if below != (s != PageState::Free as u8) {
+                        return Err(format!(
+                            "block {b}: page {i} (word line {}, bit {bit}, cursor {}) is {}",
+                            self.layout.word_line[i as usize],
+                            c[bit],
+                            if below {
+                                "free below"
+                            } else {
+                                "programmed above"
+                            }
+                        ));
+                    }
+                } else if i >= wp && s != PageState::Free as u8 {
                     return Err(format!(
                         "block {b}: page {i} above write pointer {wp} not free"
                     ));
-                }
-                if i < wp && s == PageState::Free as u8 {
+                } else if i < wp && s == PageState::Free as u8 {
                     return Err(format!(
                         "block {b}: page {i} below write pointer {wp} is free"
                     ));
@@ -895,6 +1006,11 @@ impl Ftl {
                         ));
                     }
                 }
+            }
+            if taken != wp {
+                return Err(format!(
+                    "block {b}: {taken} pages programmed but {wp} allocated"
+                ));
             }
             if valid != self.blk_valid[b as usize] {
                 return Err(format!(
@@ -968,6 +1084,111 @@ mod tests {
             prop_assert_eq!(f.check_invariants(), Ok(()));
             let distinct: std::collections::HashSet<_> = lpns.iter().collect();
             prop_assert_eq!(f.mapped_pages(), distinct.len() as u64);
+        }
+    }
+
+    /// GC relocation with page-type preferences drawn from `prefs` (None = page order).
+    fn write_typed(f: &mut Ftl, lpn: u32, prefs: &mut impl Iterator<Item = Option<PageType>>) {
+        let plane = f.plane_for_write(lpn);
+        let mut buf = Vec::new();
+        while f.needs_gc(plane) {
+            let v = f.select_victim(plane, 0).expect("victim");
+            buf.clear();
+            f.valid_pages(v, &mut buf);
+            for &src in &buf {
+                let l = f.page_lpn(src);
+                let want = prefs.next().flatten();
+                let slot = (f.pool(plane, 0) * f.streams + 1) as usize;
+                let b = f.open[slot];
+                // Does the open block (if any) still have a free page of the wanted type?
+                let has = |f: &Ftl, t: PageType| {
+                    b != NONE
+                        && (0..f.geo.pages_per_block).any(|i| {
+                            f.layout.page_type[i as usize] == t
+                                && f.page_state(b * f.geo.pages_per_block + i) == PageState::Free
+                        })
+                };
+                let had = want.map(|t| has(f, t));
+                let dst = f
+                    .allocate_typed(plane, 0, 1, false, 0, want)
+                    .expect("gc space");
+                if let (Some(t), Some(true)) = (want, had) {
+                    assert_eq!(f.page_type(dst), t, "preferred type not given");
+                }
+                f.program(dst, l, 0, 0, 0);
+            }
+            f.erase(v);
+        }
+        let ppn = f.allocate(plane, 0, true, 0).expect("host space");
+        f.program(ppn, lpn, 0, 0, 0);
+    }
+
+    proptest! {
+        /// Page-type-aware allocation: a preferred type is given whenever the open block has a
+        /// free page of it, and the invariants hold for blocks filled out of page order (TLC,
+        /// both page orders).
+        #[test]
+        fn typed_allocation_keeps_invariants(
+            lpns in proptest::collection::vec(0u32..96, 1..1500),
+            prefs in proptest::collection::vec(0u8..5, 1..64),
+            staggered in any::<bool>(),
+        ) {
+            let geo = Geometry {
+                channels: 1,
+                chips_per_channel: 1,
+                dies_per_chip: 1,
+                planes_per_die: 1,
+                blocks_per_plane: 12,
+                pages_per_block: 12,
+                page_size_bytes: 4096,
+                cell: CellType::Tlc,
+            };
+            let mut f = Ftl::new(geo, 96, 2, Allocation::Static, VictimPolicy::Greedy, 10.0);
+            let order = if staggered { PageOrder::Staggered } else { PageOrder::Sequential };
+            f.set_layout(BlockLayout::new(12, 3, order));
+            let mut it = prefs
+                .iter()
+                .map(|&p| [None, Some(PageType::Lsb), Some(PageType::Csb), Some(PageType::Msb), None][p as usize])
+                .cycle();
+            for (i, &l) in lpns.iter().enumerate() {
+                write_typed(&mut f, l, &mut it);
+                if i % 53 == 0 {
+                    prop_assert_eq!(f.check_invariants(), Ok(()));
+                }
+            }
+            prop_assert_eq!(f.check_invariants(), Ok(()));
+        }
+    }
+
+    /// Without preferences, typed allocation fills a block in page order (as `allocate_in`).
+    #[test]
+    fn untyped_allocation_is_page_order_in_both_layouts() {
+        for order in [PageOrder::Sequential, PageOrder::Staggered] {
+            let geo = Geometry {
+                channels: 1,
+                chips_per_channel: 1,
+                dies_per_chip: 1,
+                planes_per_die: 1,
+                blocks_per_plane: 4,
+                pages_per_block: 12,
+                page_size_bytes: 4096,
+                cell: CellType::Tlc,
+            };
+            let mut f = Ftl::new(geo, 24, 1, Allocation::Static, VictimPolicy::Greedy, 10.0);
+            f.set_layout(BlockLayout::new(12, 3, order));
+            // One preference first switches the block to typed allocation; the rest follow
+            // page order among the free pages.
+            let first = f
+                .allocate_typed(0, 0, 0, false, 0, Some(PageType::Msb))
+                .unwrap();
+            assert_eq!(f.page_type(first), PageType::Msb);
+            let mut got = vec![first];
+            for _ in 1..12 {
+                got.push(f.allocate_typed(0, 0, 0, false, 0, None).unwrap());
+            }
+            let mut rest: Vec<u32> = (0..12).filter(|&p| p != first).collect();
+            rest.sort();
+            assert_eq!(&got[1..], &rest[..], "{order:?}");
         }
     }
 

@@ -28,8 +28,10 @@
 
 pub mod math;
 pub mod modes;
+pub mod reducecode;
 pub mod runtime;
 pub mod table;
+pub mod table6;
 pub mod vth;
 
 /// Errors raised by the reliability models; each names the parameter, the value given and

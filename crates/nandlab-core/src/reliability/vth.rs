@@ -477,35 +477,7 @@ impl LevelConfig {
     }
 }
 
-/// ReduceCode encoder (Guo Table 7 / eq. 3.2–3.5): 3-bit value → (level of cell I, II).
-#[allow(clippy::nonminimal_bool)] // literal transcription of Guo's logic equations
-pub fn reduce_encode(v: u8) -> (u8, u8) {
-    let b2 = (v >> 2) & 1 == 1;
-    let b1 = (v >> 1) & 1 == 1;
-    let b0 = v & 1 == 1;
-    let v11 = (b2 && b1) || (b2 && !b0);
-    let v10 = !b2 && b1;
-    let v21 = b2 && !b1;
-    let v20 = (!b2 && b0) || (b1 && b0);
-    (
-        (u8::from(v11) << 1) | u8::from(v10),
-        (u8::from(v21) << 1) | u8::from(v20),
-    )
-}
-
-/// ReduceCode decoder (Guo eq. 3.6–3.8): levels (I, II) in 0..3 → 3-bit value. The unused
-/// combination (1, 2) decodes to whatever the logic gives (000).
-#[allow(clippy::nonminimal_bool)] // literal transcription of Guo's logic equations
-pub fn reduce_decode(l1: u8, l2: u8) -> u8 {
-    let v11 = (l1 >> 1) & 1 == 1;
-    let v10 = l1 & 1 == 1;
-    let v21 = (l2 >> 1) & 1 == 1;
-    let v20 = l2 & 1 == 1;
-    let b2 = (v11 && !v10 && !v21) || (!v10 && v21 && !v20);
-    let b1 = (v11 ^ v10) && !v21;
-    let b0 = (!v11 && !v21 && v20) || (!v10 && !v21 && v20) || (!v11 && !v10 && v21 && !v20);
-    (u8::from(b2) << 2) | (u8::from(b1) << 1) | u8::from(b0)
-}
+pub use super::reducecode::{reduce_decode, reduce_encode};
 
 /// Operating point of a page.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]

@@ -25,6 +25,11 @@
 //!
 //! Memory: 2 bits per logical page (AGCR's cost; Xia & Xiao's separator is 2 KiB).
 //!
+//! Preconditioning (the untimed fill and aging before the trace) is not access history: its
+//! pages are placed as unknown (medium cost) and the bits stay clear. On a region device they
+//! go to `fill_region` (default: the medium class's region, the middle one), as for every
+//! region scheme.
+//!
 //! **On a device with `[regions]`** (the EFM paper's "TOS18" baseline, EFM §V): the three
 //! program costs are EFM's three regions — high cost (slow write, fast read) → the last region
 //! (Region-3), medium → the middle region (Region-2), low cost → Region-1 — and the region's
@@ -68,6 +73,10 @@ pub struct Agcr {
     regions_on: bool,
     region_migration: bool,
     migrations: u64,
+    /// `fill_region` parameter (255 = the medium class's region).
+    fill_region: i64,
+    /// Region of preconditioned data.
+    fill: u8,
 }
 
 impl Agcr {
@@ -81,6 +90,7 @@ impl Agcr {
             mode: mode as u8,
             ecc: ecc as u8,
             region: 0,
+            page_type: None,
         };
         let high = pl(
             p.usize("high_mode", 2.min(nm), 0, nm)?,
@@ -95,11 +105,14 @@ impl Agcr {
             p.usize("low_ecc", 1.min(ne), 0, ne)?,
         );
         let region_migration = p.bool("region_migration", true)?;
+        let fill_region = p.usize("fill_region", 255, 0, 255)? as i64;
         p.finish()?;
         Ok(Agcr {
             regions_on: false,
             region_migration,
             migrations: 0,
+            fill_region: if fill_region == 255 { -1 } else { fill_region },
+            fill: 0,
             history: Vec::new(),
             high,
             medium,
@@ -141,6 +154,11 @@ impl Scheme for Agcr {
         self.high.region = (info.n - 1) as u8;
         self.medium.region = info.middle();
         self.low.region = 0;
+        self.fill = if self.fill_region < 0 {
+            self.medium.region
+        } else {
+            super::fill_region(self.fill_region, info.n)
+        };
     }
 
     fn on_host_read(
@@ -161,6 +179,16 @@ impl Scheme for Agcr {
                     source: Source::Migration,
                 });
             }
+        }
+    }
+
+    /// Data written before the trace has no recorded history: it is placed as unknown (medium)
+    /// and leaves the history untouched, so the trace's first write of a preconditioned page
+    /// is not mistaken for an overwrite ("write-only").
+    fn precondition_placement(&mut self, _lpn: u32, _ctx: &Ctx<'_>) -> Placement {
+        Placement {
+            region: if self.regions_on { self.fill } else { 0 },
+            ..self.medium
         }
     }
 

@@ -61,6 +61,7 @@ impl Scheme for Baseline {
             mode: self.mode,
             ecc: self.ecc,
             region: 0,
+            page_type: None,
         }
     }
 }

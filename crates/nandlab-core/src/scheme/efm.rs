@@ -431,6 +431,7 @@ impl Scheme for Efm {
             mode: 0,
             ecc: 0,
             region,
+            page_type: None,
         }
     }
 
@@ -438,6 +439,7 @@ impl Scheme for Efm {
         self.ensure_sized(ctx);
         Placement {
             region: self.fill(),
+            page_type: None,
             ..Placement::NONE
         }
     }

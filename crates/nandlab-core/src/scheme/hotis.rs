@@ -160,6 +160,7 @@ impl Scheme for Hotis {
             mode: 0,
             ecc: 0,
             region,
+            page_type: None,
         }
     }
 
@@ -178,6 +179,7 @@ impl Scheme for Hotis {
         self.ensure_sized(ctx);
         Placement {
             region: self.fill(),
+            page_type: None,
             ..Placement::NONE
         }
     }

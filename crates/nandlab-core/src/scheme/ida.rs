@@ -27,11 +27,17 @@
 //! An IDA block is fully moved (not adjusted again) at its next refresh (§III-C: "our design
 //! forces IDA-blocks to be reclaimed in the next refresh cycle").
 //!
-//! Corruption by the adjustment (§III-C, Fig. 7b steps 5–8; §V-B evaluates E0/E20/E50/E80): a
-//! fraction `error_fraction` of adjusted pages is found corrupted at the read-back. The choice
-//! is deterministic: an error-diffusion accumulator started at a uniform offset drawn from the
-//! run's seed marks a page whenever it crosses 1, so over N adjusted pages ⌊offset + N·E⌋ are
-//! corrupted (N·E within ±1).
+//! Corruption by the adjustment (§III-C, Fig. 7b steps 5–8; §V-B evaluates E0/E20/E50/E80): each
+//! adjusted page is found corrupted at the read-back with probability `error_fraction`, drawn
+//! per page from the refresh's seeded random stream (so E50 corrupts CSB-as-LSB and
+//! MSB-as-CSB pages in proportion to their numbers; an earlier error-diffusion accumulator fed
+//! CSB-then-MSB aliased onto one page type).
+//!
+//! Relocation placement (§III-C: IDA "uses the limited fast LSB pages of the new blocks for LSB
+//! data"): every page a refresh moves asks for the page type it comes from
+//! ([`Placement::page_type`]), so moved LSB data lands on the new block's LSB pages while the
+//! block has LSB pages left (and CSB/MSB data on CSB/MSB pages). The report's
+//! `refresh.moves_by_page_type` shows where moved data landed.
 //!
 //! Parameters (`[scheme.params]`): `error_fraction` (0…1, default 0.2 = the paper's E20
 //! default, §V-B), plus `mode`, `ecc`, `separate_gc_stream` as in `baseline`.
@@ -50,7 +56,6 @@ use crate::flash::{PageType, Timing};
 pub struct Ida {
     base: Baseline,
     error_fraction: f64,
-    acc: Option<f64>,
     /// Word lines seen per Table I case (index 0 = case 1).
     pub cases: [u64; 8],
     /// Word lines voltage-adjusted.
@@ -75,7 +80,6 @@ impl Ida {
         Ok(Ida {
             base,
             error_fraction,
-            acc: None,
             cases: [0; 8],
             wls_adjusted: 0,
             pages_adjusted: 0,
@@ -85,19 +89,8 @@ impl Ida {
         })
     }
 
-    fn corrupt_next(&mut self, plan: &mut RefreshPlan) -> bool {
-        let acc = self.acc.get_or_insert_with(|| plan.rng.gen::<f64>());
-        *acc += self.error_fraction;
-        if *acc >= 1.0 {
-            *acc -= 1.0;
-            true
-        } else {
-            false
-        }
-    }
-
     fn adjust(&mut self, plan: &mut RefreshPlan, ppn: u32, read_type: PageType) {
-        let corrupt = self.corrupt_next(plan);
+        let corrupt = plan.rng.gen::<f64>() < self.error_fraction;
         self.pages_adjusted += 1;
         self.pages_corrupt += corrupt as u64;
         plan.adjusted.push(AdjustedPage {
@@ -128,7 +121,14 @@ impl Scheme for Ida {
     }
 
     fn placement(&mut self, lpn: u32, source: Source, ctx: &Ctx<'_>) -> Placement {
-        self.base.placement(lpn, source, ctx)
+        let mut pl = self.base.placement(lpn, source, ctx);
+        if source == Source::Refresh {
+            let ppn = ctx.ftl.lookup(lpn);
+            if ppn != crate::ftl::UNMAPPED {
+                pl.page_type = Some(ctx.ftl.page_type(ppn));
+            }
+        }
+        pl
     }
 
     fn plan_refresh(&mut self, block: u32, ctx: &Ctx<'_>, plan: &mut RefreshPlan) {

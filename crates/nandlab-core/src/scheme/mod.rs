@@ -25,6 +25,7 @@ pub mod agcr;
 pub mod baseline;
 pub mod diffecc_wa;
 pub mod efm;
+pub mod flexlevel;
 pub mod hotis;
 pub mod ida;
 pub mod params;
@@ -85,6 +86,10 @@ pub struct Placement {
     /// is programmed in its region's program mode (`mode` is then ignored), and a GC move
     /// stays in its victim's region whatever the scheme asks.
     pub region: u8,
+    /// Preferred page type in the open block ([`crate::ftl::Ftl::allocate_typed`]): the page
+    /// lands on the block's next free page of that type when one is left; `None` fills the
+    /// block in page order.
+    pub page_type: Option<PageType>,
 }
 
 impl Placement {
@@ -95,6 +100,7 @@ impl Placement {
         mode: 0,
         ecc: 0,
         region: 0,
+        page_type: None,
     };
 }
 
@@ -264,8 +270,20 @@ pub trait Scheme: Send {
     /// The regions and their latencies (called once, before preconditioning).
     fn set_regions(&mut self, _info: &RegionInfo) {}
 
+    /// Whether the scheme can run on this device (called right after
+    /// [`Scheme::set_regions`]). A scheme whose needs the configuration does not meet returns
+    /// an error naming the preset or setting to use instead, never a silent fallback.
+    ///
+    /// # Errors
+    /// [`ConfigError`] naming the key and what to use.
+    fn validate(&self, _info: &RegionInfo) -> Result<(), ConfigError> {
+        Ok(())
+    }
+
     /// Placement of a page written by preconditioning (the fill before the trace); default
-    /// asks [`Scheme::placement`] with [`Source::Host`].
+    /// asks [`Scheme::placement`] with [`Source::Host`]. Preconditioning is not the trace: a
+    /// scheme that learns from host writes in `placement` overrides this so the fill does not
+    /// feed its access history (see `agcr`).
     fn precondition_placement(&mut self, lpn: u32, ctx: &Ctx<'_>) -> Placement {
         self.placement(lpn, Source::Host, ctx)
     }
@@ -327,6 +345,9 @@ pub fn registry(
         "efm_static" => Ok(Box::new(efm::Efm::new(params, timing, streams, false)?)),
         "warm" => Ok(Box::new(warm::Warm::new(params, timing, streams)?)),
         "hotis" => Ok(Box::new(hotis::Hotis::new(params, timing, streams)?)),
+        "flexlevel" => Ok(Box::new(flexlevel::FlexLevel::new(
+            params, timing, streams,
+        )?)),
         other => Err(ConfigError::Invalid {
             key: "scheme.name".into(),
             value: format!("{other:?}"),
@@ -346,4 +367,5 @@ pub const NAMES: &[&str] = &[
     "efm_static",
     "warm",
     "hotis",
+    "flexlevel",
 ];

@@ -80,6 +80,20 @@ impl<'a> Params<'a> {
         }
     }
 
+    /// A string, one of `allowed`.
+    pub fn choice(
+        &self,
+        key: &str,
+        default: &str,
+        allowed: &[&str],
+    ) -> Result<String, ConfigError> {
+        match self.get(key) {
+            None => Ok(default.to_string()),
+            Some(toml::Value::String(s)) if allowed.contains(&s.as_str()) => Ok(s.clone()),
+            Some(v) => Err(self.err(key, v, format!("allowed values: {}", allowed.join(", ")))),
+        }
+    }
+
     /// A list of `len` finite numbers.
     pub fn f64_list(
         &self,

@@ -210,6 +210,7 @@ impl Scheme for Warm {
             mode: 0,
             ecc: 0,
             region,
+            page_type: None,
         }
     }
 
@@ -217,6 +218,7 @@ impl Scheme for Warm {
         self.ensure_sized(ctx);
         Placement {
             region: self.fill(),
+            page_type: None,
             ..Placement::NONE
         }
     }

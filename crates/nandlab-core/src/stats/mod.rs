@@ -8,6 +8,11 @@
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+pub mod cdf;
+pub mod timeseries;
+
+pub use timeseries::TimeSeries;
+
 use crate::scheme::Source;
 
 const HIST_MAX_NS: u64 = 3_600_000_000_000;
@@ -237,6 +242,8 @@ pub struct Stats {
     pub refresh: RefreshStats,
     /// Per-region counters (reported only with `[regions]`).
     pub regions: RegionStats,
+    /// Per-interval time series (`stats.timeseries`; `None` when off).
+    pub timeseries: Option<Box<TimeSeries>>,
 }
 
 /// Per-region counters and the flash-time breakdown of EFM Fig. 6 (only with `[regions]`).
@@ -315,6 +322,25 @@ pub struct RefreshStats {
     pub host_msb_reads_by_lower_valid: [u64; 4],
     /// Host reads of MSB pages served at an adjusted (faster) latency.
     pub host_msb_reads_adjusted: u64,
+    /// Pages moved (planned moves and corrupted rewrites) by source page type and the type of
+    /// the page they land on: `[from][to]`, LSB, CSB, MSB, TSB.
+    pub moves_by_page_type: [[u64; 4]; 4],
+}
+
+/// `{from: {to: count}}` over the `bits` page types of a cell, from a `[from][to]` matrix of
+/// page relocations (IDA §III-C: where moved LSB data lands).
+pub fn page_type_matrix_json(m: &[[u64; 4]; 4], bits: usize) -> serde_json::Value {
+    let mut out = serde_json::Map::new();
+    for from in 0..bits {
+        let f = crate::flash::PageType::of_bit(from, bits);
+        let mut row = serde_json::Map::new();
+        for to in 0..bits {
+            let t = crate::flash::PageType::of_bit(to, bits);
+            row.insert(t.name().into(), m[f as usize][t as usize].into());
+        }
+        out.insert(f.name().into(), serde_json::Value::Object(row));
+    }
+    serde_json::Value::Object(out)
 }
 
 /// Erase-count distribution.

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use rand::{Rng, SeedableRng};
-use rand_distr::{Distribution, Exp};
+use rand_distr::{Distribution, Exp, Zipf};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use super::convert::{CanonicalWriter, FileSink};
@@ -28,6 +28,11 @@ pub struct GenParams {
     pub iops: f64,
     /// RNG seed (Xoshiro256++), default 42. Same parameters → byte-identical file.
     pub seed: u64,
+    /// Address skew: 0 (default) draws offsets uniformly; s > 0 draws the `align_bytes` slot
+    /// of a request from a Zipf distribution with exponent s over the span's slots, rank r at
+    /// offset (r − 1) · align_bytes (the hottest addresses are the lowest; FlexECC's R_75 /
+    /// R_90 micro-workloads need a skewed working set so that an SSD cache hits).
+    pub zipf_exponent: f64,
 }
 
 impl Default for GenParams {
@@ -40,6 +45,7 @@ impl Default for GenParams {
             sizes_bytes: vec![4 << 10, 8 << 10, 16 << 10, 32 << 10, 64 << 10],
             iops: 2000.0,
             seed: 42,
+            zipf_exponent: 0.0,
         }
     }
 }
@@ -78,6 +84,16 @@ impl GenParams {
                 format!("value {}; expected a finite rate > 0", self.iops),
             ));
         }
+        if !(self.zipf_exponent.is_finite() && (0.0..=10.0).contains(&self.zipf_exponent)) {
+            return Err(invalid(
+                out,
+                "zipf_exponent",
+                format!(
+                    "value {}; expected 0..=10 (0 = uniform)",
+                    self.zipf_exponent
+                ),
+            ));
+        }
         if self.sizes_bytes.is_empty() {
             return Err(invalid(
                 out,
@@ -104,7 +120,8 @@ impl GenParams {
 /// Write a synthetic trace to `out_path` as canonical CSV (gzip if the name ends in `.gz`):
 /// Poisson arrivals at `iops` starting at 0 ns, op write with probability `write_fraction`,
 /// size uniform over `sizes_bytes`, offset uniform over the multiples of `align_bytes` with
-/// `offset + size <= span_bytes`. Returns the number of requests written.
+/// `offset + size <= span_bytes` (or Zipf-distributed with `zipf_exponent` > 0, clamped to the
+/// same bound). Returns the number of requests written.
 ///
 /// Errors: [`TraceError::InvalidOption`] naming the bad parameter; [`TraceError::Io`].
 pub fn generate(params: &GenParams, out_path: &Path) -> Result<u64, TraceError> {
@@ -112,6 +129,18 @@ pub fn generate(params: &GenParams, out_path: &Path) -> Result<u64, TraceError> 
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(params.seed);
     let exp = Exp::new(params.iops)
         .map_err(|e| invalid(out_path, "iops", format!("value {}: {e}", params.iops)))?;
+    let zipf = if params.zipf_exponent > 0.0 {
+        let slots = (params.span_bytes / params.align_bytes).max(1);
+        Some(Zipf::new(slots, params.zipf_exponent).map_err(|e| {
+            invalid(
+                out_path,
+                "zipf_exponent",
+                format!("{}: {e}", params.zipf_exponent),
+            )
+        })?)
+    } else {
+        None
+    };
     let sink = FileSink::create(out_path)?;
     let mut w = CanonicalWriter::new(sink, out_path)?;
     let mut t_s = 0.0f64;
@@ -126,7 +155,11 @@ pub fn generate(params: &GenParams, out_path: &Path) -> Result<u64, TraceError> 
         };
         let size = params.sizes_bytes[rng.gen_range(0..params.sizes_bytes.len())];
         let slots = (params.span_bytes - size) / params.align_bytes;
-        let offset = rng.gen_range(0..=slots) * params.align_bytes;
+        let slot = match &zipf {
+            Some(z) => (z.sample(&mut rng) as u64 - 1).min(slots),
+            None => rng.gen_range(0..=slots),
+        };
+        let offset = slot * params.align_bytes;
         w.write(&HostRequest {
             arrival_ns: (t_s * 1e9) as u64,
             op,

@@ -1,0 +1,734 @@
+//! `flexlevel`: FlexLevel's LevelAdjust and AccessEval (Guo's thesis ch. 3; spec
+//! `shared/specs/dpa-flexlevel.md` §2).
+//!
+//! Worn, aged MLC pages need LDPC soft sensing (Table 6: up to 6 extra levels of 8 µs sensing +
+//! 20 µs transfer). *LevelAdjust* stores data in reduced-state cells (3 Vth levels, 3 bits per 2
+//! cells, [`crate::reliability::reducecode`]; NUNMA 3) whose wide margins need no soft sensing,
+//! at the cost of ¼ of those cells' capacity. *AccessEval* (§3.5, Figs. 20–21) puts only
+//! infrequently-written, frequently-read (IWFR) data there.
+//!
+//! **Device.** The reduced-state cells are a region of the device (`[regions]`; the
+//! `reduced_region` parameter names it, default the last region), with its own read latency
+//! (Table 12: 36 µs reduced vs 44 µs normal) and, through the level source, no extra sensing.
+//! Normal-state pages take their extra levels from the configured level source (Table 6 by
+//! P/E and data age, [`crate::reliability::table6`], as the thesis's experiments do).
+//!
+//! **Variants** (`variant`):
+//! * `level_adjust_only`: every page is written to the reduced region (Fig. 24's
+//!   "LevelAdjust-only");
+//! * `access_eval` (default): AccessEval + LevelAdjust, below.
+//!
+//! **AccessEval** (our reading of §3.5.2 and Fig. 21; "R:" marks what the thesis leaves open):
+//! * Pools are keyed by LPN (R: the thesis says "block number" of the data).
+//! * *FWFR pool* (`fwfr_entries`) and *IWFR pool* (`iwfr_entries`) each keep, per entry, an
+//!   access count and the time of its last access; a full pool evicts the least recently *and*
+//!   least frequently accessed entry (R: the smallest (count, last access)).
+//! * **Write** of an LPN: insert it into FWFR (or count the access); remove it from IWFR; the
+//!   new data goes to normal pages, so it leaves the ReducedCell pool.
+//! * **Read** of an LPN in FWFR: if its page needs extra sensing levels, move it to IWFR.
+//!   **Read** of an LPN not in FWFR: insert it into IWFR (or count the read).
+//! * **Overhead rule** (§3.5.2, values of §3.6.2): an IWFR entry's LDPC overhead is
+//!   L_f × L_sensing; L_sensing = 1 for 1–2 extra levels, 2 for 4–6 (R: 3 counts as 2; 0 levels
+//!   → 0); L_f = 4 for the 20 % of IWFR entries with the highest read counts (R: after \[48\]'s
+//!   "20 % highest"), else 3. The page is migrated when the overhead reaches `threshold` (4);
+//!   "exceeds" is ambiguous and a literal `>` makes L_f irrelevant (3·1 and 4·1 both ≤ 4), so
+//!   `compare = "ge"` (default) or `"gt"`.
+//! * **ReducedCell pool** (`reduced_pages`, default: the reduced region's logical pages): the
+//!   LPNs stored in reduced pages. Migrating into a full pool first moves its least recently
+//!   accessed LPN back to normal pages. Migrations are scheme rewrites (read + program,
+//!   [`Source::Migration`]), so they cost flash time and show in the statistics.
+//!
+//! **Identification baseline** (Fig. 23): `identifier = "mbf"` identifies IWFR data with the
+//! multiple-Bloom-filter separator of `diffecc_wa` (4 × 2048 bits, 2 hashes, decay every 512
+//! requests; \[48\]): a read LPN whose read hotness ≥ `mbf_read_hotness` and write hotness is 0.
+//! With `track_identification = true` the report gives the false identification rate
+//! |identified ∖ truth| / |identified|, truth = the 20 % of read LPNs with the most reads that
+//! were written at most once in the run (R: the thesis defines the terms, not the formula's
+//! population).
+//!
+//! Parameters: `variant`, `reduced_region` (−1 = last), `fwfr_entries` (65,536),
+//! `iwfr_entries` (65,536), `reduced_pages` (0 = the reduced region's capacity),
+//! `threshold` (4), `compare` (`ge`), `lf_high` (4), `lf_low` (3), `lf_top_fraction` (0.2),
+//! `identifier` (`iwfr` | `mbf`), `mbf_read_hotness` (2.0), `track_identification` (false),
+//! `fill_region` (−1 = the normal region).
+//! Memory: ≈ 40 bytes per pool entry; 8 bytes per logical page with `track_identification`.
+
+use std::collections::{BTreeSet, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
+
+use serde_json::json;
+
+use super::params::Params;
+use super::separator::{Separator, SeparatorParams};
+use super::{Action, Ctx, Placement, RegionInfo, Scheme, Source};
+use crate::config::ConfigError;
+use crate::flash::Timing;
+use crate::reliability::table6;
+
+/// A fast hasher for LPN keys (a multiplicative mix; keys are not adversarial).
+#[derive(Default, Clone, Copy)]
+pub struct LpnHasher(u64);
+
+impl Hasher for LpnHasher {
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(5) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    #[inline]
+    fn write_u32(&mut self, v: u32) {
+        self.0 = (v as u64 ^ 0x5bd1_e995).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+type LpnMap<V> = HashMap<u32, V, BuildHasherDefault<LpnHasher>>;
+
+/// A bounded pool of LPNs with an access count and last-access time each; a full pool evicts
+/// the least recently and least frequently accessed entry (smallest (count, last access)).
+#[derive(Clone, Debug, Default)]
+pub struct Pool {
+    cap: usize,
+    entries: LpnMap<(u32, u64)>,
+    order: BTreeSet<(u32, u64, u32)>,
+}
+
+impl Pool {
+    /// An empty pool of at most `cap` entries (≥ 1).
+    pub fn new(cap: usize) -> Pool {
+        Pool {
+            cap: cap.max(1),
+            ..Pool::default()
+        }
+    }
+    /// Entries.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+    /// Whether `lpn` is in the pool.
+    #[inline]
+    pub fn contains(&self, lpn: u32) -> bool {
+        self.entries.contains_key(&lpn)
+    }
+    /// Access count of `lpn` (0 when absent).
+    pub fn count(&self, lpn: u32) -> u32 {
+        self.entries.get(&lpn).map_or(0, |e| e.0)
+    }
+    /// Count an access of `lpn` at `now`, inserting it (count 1) if absent; returns the evicted
+    /// LPN when the insertion overflowed the pool, and the entry's count after the access.
+    pub fn touch(&mut self, lpn: u32, now: u64) -> (Option<u32>, u32) {
+        if let Some(e) = self.entries.get_mut(&lpn) {
+            self.order.remove(&(e.0, e.1, lpn));
+            e.0 = e.0.saturating_add(1);
+            e.1 = now;
+            let c = e.0;
+            self.order.insert((c, now, lpn));
+            return (None, c);
+        }
+        let mut evicted = None;
+        if self.entries.len() >= self.cap {
+            if let Some(&(c, t, victim)) = self.order.iter().next() {
+                self.order.remove(&(c, t, victim));
+                self.entries.remove(&victim);
+                evicted = Some(victim);
+            }
+        }
+        self.entries.insert(lpn, (1, now));
+        self.order.insert((1, now, lpn));
+        (evicted, 1)
+    }
+    /// Remove `lpn`; returns whether it was there.
+    pub fn remove(&mut self, lpn: u32) -> bool {
+        match self.entries.remove(&lpn) {
+            Some((c, t)) => {
+                self.order.remove(&(c, t, lpn));
+                true
+            }
+            None => false,
+        }
+    }
+    /// The count at or above which an entry is among the `fraction` of entries with the
+    /// highest counts (1 when empty).
+    pub fn top_count(&self, fraction: f64) -> u32 {
+        let n = self.entries.len();
+        if n == 0 {
+            return 1;
+        }
+        let k = ((n as f64 * fraction).ceil() as usize).clamp(1, n);
+        // The k-th highest count: walk the ordered set from the top.
+        self.order.iter().rev().nth(k - 1).map_or(1, |e| e.0)
+    }
+}
+
+/// The ReducedCell pool: LPNs stored in reduced pages, evicting the least recently accessed.
+#[derive(Clone, Debug, Default)]
+pub struct ReducedCell {
+    cap: usize,
+    last: LpnMap<u64>,
+    order: BTreeSet<(u64, u32)>,
+}
+
+impl ReducedCell {
+    /// An empty pool of at most `cap` LPNs.
+    pub fn new(cap: usize) -> ReducedCell {
+        ReducedCell {
+            cap,
+            ..ReducedCell::default()
+        }
+    }
+    /// LPNs held.
+    pub fn len(&self) -> usize {
+        self.last.len()
+    }
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.last.is_empty()
+    }
+    /// Whether `lpn` is held.
+    #[inline]
+    pub fn contains(&self, lpn: u32) -> bool {
+        self.last.contains_key(&lpn)
+    }
+    /// Note an access of a held `lpn`.
+    pub fn touch(&mut self, lpn: u32, now: u64) {
+        if let Some(t) = self.last.get_mut(&lpn) {
+            self.order.remove(&(*t, lpn));
+            *t = now;
+            self.order.insert((now, lpn));
+        }
+    }
+    /// Add `lpn`; returns the least recently accessed LPN it displaced when full.
+    pub fn insert(&mut self, lpn: u32, now: u64) -> Option<u32> {
+        if self.contains(lpn) {
+            self.touch(lpn, now);
+            return None;
+        }
+        if self.cap == 0 {
+            return None;
+        }
+        let mut out = None;
+        if self.last.len() >= self.cap {
+            if let Some(&(t, v)) = self.order.iter().next() {
+                self.order.remove(&(t, v));
+                self.last.remove(&v);
+                out = Some(v);
+            }
+        }
+        self.last.insert(lpn, now);
+        self.order.insert((now, lpn));
+        out
+    }
+    /// Remove `lpn`; returns whether it was held.
+    pub fn remove(&mut self, lpn: u32) -> bool {
+        match self.last.remove(&lpn) {
+            Some(t) => {
+                self.order.remove(&(t, lpn));
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// L_sensing of §3.6.2: 0 extra levels → 0, 1–2 → 1, 3–6 → 2 (3 is our reading).
+#[inline]
+pub fn l_sensing(levels: u32) -> u32 {
+    match levels {
+        0 => 0,
+        1 | 2 => 1,
+        _ => 2,
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Variant {
+    LevelAdjustOnly,
+    AccessEval,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Identifier {
+    Iwfr,
+    Mbf,
+}
+
+/// The scheme state.
+pub struct FlexLevel {
+    variant: Variant,
+    identifier: Identifier,
+    reduced_param: i64,
+    fill_param: i64,
+    reduced: u8,
+    normal: u8,
+    fwfr: Pool,
+    iwfr: Pool,
+    cell: ReducedCell,
+    reduced_pages_param: usize,
+    threshold: u32,
+    ge: bool,
+    lf_high: u32,
+    lf_low: u32,
+    lf_top: f64,
+    top_count: u32,
+    iwfr_reads: u64,
+    mbf: Option<Separator>,
+    mbf_hot: f64,
+    gc_stream: u8,
+    track: bool,
+    reads_by_lpn: Vec<u32>,
+    writes_by_lpn: Vec<u32>,
+    identified: Vec<u64>,
+    sized: bool,
+    // statistics
+    migrations_in: u64,
+    migrations_out: u64,
+    fwfr_to_iwfr: u64,
+    reads_reduced: u64,
+    reads_normal_by_levels: [u64; 7],
+}
+
+impl FlexLevel {
+    /// Build from `[scheme.params]`.
+    pub fn new(params: &toml::Table, _timing: &Timing, streams: u32) -> Result<Self, ConfigError> {
+        let p = Params::new("flexlevel", params);
+        let variant = match p
+            .choice(
+                "variant",
+                "access_eval",
+                &["access_eval", "level_adjust_only"],
+            )?
+            .as_str()
+        {
+            "level_adjust_only" => Variant::LevelAdjustOnly,
+            _ => Variant::AccessEval,
+        };
+        let identifier = match p.choice("identifier", "iwfr", &["iwfr", "mbf"])?.as_str() {
+            "mbf" => Identifier::Mbf,
+            _ => Identifier::Iwfr,
+        };
+        let reduced = p.usize("reduced_region", 255, 0, 255)? as i64;
+        let fill = p.usize("fill_region", 255, 0, 255)? as i64;
+        let fwfr = p.usize("fwfr_entries", 65_536, 1, 1 << 28)?;
+        let iwfr = p.usize("iwfr_entries", 65_536, 1, 1 << 28)?;
+        let reduced_pages = p.usize("reduced_pages", 0, 0, 1 << 32)?;
+        let threshold = p.usize("threshold", 4, 0, 64)? as u32;
+        let ge = p.choice("compare", "ge", &["ge", "gt"])? == "ge";
+        let lf_high = p.usize("lf_high", 4, 0, 64)? as u32;
+        let lf_low = p.usize("lf_low", 3, 0, 64)? as u32;
+        let lf_top = p.f64("lf_top_fraction", 0.2, 0.0, 1.0)?;
+        let mbf_hot = p.f64("mbf_read_hotness", 2.0, 0.0, 1e9)?;
+        let track = p.bool("track_identification", false)?;
+        p.finish()?;
+        Ok(FlexLevel {
+            variant,
+            identifier,
+            reduced_param: if reduced == 255 { -1 } else { reduced },
+            fill_param: if fill == 255 { -1 } else { fill },
+            reduced: 0,
+            normal: 0,
+            fwfr: Pool::new(fwfr),
+            iwfr: Pool::new(iwfr),
+            cell: ReducedCell::new(0),
+            reduced_pages_param: reduced_pages,
+            threshold,
+            ge,
+            lf_high,
+            lf_low,
+            lf_top,
+            top_count: 1,
+            iwfr_reads: 0,
+            mbf: (identifier == Identifier::Mbf)
+                .then(|| Separator::new(SeparatorParams::default())),
+            mbf_hot,
+            gc_stream: if streams > 1 { 1 } else { 0 },
+            track,
+            reads_by_lpn: Vec::new(),
+            writes_by_lpn: Vec::new(),
+            identified: Vec::new(),
+            sized: false,
+            migrations_in: 0,
+            migrations_out: 0,
+            fwfr_to_iwfr: 0,
+            reads_reduced: 0,
+            reads_normal_by_levels: [0; 7],
+        })
+    }
+
+    fn ensure_sized(&mut self, ctx: &Ctx<'_>) {
+        if self.sized {
+            return;
+        }
+        self.sized = true;
+        let cap = if self.reduced_pages_param > 0 {
+            self.reduced_pages_param
+        } else {
+            // The reduced region's share of the logical space: its blocks' share of each plane,
+            // in logical pages.
+            let rb = ctx.ftl.region_blocks();
+            let total: u64 = rb.iter().map(|&b| b as u64).sum();
+            let mine = rb.get(self.reduced as usize).copied().unwrap_or(0) as u64;
+            ((ctx.ftl.logical_pages as u64 * mine) / total.max(1)) as usize
+        };
+        self.cell = ReducedCell::new(cap);
+        if self.track {
+            let n = ctx.ftl.logical_pages as usize;
+            self.reads_by_lpn = vec![0; n];
+            self.writes_by_lpn = vec![0; n];
+            self.identified = vec![0; n.div_ceil(64)];
+        }
+    }
+
+    /// Extra sensing levels a read of `ppn` needs (0 in the reduced region).
+    fn page_levels(&self, ppn: u32, ctx: &Ctx<'_>) -> u32 {
+        let block = ctx.ftl.geo.block_of_ppn(ppn);
+        if ctx.ftl.block_region(block) == self.reduced {
+            return 0;
+        }
+        let age_s = ctx.now_ns as f64 / 1e9 - ctx.ftl.page_program_s(ppn) as f64;
+        table6::levels(ctx.ftl.block_erases(block) as f64, age_s)
+    }
+
+    /// AccessEval's overhead rule for an IWFR entry with `count` reads and `levels` extra
+    /// levels.
+    fn overhead_migrates(&self, count: u32, levels: u32) -> bool {
+        let lf = if count >= self.top_count {
+            self.lf_high
+        } else {
+            self.lf_low
+        };
+        let o = lf * l_sensing(levels);
+        if self.ge {
+            o >= self.threshold && o > 0
+        } else {
+            o > self.threshold
+        }
+    }
+
+    fn mark_identified(&mut self, lpn: u32) {
+        if let Some(w) = self.identified.get_mut((lpn / 64) as usize) {
+            *w |= 1 << (lpn % 64);
+        }
+    }
+
+    /// Move `lpn` into reduced pages (evicting the least recently accessed when full).
+    fn migrate_in(&mut self, lpn: u32, now: u64, actions: &mut Vec<Action>) {
+        if self.cell.cap == 0 || self.cell.contains(lpn) {
+            return;
+        }
+        if let Some(victim) = self.cell.insert(lpn, now) {
+            self.migrations_out += 1;
+            actions.push(Action::Rewrite {
+                lpn: victim,
+                source: Source::Migration,
+            });
+        }
+        self.migrations_in += 1;
+        self.mark_identified(lpn);
+        actions.push(Action::Rewrite {
+            lpn,
+            source: Source::Migration,
+        });
+    }
+
+    /// False identification rate |identified ∖ truth| / |identified| (module doc), `None`
+    /// without tracking or with nothing identified.
+    pub fn false_identification(&self) -> Option<(f64, u64, u64)> {
+        if !self.track {
+            return None;
+        }
+        let mut read: Vec<u32> = self
+            .reads_by_lpn
+            .iter()
+            .copied()
+            .filter(|&c| c > 0)
+            .collect();
+        if read.is_empty() {
+            return None;
+        }
+        read.sort_unstable_by(|a, b| b.cmp(a));
+        let k = ((read.len() as f64 * 0.2).ceil() as usize).max(1);
+        let cut = read[k - 1];
+        let (mut ident, mut wrong) = (0u64, 0u64);
+        for (w, &bits) in self.identified.iter().enumerate() {
+            let mut b = bits;
+            while b != 0 {
+                let lpn = w * 64 + b.trailing_zeros() as usize;
+                b &= b - 1;
+                ident += 1;
+                let truth = self.reads_by_lpn[lpn] >= cut && self.writes_by_lpn[lpn] <= 1;
+                wrong += (!truth) as u64;
+            }
+        }
+        (ident > 0).then(|| (wrong as f64 / ident as f64, ident, wrong))
+    }
+}
+
+impl Scheme for FlexLevel {
+    fn name(&self) -> &'static str {
+        "flexlevel"
+    }
+
+    fn set_regions(&mut self, info: &RegionInfo) {
+        let n = info.n.max(1);
+        self.reduced = if self.reduced_param < 0 {
+            (n - 1) as u8
+        } else {
+            (self.reduced_param as usize).min(n - 1) as u8
+        };
+        self.normal = if self.fill_param >= 0 {
+            (self.fill_param as usize).min(n - 1) as u8
+        } else if self.reduced == 0 {
+            (n.min(2) - 1) as u8
+        } else {
+            0
+        };
+    }
+
+    fn validate(&self, info: &RegionInfo) -> Result<(), ConfigError> {
+        let need = if self.variant == Variant::LevelAdjustOnly {
+            1
+        } else {
+            2
+        };
+        if !info.configured || info.n < need {
+            return Err(ConfigError::Invalid {
+                key: "scheme.name".into(),
+                value: "\"flexlevel\"".into(),
+                msg: format!(
+                    "flexlevel needs a [regions] device with a reduced-state region{}; use the \
+                     preset `flexlevel` (configs/flexlevel.toml)",
+                    if need == 2 { " and a normal one" } else { "" }
+                ),
+            });
+        }
+        for (key, v, n) in [
+            ("scheme.params.reduced_region", self.reduced_param, info.n),
+            ("scheme.params.fill_region", self.fill_param, info.n),
+        ] {
+            if v >= n as i64 {
+                return Err(ConfigError::Invalid {
+                    key: key.into(),
+                    value: v.to_string(),
+                    msg: format!("the device has {n} regions (0 ..= {})", n - 1),
+                });
+            }
+        }
+        if self.variant == Variant::AccessEval && self.normal == self.reduced {
+            return Err(ConfigError::Invalid {
+                key: "scheme.params.fill_region".into(),
+                value: self.fill_param.to_string(),
+                msg: "the normal-state region must differ from the reduced one".into(),
+            });
+        }
+        Ok(())
+    }
+
+    fn on_host_request(&mut self, _op: crate::trace::Op, _first: u32, _pages: u32) {
+        if let Some(m) = self.mbf.as_mut() {
+            m.begin_request();
+        }
+    }
+
+    fn on_host_write(&mut self, lpn: u32, ctx: &Ctx<'_>) {
+        self.ensure_sized(ctx);
+        if self.track {
+            let w = &mut self.writes_by_lpn[lpn as usize];
+            *w = w.saturating_add(1);
+        }
+        if let Some(m) = self.mbf.as_mut() {
+            m.record(lpn, true);
+        }
+        if self.variant == Variant::LevelAdjustOnly {
+            return;
+        }
+        self.fwfr.touch(lpn, ctx.now_ns);
+        self.iwfr.remove(lpn);
+        self.cell.remove(lpn);
+    }
+
+    fn on_host_read(&mut self, lpn: u32, ppn: u32, ctx: &Ctx<'_>, actions: &mut Vec<Action>) {
+        self.ensure_sized(ctx);
+        let levels = self.page_levels(ppn, ctx);
+        if levels == 0 && ctx.ftl.block_region(ctx.ftl.geo.block_of_ppn(ppn)) == self.reduced {
+            self.reads_reduced += 1;
+        } else {
+            self.reads_normal_by_levels[(levels as usize).min(6)] += 1;
+        }
+        if self.track {
+            let r = &mut self.reads_by_lpn[lpn as usize];
+            *r = r.saturating_add(1);
+        }
+        if self.variant == Variant::LevelAdjustOnly {
+            return;
+        }
+        let now = ctx.now_ns;
+        if self.cell.contains(lpn) {
+            self.cell.touch(lpn, now);
+            return;
+        }
+        if let Some(m) = self.mbf.as_mut() {
+            m.record(lpn, false);
+            let (r, w) = m.hotness(lpn);
+            if r >= self.mbf_hot && w == 0.0 {
+                self.migrate_in(lpn, now, actions);
+            }
+            return;
+        }
+        if self.fwfr.contains(lpn) {
+            if levels == 0 {
+                self.fwfr.touch(lpn, now);
+                return;
+            }
+            self.fwfr.remove(lpn);
+            self.fwfr_to_iwfr += 1;
+        }
+        let (_, count) = self.iwfr.touch(lpn, now);
+        self.iwfr_reads += 1;
+        if self.iwfr_reads % 256 == 1 {
+            self.top_count = self.iwfr.top_count(self.lf_top);
+        }
+        if self.overhead_migrates(count, levels) {
+            self.migrate_in(lpn, now, actions);
+        }
+    }
+
+    fn placement(&mut self, lpn: u32, source: Source, ctx: &Ctx<'_>) -> Placement {
+        self.ensure_sized(ctx);
+        let region = match self.variant {
+            Variant::LevelAdjustOnly => self.reduced,
+            Variant::AccessEval if self.cell.contains(lpn) => self.reduced,
+            Variant::AccessEval => self.normal,
+        };
+        Placement {
+            stream: if source == Source::Host {
+                0
+            } else {
+                self.gc_stream
+            },
+            mode: 0,
+            ecc: 0,
+            region,
+            page_type: None,
+        }
+    }
+
+    fn precondition_placement(&mut self, lpn: u32, ctx: &Ctx<'_>) -> Placement {
+        // Data written before the trace is not access history; it sits in normal pages
+        // (LevelAdjust-only: in reduced pages, where all data lives).
+        self.ensure_sized(ctx);
+        Placement {
+            region: match self.variant {
+                Variant::LevelAdjustOnly => self.reduced,
+                Variant::AccessEval => self.normal,
+            },
+            ..self.placement(lpn, Source::Gc, ctx)
+        }
+    }
+
+    fn stats(&self) -> serde_json::Value {
+        let mut v = json!({
+            "variant": match self.variant {
+                Variant::LevelAdjustOnly => "level_adjust_only",
+                Variant::AccessEval => "access_eval",
+            },
+            "identifier": match self.identifier { Identifier::Iwfr => "iwfr", Identifier::Mbf => "mbf" },
+            "reduced_region": self.reduced,
+            "migrations_to_reduced": self.migrations_in,
+            "migrations_to_normal": self.migrations_out,
+            "fwfr_to_iwfr": self.fwfr_to_iwfr,
+            "reduced_cell_pages": self.cell.len(),
+            "reduced_cell_capacity_pages": self.cell.cap,
+            "fwfr_entries": self.fwfr.len(),
+            "iwfr_entries": self.iwfr.len(),
+            "host_reads_reduced": self.reads_reduced,
+            "host_reads_normal_by_extra_levels": self.reads_normal_by_levels,
+        });
+        if let Some((rate, ident, wrong)) = self.false_identification() {
+            v["false_identification_rate"] = json!(rate);
+            v["identified_lpns"] = json!(ident);
+            v["falsely_identified_lpns"] = json!(wrong);
+        }
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pool_evicts_least_recent_and_least_frequent() {
+        let mut p = Pool::new(3);
+        p.touch(1, 10);
+        p.touch(2, 11);
+        p.touch(3, 12);
+        p.touch(1, 13); // 1: count 2
+        p.touch(2, 14); // 2: count 2
+                        // 3 has the lowest count: evicted.
+        assert_eq!(p.touch(4, 15), (Some(3), 1));
+        // Now 4 (count 1, t 15) is the smallest.
+        assert_eq!(p.touch(5, 16), (Some(4), 1));
+        assert!(p.contains(1) && p.contains(2) && p.contains(5));
+        assert_eq!(p.count(1), 2);
+        assert!(p.remove(1) && !p.remove(1));
+        assert_eq!(p.len(), 2);
+    }
+
+    #[test]
+    fn top_count_is_the_kth_highest() {
+        let mut p = Pool::new(100);
+        for lpn in 0..10u32 {
+            for t in 0..=lpn {
+                p.touch(lpn, (lpn * 100 + t) as u64);
+            }
+        }
+        // counts 1..=10; top 20 % = 2 entries: counts 10 and 9.
+        assert_eq!(p.top_count(0.2), 9);
+        assert_eq!(p.top_count(0.0), 10);
+        assert_eq!(Pool::new(4).top_count(0.2), 1);
+    }
+
+    #[test]
+    fn reduced_cell_evicts_least_recently_accessed() {
+        let mut c = ReducedCell::new(2);
+        assert_eq!(c.insert(1, 1), None);
+        assert_eq!(c.insert(2, 2), None);
+        c.touch(1, 3);
+        assert_eq!(c.insert(3, 4), Some(2));
+        assert!(c.contains(1) && c.contains(3) && !c.contains(2));
+        assert_eq!(ReducedCell::new(0).insert(9, 0), None);
+    }
+
+    #[test]
+    fn overhead_rule_ge_and_gt() {
+        let t = crate::config::load(
+            include_str!("../../../../python/nandlab/configs/xia-diffecc.toml"),
+            "x",
+            &[],
+        )
+        .unwrap()
+        .timing()
+        .unwrap();
+        let mut ge = FlexLevel::new(&toml::Table::new(), &t, 2).unwrap();
+        ge.top_count = 5;
+        // L_f 4 (count ≥ 5) × L_sensing 1 (1–2 levels) = 4 ≥ 4; L_f 3 × 1 = 3 < 4.
+        assert!(ge.overhead_migrates(5, 1));
+        assert!(!ge.overhead_migrates(4, 2));
+        assert!(ge.overhead_migrates(1, 4)); // 3 × 2 = 6
+        assert!(!ge.overhead_migrates(9, 0));
+        let mut gt = FlexLevel::new(&"compare = \"gt\"".parse().unwrap(), &t, 2).unwrap();
+        gt.top_count = 5;
+        // Literal "exceeds": L_f no longer matters, only 4–6 levels migrate.
+        assert!(!gt.overhead_migrates(5, 1));
+        assert!(gt.overhead_migrates(1, 3));
+        assert_eq!([0, 1, 2, 3, 6].map(l_sensing), [0, 1, 1, 2, 2]);
+    }
+}

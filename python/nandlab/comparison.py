@@ -1,0 +1,334 @@
+"""``nandlab compare`` and :func:`nandlab.compare`: several schemes on one trace, side by side.
+
+The schemes run in parallel through :func:`nandlab.experiment.run_grid` (so results are keyed
+and reused like a sweep's) and come back as one table: response time mean / p50 / p99 / p99.9
+for reads, writes and all requests, write amplification, erases, die utilisation and flash
+time per request, each with its ratio to the first scheme.
+
+Flash time per request (µs) = total die busy time / host requests, where total die busy time =
+``flash.die_utilization x device.dies x sim.span_s`` of the report (the busy time of every die
+operation: host, GC, refresh, migrations).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+if TYPE_CHECKING:
+    import polars as pl
+    from rich.console import Console
+
+    from nandlab.experiment import GridStats, RunOutputs
+
+COMPARE_FILE = "compare.json"
+
+#: (column, label, report path or None for a derived metric, unit)
+METRICS: tuple[tuple[str, str, str | None, str], ...] = (
+    *(
+        (f"{cls}_{st}_us", f"{cls} {st.replace('p999', 'p99.9')}", f"host.{cls}.{st}_us", "µs")
+        for cls in ("read", "write", "all")
+        for st in ("mean", "p50", "p99", "p999")
+    ),
+    ("write_amplification", "write amplification", "write_amplification", ""),
+    ("erases", "erases", "flash.erases", ""),
+    ("die_utilization", "die utilisation", "flash.die_utilization", ""),
+    ("flash_us_per_request", "flash time / request", None, "µs"),
+)
+
+
+def metrics_of(report: Mapping[str, Any]) -> dict[str, float | None]:
+    """The compared metrics of one report (``None`` where the report lacks one)."""
+    from nandlab.result import lookup
+
+    out: dict[str, float | None] = {}
+    for col, _, path, _ in METRICS:
+        if path is None:
+            continue
+        v = lookup(report, path)
+        out[col] = float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+    util = out.get("die_utilization")
+    dies = lookup(report, "device.dies")
+    span = lookup(report, "sim.span_s")
+    req = lookup(report, "host.requests")
+    out["flash_us_per_request"] = (
+        util * dies * span * 1e6 / req
+        if util is not None and dies and span is not None and req
+        else None
+    )
+    return out
+
+
+def _ratio(v: float | None, base: float | None) -> float | None:
+    if v is None or base is None or base == 0 or not math.isfinite(base):
+        return None
+    return v / base
+
+
+def compare(
+    trace: str | Path,
+    schemes: Sequence[str],
+    config: str | Path = "default",
+    overrides: Mapping[str, Any] | Sequence[str] | None = None,
+    out: str | Path | None = None,
+    *,
+    scheduler: Any = None,
+    workers: int | None = None,
+    outputs: RunOutputs | None = None,
+    progress: bool = False,
+    stats: GridStats | None = None,
+    console: Console | None = None,
+) -> pl.DataFrame:
+    """Run ``schemes`` on ``trace`` (a file or a bundled name) with ``config`` + ``overrides``
+    and return one row per scheme, in the given order: ``scheme``, ``error``, ``key``, every
+    metric of :data:`METRICS` and its ratio to the first scheme (``<metric>_ratio``).
+
+    ``out`` keeps the runs (``runs.parquet``, ``compare.json``; default: a temporary directory,
+    deleted). ``scheduler``/``workers`` as in :func:`nandlab.sweep`; ``outputs`` adds per-run
+    files (:class:`~nandlab.experiment.RunOutputs`; needs ``out``). Raises ``ValueError`` for
+    an empty or repeated scheme list, an unknown scheme or a missing trace, and
+    :class:`nandlab.ConfigError` for a bad config or override, before any run starts.
+    """
+    import polars as pl
+
+    from nandlab import _core
+    from nandlab.config import cli_override, config_text, format_overrides
+    from nandlab.experiment import RunOutputs, RunSpec, run_grid
+    from nandlab.grid import resolve_traces
+
+    schemes = [s.strip() for s in schemes if s.strip()]
+    if not schemes:
+        raise ValueError("compare: give at least one scheme")
+    dup = sorted({s for s in schemes if schemes.count(s) > 1})
+    if dup:
+        raise ValueError(f"compare: scheme {dup[0]} given twice")
+    known = list(_core.scheme_names())
+    for s in schemes:
+        if s not in known:
+            raise ValueError(f"compare: unknown scheme `{s}`; allowed: {', '.join(known)}")
+    try:
+        ((tname, tpath),) = resolve_traces([str(trace)], Path.cwd(), "--trace")
+    except ValueError as e:
+        raise ValueError(str(e)) from None
+    if overrides is None:
+        ov: dict[str, Any] = {}
+    elif isinstance(overrides, Mapping):
+        ov = dict(overrides)
+    else:  # ["key=value", ...] as given to --set
+        ov = {}
+        for o in overrides:
+            k, v = cli_override(o).split("=", 1)
+            ov[k.strip()] = tomllib.loads(f"v = {v}")["v"]
+    text, path = config_text(config)
+    for s in schemes:
+        _core.check_config(text, str(path) if path else None, format_overrides(ov), s)
+    if outputs is not None and out is None:
+        raise ValueError("compare: per-run outputs need an out directory (out=...)")
+
+    specs = [RunSpec(tpath, tname, s, str(config), dict(ov), s) for s in schemes]
+    tmp = None
+    if out is None:
+        tmp = tempfile.TemporaryDirectory(prefix="nandlab-compare-")
+        out = tmp.name
+    try:
+        outp = Path(out)
+        outp.mkdir(parents=True, exist_ok=True)
+        df = run_grid(
+            specs,
+            outp,
+            processes=workers if workers is not None else (None if scheduler else len(specs)),
+            scheduler=scheduler,
+            progress=progress,
+            stats=stats,
+            console=console,
+            outputs=outputs or RunOutputs(latency_cdf=True),
+        )
+    finally:
+        if tmp is not None:
+            tmp.cleanup()
+    rows: list[dict[str, Any]] = []
+    for r in df.iter_rows(named=True):
+        rep = json.loads(r["report"]) if r["report"] else None
+        row: dict[str, Any] = {"scheme": r["scheme"], "error": r["error"], "key": r["key"]}
+        row.update(metrics_of(rep) if rep else {c: None for c, *_ in METRICS})
+        rows.append(row)
+    base = rows[0]
+    for row in rows:
+        for col, *_ in METRICS:
+            row[f"{col}_ratio"] = _ratio(row[col], base[col])
+    res = pl.DataFrame(rows, infer_schema_length=None)
+    if tmp is None:
+        from nandlab.experiment import _atomic_write_text
+
+        obj = {
+            "kind": "compare",
+            "trace": tname,
+            "trace_path": str(tpath),
+            "config": str(config),
+            "overrides": ov,
+            "schemes": schemes,
+            "rows": rows,
+        }
+        _atomic_write_text(outp / COMPARE_FILE, json.dumps(obj, indent=1, default=str) + "\n")
+    return res
+
+
+def _cell(v: Any, ratio: Any, first: bool) -> str:
+    from nandlab.reproduce.common import fmt_num
+
+    s = fmt_num(v)
+    if not first and ratio is not None:
+        s += f" ({ratio:.3f}x)"
+    return s
+
+
+@click.command("compare")
+@click.option(
+    "--trace",
+    "-t",
+    "trace",
+    required=True,
+    metavar="FILE|NAME",
+    help="Trace file or bundled trace name (e.g. pgbench_rw_slice).",
+)
+@click.option(
+    "--schemes",
+    "-s",
+    required=True,
+    metavar="A,B,C",
+    help="Schemes, comma separated; ratios are to the first.",
+)
+@click.option("--config", "-c", default="default", show_default=True, metavar="FILE|NAME")
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a config key (dotted path, TOML value); repeatable.",
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("nandlab-out/compare"),
+    show_default=True,
+    help="Keeps the runs (re-running reuses them) and compare.json; `nandlab report OUT`.",
+)
+@click.option(
+    "--workers",
+    "-j",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Worker processes (default: one per scheme).",
+)
+@click.option(
+    "--scheduler",
+    default="local",
+    show_default=True,
+    metavar="local|tcp://HOST:PORT",
+    help="Run on a Dask cluster instead (pip install 'nandlab[dask]').",
+)
+@click.option(
+    "--timeseries-ms",
+    type=click.FloatRange(min=1e-6, max=1e9),
+    default=None,
+    help="Also write each run's time series at this interval (runs/<key>/timeseries.parquet).",
+)
+@click.option(
+    "--request-log", is_flag=True, help="Also write each run's per-request log (Parquet)."
+)
+@click.option(
+    "--json",
+    "json_out",
+    metavar="OUT",
+    default=None,
+    help="Write the table as JSON to OUT ('-': stdout, no table printed).",
+)
+def compare_command(
+    trace: str,
+    schemes: str,
+    config: str,
+    sets: tuple[str, ...],
+    out: Path,
+    workers: int | None,
+    scheduler: str,
+    timeseries_ms: float | None,
+    request_log: bool,
+    json_out: str | None,
+) -> None:
+    """Run several schemes on one trace in parallel and print one table with ratios to the
+    first scheme: response mean / p50 / p99 / p99.9 per class, WA, erases, die utilisation,
+    flash time per request."""
+    from rich.table import Table
+
+    from nandlab.experiment import ExperimentError, RunOutputs
+    from nandlab.reproduce.common import (
+        EXIT_CHECK_FAILED,
+        EXIT_USER_ERROR,
+        err_console,
+        out_console,
+    )
+
+    names = [s.strip() for s in schemes.split(",") if s.strip()]
+    outputs = RunOutputs(
+        request_log=request_log, timeseries_interval_ms=timeseries_ms, latency_cdf=True
+    )
+    try:
+        df = compare(
+            trace,
+            names,
+            config,
+            list(sets),
+            out,
+            scheduler=None if scheduler == "local" else scheduler,
+            workers=workers,
+            outputs=outputs,
+            progress=err_console.is_terminal and json_out != "-",
+            console=err_console,
+        )
+    except (ValueError, ExperimentError) as e:
+        if isinstance(e, ValueError) and type(e).__name__ in ("ConfigError", "TraceError"):
+            msg = f"{type(e).__name__}: {' '.join(str(e).split())}"
+        else:
+            msg = " ".join(str(e).split())
+        click.secho(f"error: {msg}", fg="red", err=True)
+        raise click.exceptions.Exit(EXIT_USER_ERROR) from None
+    rows = df.to_dicts()
+    if json_out is not None:
+        text = json.dumps({"trace": trace, "config": config, "rows": rows}, indent=1)
+        if json_out == "-":
+            click.echo(text)
+        else:
+            Path(json_out).write_text(text + "\n", encoding="utf-8")
+    if json_out != "-":
+        t = Table(
+            title=f"nandlab compare — {trace} on {config} (ratio to {names[0]})",
+            title_justify="left",
+        )
+        t.add_column("metric", style="bold")
+        for r in rows:
+            t.add_column(r["scheme"], justify="right")
+        for col, label, _, unit in METRICS:
+            t.add_row(
+                f"{label} {unit}".strip(),
+                *(_cell(r[col], r[f"{col}_ratio"], i == 0) for i, r in enumerate(rows)),
+            )
+        out_console.print(t)
+        out_console.print(f"runs in {out / 'runs.parquet'}; HTML: nandlab report {out}")
+    bad = [r for r in rows if r["error"]]
+    if bad:
+        err_console.print(
+            f"[red]{len(bad)} run(s) failed[/]; first: {bad[0]['scheme']}: {bad[0]['error']}"
+        )
+        raise SystemExit(EXIT_CHECK_FAILED)

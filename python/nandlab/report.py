@@ -1,0 +1,761 @@
+"""``nandlab report DIR``: one self-contained HTML file for a sweep, a compare or a reproduce
+output directory.
+
+What goes in (each part only when the directory has what it needs):
+
+* a summary (what the directory is, runs, failures, where they ran);
+* the paper's headline and result tables (a reproduce output's ``result.json``, or any JSON file
+  in DIR written by ``reproduce --json``);
+* the compare table with ratios to the first scheme (``compare.json``);
+* figures: mean and p99 response per run for each trace; latency CDFs per trace (one line per
+  scheme / setting; from the reports' ``host.cdf`` when the runs recorded it, else from their
+  p50 / p90 / p99 / p99.9 / max, marked as such); per-interval time series per trace
+  (throughput, mean and p99 response, queue depth, GC moves and erases, die utilisation) for
+  runs that wrote one; and a reproduce command's own figures;
+* the runs table (click a column header to sort), with each run's error.
+
+Figures are embedded as PNG (the file opens anywhere, offline, with no other file) and also
+written beside the HTML as PNG and SVG (``<name>_files/``). The page uses no external resource
+and a few lines of inline JavaScript (table sorting only).
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import math
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+
+REPORT_FILE = "report.html"
+#: Most runs drawn as separate lines in one panel; more are summarised in the tables only.
+MAX_LINES = 40
+
+
+@dataclass
+class Figure:
+    """A figure of the report: its id, caption and files."""
+
+    name: str
+    title: str
+    caption: str
+    png: Path
+    svg: Path
+
+
+@dataclass
+class ReportResult:
+    """What :func:`build_report` wrote."""
+
+    html: Path
+    kind: str
+    runs: int
+    figures: list[Figure] = field(default_factory=list)
+    size_bytes: int = 0
+    build_s: float = 0.0
+
+
+class ReportError(ValueError):
+    """DIR holds nothing a report can be made of."""
+
+
+# --------------------------------------------------------------------------- reading DIR
+
+
+def _read_json(p: Path) -> Any:
+    try:
+        return json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _paper_results(d: Path) -> list[dict[str, Any]]:
+    """JSON files in ``d`` written by ``reproduce`` (they have ``paper`` and ``table``)."""
+    out = []
+    for p in sorted(d.glob("*.json")):
+        if p.name.startswith("."):
+            continue
+        obj = _read_json(p)
+        if isinstance(obj, dict) and "paper" in obj and "table" in obj and obj["paper"] != "sweep":
+            obj["_file"] = p.name
+            out.append(obj)
+    return out
+
+
+@dataclass
+class _Run:
+    row: dict[str, Any]
+    report: dict[str, Any] | None
+
+    @property
+    def trace(self) -> str:
+        return str(self.row.get("trace") or "")
+
+    @property
+    def label(self) -> str:
+        return str(self.row.get("label") or self.row.get("scheme") or "")
+
+
+def _load_runs(d: Path) -> list[_Run]:
+    from nandlab.experiment import load_runs
+
+    df = load_runs(d)
+    runs = []
+    for r in df.iter_rows(named=True):
+        rep = None
+        if r.get("report"):
+            try:
+                rep = json.loads(r["report"])
+            except ValueError:
+                rep = None
+        runs.append(_Run(r, rep))
+    return runs
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def _slug(s: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", s).strip("-") or "x"
+
+
+def _color(i: int) -> Any:
+    from matplotlib import colormaps
+
+    cmap = colormaps["tab10" if i < 10 else "tab20"]
+    return cmap(i % (10 if i < 10 else 20))
+
+
+_DASHES: tuple[Any, ...] = (
+    "-",
+    "--",
+    ":",
+    "-.",
+    (0, (5, 1)),
+    (0, (3, 1, 1, 1, 1, 1)),
+    (0, (1, 3)),
+    (0, (8, 2, 1, 2)),
+)
+
+
+def _styles(runs: Sequence[_Run]) -> list[tuple[Any, Any]]:
+    """(colour, line style) per run: one colour per scheme, one dash pattern per setting of
+    that scheme (so a 5-scheme x 5-setting sweep reads as five families of lines)."""
+    schemes: dict[str, int] = {}
+    seen: dict[str, int] = {}
+    out = []
+    for r in runs:
+        sc = str(r.row.get("scheme"))
+        ci = schemes.setdefault(sc, len(schemes))
+        di = seen.get(sc, 0)
+        seen[sc] = di + 1
+        out.append((_color(ci), _DASHES[di % len(_DASHES)]))
+    return out
+
+
+def _by_trace(runs: Sequence[_Run]) -> dict[str, list[_Run]]:
+    out: dict[str, list[_Run]] = {}
+    for r in runs:
+        if r.report is not None:
+            out.setdefault(r.trace, []).append(r)
+    return out
+
+
+def _legend(ax: Any, n: int) -> None:
+    if n == 0:
+        return
+    if n <= 8:
+        ax.legend(fontsize=7, loc="best")
+    else:
+        ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), ncol=1 + n // 24)
+
+
+def _fig_summary(by_trace: Mapping[str, list[_Run]], files: Path) -> Figure | None:
+    from nandlab.figures import _figure, save
+    from nandlab.result import lookup
+
+    if not by_trace:
+        return None
+    n_max = max(len(v) for v in by_trace.values())
+    fig = _figure(9.0, 0.6 + 0.22 * n_max * len(by_trace) + 0.5 * len(by_trace))
+    axes = fig.subplots(len(by_trace), 1, squeeze=False)[:, 0]
+    for ax, (trace, runs) in zip(axes, by_trace.items()):
+        labels = [r.label for r in runs]
+        mean = [lookup(r.report, "host.mean_us") or 0.0 for r in runs]
+        p99 = [lookup(r.report, "host.all.p99_us") or 0.0 for r in runs]
+        y = list(range(len(runs)))
+        ax.barh([v + 0.2 for v in y], mean, height=0.4, color="#4c72b0", label="mean")
+        ax.barh([v - 0.2 for v in y], p99, height=0.4, color="#dd8452", label="p99")
+        ax.set_yticks(y, labels, fontsize=7)
+        ax.invert_yaxis()
+        ax.set_title(f"{trace}: response time (µs)", fontsize=9, loc="left")
+        pos = [v for v in mean + p99 if v > 0]
+        if pos and max(pos) / min(pos) > 100:
+            ax.set_xscale("log")
+            _plain_log_ticks(ax.xaxis)
+        ax.grid(axis="x", alpha=0.3)
+        ax.legend(fontsize=7, loc="lower right")
+    base = files / "summary-response"
+    png, svg = save(fig, base)
+    return Figure(
+        "summary-response",
+        "Response time per run",
+        "Mean and p99 response time (all requests) of every run, per trace.",
+        png,
+        svg,
+    )
+
+
+def _cdf_points(rep: Mapping[str, Any], cls: str) -> tuple[list[float], list[float], bool]:
+    """(latencies µs, fractions, exact) of class ``cls`` (``read``/``write``/``all``)."""
+    host = rep.get("host") or {}
+    cdf = host.get("cdf")
+    if isinstance(cdf, Mapping) and cdf.get(f"{cls}_us"):
+        return list(cdf[f"{cls}_us"]), list(cdf["quantiles"]), True
+    summ = host.get(cls) or {}
+    pts = [(summ.get(k), q) for k, q in (("p50_us", 0.5), ("p90_us", 0.9), ("p99_us", 0.99))]
+    pts += [(summ.get("p999_us"), 0.999), (summ.get("max_us"), 1.0)]
+    if not summ.get("count"):
+        return [], [], False
+    xs = [float(v) for v, _ in pts if isinstance(v, (int, float))]
+    ys = [q for v, q in pts if isinstance(v, (int, float))]
+    return xs, ys, False
+
+
+def _plain_log_ticks(axis: Any) -> None:
+    """Log-axis tick labels as plain numbers (100, 1000, 1e+04), no minor labels."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def _fig_cdf(trace: str, runs: Sequence[_Run], files: Path) -> Figure | None:
+    from nandlab.figures import _figure, save
+
+    runs = list(runs)[:MAX_LINES]
+    classes = [c for c in ("read", "write") if any(_cdf_points(r.report or {}, c)[0] for r in runs)]
+    if not classes:
+        return None
+    fig = _figure(5.0 * len(classes) + (2.2 if len(runs) > 8 else 0.0), 3.6)
+    axes = fig.subplots(1, len(classes), squeeze=False)[0]
+    approx = False
+    styles = _styles(runs)
+    for ax, cls in zip(axes, classes):
+        n = 0
+        for r, (color, dash) in zip(runs, styles):
+            xs, ys, exact = _cdf_points(r.report or {}, cls)
+            if not xs:
+                continue
+            approx |= not exact
+            style = {"drawstyle": "steps-post"} if exact else {"marker": "o", "markersize": 3}
+            ax.plot(xs, ys, color=color, ls=dash, lw=1.2, label=r.label, **style)
+            n += 1
+        ax.set_xscale("log")
+        _plain_log_ticks(ax.xaxis)
+        ax.set_ylim(0, 1.005)
+        ax.set_xlabel(f"{cls} response time (µs)")
+        ax.set_ylabel("fraction of requests")
+        ax.set_title(f"{trace}: {cls}s", fontsize=9, loc="left")
+        ax.grid(alpha=0.3, which="both")
+        if cls == classes[-1]:
+            _legend(ax, n)
+    name = f"cdf-{_slug(trace)}"
+    png, svg = save(fig, files / name)
+    cap = (
+        f"Response-time CDF of {trace}, one line per run (a colour per scheme, a dash pattern "
+        "per setting)."
+    )
+    if approx:
+        cap += (
+            " Markers: runs without host.cdf in their report, drawn from p50 / p90 / p99 / "
+            "p99.9 / max only."
+        )
+    if len(runs) == MAX_LINES:
+        cap += f" First {MAX_LINES} runs only."
+    return Figure(name, f"Latency CDF — {trace}", cap, png, svg)
+
+
+_TS_PANELS = (
+    ("throughput_rps", "throughput (req/s)"),
+    ("latency", "response (µs): mean —, p99 - -"),
+    ("queue_depth", "queue depth (requests)"),
+    ("gc", "GC moves —, erases - - (per s)"),
+    ("die_utilization", "die utilisation"),
+)
+
+
+#: Most points per time-series line; longer series are drawn in bins of whole intervals.
+MAX_POINTS = 600
+
+
+def _plot_bins(df: Any, max_points: int = MAX_POINTS) -> tuple[Any, int]:
+    """The time series in bins of ``k`` consecutive intervals (``k = 1`` when short enough):
+    rates and means recomputed over each bin, p99 as the highest interval p99 in it. Returns
+    ``(frame, k)`` with columns start_s, throughput_rps, mean_us, p99_us, queue_depth,
+    gc_per_s, erases_per_s, die_utilization."""
+    import polars as pl
+
+    k = max(1, -(-df.height // max_points))
+    done = pl.col("reads") + pl.col("writes")
+    dur = pl.col("duration_s")
+    g = (
+        df.with_row_index("i")
+        .with_columns((pl.col("i") // k).alias("bin"), done.alias("done"))
+        .group_by("bin", maintain_order=True)
+        .agg(
+            pl.col("start_s").first(),
+            dur.sum().alias("dur"),
+            pl.col("done").sum(),
+            (pl.col("mean_us") * pl.col("done")).sum().alias("resp"),
+            pl.col("p99_us").max(),
+            (pl.col("queue_depth") * dur).sum().alias("qd"),
+            pl.col("gc_moves").sum(),
+            pl.col("erases").sum(),
+            (pl.col("die_utilization") * dur).sum().alias("busy"),
+        )
+    )
+    out = g.select(
+        "start_s",
+        (pl.col("done") / pl.col("dur")).alias("throughput_rps"),
+        pl.when(pl.col("done") > 0).then(pl.col("resp") / pl.col("done")).alias("mean_us"),
+        "p99_us",
+        (pl.col("qd") / pl.col("dur")).alias("queue_depth"),
+        (pl.col("gc_moves") / pl.col("dur")).alias("gc_per_s"),
+        (pl.col("erases") / pl.col("dur")).alias("erases_per_s"),
+        (pl.col("busy") / pl.col("dur")).alias("die_utilization"),
+    )
+    return out.fill_null(float("nan")), k
+
+
+def _fig_timeseries(trace: str, runs: Sequence[_Run], d: Path, files: Path) -> Figure | None:
+    import polars as pl
+
+    from nandlab.figures import _figure, save
+
+    series = []
+    for i, r in enumerate(runs):
+        rel = r.row.get("timeseries")
+        if rel and (d / rel).is_file():
+            try:
+                series.append((i, r, pl.read_parquet(d / rel)))
+            except Exception:  # a damaged file: the table still lists the run
+                continue
+    if not series:
+        return None
+    series = series[:MAX_LINES]
+    fig = _figure(10.0 + (2.2 if len(series) > 8 else 0.0), 9.0)
+    axes = fig.subplots(len(_TS_PANELS), 1, sharex=True)
+    binned = 1
+    for i, r, raw in series:
+        df, k = _plot_bins(raw)
+        binned = max(binned, k)
+        t = df["start_s"].to_list()
+        c = _color(i)
+        step: dict[str, Any] = {"drawstyle": "steps-post"}
+        # short series get markers, so a lone interval between empty ones still shows
+        kw = {**step, "marker": ".", "markersize": 2} if df.height <= 200 else step
+        for ax, (col, _) in zip(axes, _TS_PANELS):
+            if col == "latency":
+                ax.plot(t, df["mean_us"].to_list(), color=c, lw=1.0, **kw)
+                ax.plot(t, df["p99_us"].to_list(), color=c, lw=0.8, ls="--", **kw)
+            elif col == "gc":
+                ax.plot(t, df["gc_per_s"].to_list(), color=c, lw=1.0, **step)
+                ax.plot(t, df["erases_per_s"].to_list(), color=c, lw=0.8, ls="--", **step)
+            else:
+                label = r.label if col == "throughput_rps" else None
+                ax.plot(t, df[col].to_list(), color=c, lw=1.0, label=label, **step)
+    for ax, (col, label) in zip(axes, _TS_PANELS):
+        ax.set_ylabel(label, fontsize=7)
+        ax.grid(alpha=0.3)
+        if col == "latency":
+            ax.set_yscale("symlog", linthresh=10.0)
+    axes[-1].set_xlabel("simulated time (s)")
+    axes[0].set_title(f"{trace}: per-interval time series", fontsize=9, loc="left")
+    _legend(axes[0], len(series))
+    name = f"timeseries-{_slug(trace)}"
+    png, svg = save(fig, files / name)
+    iv = series[0][2]["duration_s"][0] if series[0][2].height else float("nan")
+    cap = (
+        f"Per-interval time series of {trace} ({iv * 1000:g} ms intervals), one colour per run: "
+        "requests completed per second; mean and p99 response of the requests completed in the "
+        "interval; time-averaged host requests in the device; GC page moves and block erases "
+        "per second; share of die time busy."
+    )
+    if binned > 1:
+        cap += (
+            f" Long series are drawn in bins of up to {binned} intervals (rates and means over "
+            "the bin, p99 the highest interval p99 in it); the Parquet files have every interval."
+        )
+    if len(series) == MAX_LINES:
+        cap += f" First {MAX_LINES} runs only."
+    return Figure(name, f"Time series — {trace}", cap, png, svg)
+
+
+# --------------------------------------------------------------------------- HTML
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px auto;
+max-width:1300px;padding:0 16px;color:#222;line-height:1.4}
+h1{font-size:1.5em;margin-bottom:4px}h2{font-size:1.2em;margin-top:32px;
+border-bottom:1px solid #ddd;padding-bottom:4px}h3{font-size:1.02em;margin-bottom:4px}
+.meta{color:#666;font-size:.9em}table{border-collapse:collapse;font-size:.82em;margin:8px 0}
+th,td{border:1px solid #ddd;padding:3px 7px;vertical-align:top}th{background:#f4f4f4;
+text-align:left}td.n{text-align:right;font-variant-numeric:tabular-nums}
+table.sortable th{cursor:pointer;user-select:none}table.sortable th:hover{background:#e8eef8}
+th.asc::after{content:" ▲"}th.desc::after{content:" ▼"}td.err{color:#b00;max-width:420px}
+figure{margin:16px 0}figure img{max-width:100%;border:1px solid #eee}
+figcaption{font-size:.85em;color:#444;max-width:1000px}.ok{color:#060}.bad{color:#b00}
+.wrap{overflow-x:auto}
+"""
+
+_JS = """
+(function(){
+  function key(td){var v=td.getAttribute('data-v');return v===null?td.textContent:v;}
+  document.querySelectorAll('table.sortable').forEach(function(t){
+    t.querySelectorAll('th').forEach(function(th,i){
+      th.addEventListener('click',function(){
+        var body=t.tBodies[0],rows=Array.prototype.slice.call(body.rows);
+        var asc=!th.classList.contains('asc');
+        t.querySelectorAll('th').forEach(function(h){h.classList.remove('asc','desc');});
+        th.classList.add(asc?'asc':'desc');
+        var num=rows.every(function(r){var v=r.cells[i].getAttribute('data-v');
+          return v!==null&&v!==''&&!isNaN(+v);});
+        rows.sort(function(a,b){var x=key(a.cells[i]),y=key(b.cells[i]);
+          var c=num?(+x)-(+y):String(x).localeCompare(String(y),undefined,{numeric:true});
+          return asc?c:-c;});
+        rows.forEach(function(r){body.appendChild(r);});
+      });
+    });
+  });
+  var imgs=document.images,ok=0;
+  for(var i=0;i<imgs.length;i++){if(imgs[i].complete&&imgs[i].naturalWidth>0)ok++;}
+  document.body.setAttribute('data-figures',String(imgs.length));
+  document.body.setAttribute('data-figures-ok',String(ok));
+})();
+"""
+
+
+def _e(v: Any) -> str:
+    return html.escape(str(v), quote=True)
+
+
+def _num_cell(v: Any, digits: int = 3) -> str:
+    from nandlab.reproduce.common import fmt_num
+
+    if isinstance(v, bool) or v is None:
+        return f"<td>{_e(fmt_num(v))}</td>"
+    if isinstance(v, (int, float)):
+        if isinstance(v, float) and not math.isfinite(v):
+            return "<td class=n>—</td>"
+        return f'<td class=n data-v="{v!r}">{_e(fmt_num(v, digits))}</td>'
+    return f"<td>{_e(v)}</td>"
+
+
+def _dict_table(rows: Sequence[Mapping[str, Any]], *, sortable: bool = True) -> str:
+    """A list of flat dicts as an HTML table (columns in first-seen order)."""
+    cols: list[str] = []
+    for r in rows:
+        for k in r:
+            if k not in cols and not isinstance(r[k], (dict, list)):
+                cols.append(k)
+    cls = ' class="sortable"' if sortable else ""
+    out = [f"<div class=wrap><table{cls}><thead><tr>"]
+    out += [f"<th>{_e(c)}</th>" for c in cols]
+    out.append("</tr></thead><tbody>")
+    for r in rows:
+        out.append("<tr>" + "".join(_num_cell(r.get(c)) for c in cols) + "</tr>")
+    out.append("</tbody></table></div>")
+    return "".join(out)
+
+
+_RUN_COLS: tuple[tuple[str, str], ...] = (
+    ("mean µs", "host.mean_us"),
+    ("read mean µs", "host.read_mean_us"),
+    ("write mean µs", "host.write_mean_us"),
+    ("read p99 µs", "host.read_p99_us"),
+    ("write p99 µs", "host.write_p99_us"),
+    ("p99.9 µs", "host.all.p999_us"),
+    ("WA", "write_amplification"),
+    ("erases", "flash.erases"),
+    ("GC moves", "gc.pages_moved"),
+    ("die util.", "flash.die_utilization"),
+    ("requests", "host.requests"),
+    ("wall s", "wall_s"),
+)
+
+
+def _runs_table(runs: Sequence[_Run]) -> str:
+    from nandlab.result import lookup
+
+    configs = {str(r.row.get("config")) for r in runs}
+    head = ["trace", "scheme", "run"] + (["config"] if len(configs) > 1 else [])
+    head += [c for c, _ in _RUN_COLS] + ["finished (UTC)", "error"]
+    out = ['<div class=wrap><table class="sortable" id="runs"><thead><tr>']
+    out += [f"<th>{_e(h)}</th>" for h in head]
+    out.append("</tr></thead><tbody>")
+    for r in runs:
+        rep = r.report or {}
+        cells = [f"<td>{_e(r.trace)}</td>", f"<td>{_e(r.row.get('scheme'))}</td>"]
+        cells.append(f"<td>{_e(r.label)}</td>")
+        if len(configs) > 1:
+            cells.append(f"<td>{_e(Path(str(r.row.get('config'))).stem)}</td>")
+        for _, path in _RUN_COLS:
+            v = lookup(rep, path) if rep else None
+            if v is None:
+                v = r.row.get(path)
+            cells.append(_num_cell(v))
+        fin = str(r.row.get("finished_at") or "")[:19].replace("T", " ")
+        cells.append(f"<td>{_e(fin)}</td>")
+        cells.append(f"<td class=err>{_e(r.row.get('error') or '')}</td>")
+        out.append("<tr>" + "".join(cells) + "</tr>")
+    out.append("</tbody></table></div>")
+    return "".join(out)
+
+
+def _compare_table(cmp: Mapping[str, Any]) -> str:
+    from nandlab.comparison import METRICS
+    from nandlab.reproduce.common import fmt_num
+
+    rows = cmp.get("rows") or []
+    if not rows:
+        return ""
+    out = ["<div class=wrap><table><thead><tr><th>metric</th>"]
+    out += [f"<th>{_e(r.get('scheme'))}</th>" for r in rows]
+    out.append("</tr></thead><tbody>")
+    for col, label, _, unit in METRICS:
+        cells = []
+        for i, r in enumerate(rows):
+            v, ratio = r.get(col), r.get(f"{col}_ratio")
+            s = fmt_num(v)
+            if i and isinstance(ratio, (int, float)):
+                s += f" ({ratio:.3f}x)"
+            cells.append(f"<td class=n>{_e(s)}</td>")
+        out.append(f"<tr><td>{_e((label + ' ' + unit).strip())}</td>{''.join(cells)}</tr>")
+    out.append("</tbody></table></div>")
+    return "".join(out)
+
+
+def _img(path: Path, alt: str) -> str:
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return f'<img src="data:image/png;base64,{data}" alt="{_e(alt)}" loading="eager">'
+
+
+def _figure_html(f: Figure, html_dir: Path) -> str:
+    def rel(p: Path) -> str:
+        try:
+            return str(p.relative_to(html_dir))
+        except ValueError:
+            return str(p)
+
+    return (
+        f'<figure id="{_e(f.name)}"><h3>{_e(f.title)}</h3>{_img(f.png, f.title)}'
+        f"<figcaption>{_e(f.caption)} Files: "
+        f'<a href="{_e(rel(f.png))}">PNG</a>, <a href="{_e(rel(f.svg))}">SVG</a>.'
+        "</figcaption></figure>"
+    )
+
+
+def build_report(
+    directory: str | Path, output: str | Path | None = None, *, title: str | None = None
+) -> ReportResult:
+    """Write the HTML report of ``directory`` (a sweep, compare or reproduce output) to
+    ``output`` (default ``DIR/report.html``) and its figures as PNG and SVG to
+    ``<output stem>_files/`` beside it. Raises :class:`ReportError` when ``directory`` has no
+    runs and no paper results."""
+    t0 = time.perf_counter()
+    d = Path(directory)
+    if not d.is_dir():
+        raise ReportError(f"{d}: not a directory")
+    out = Path(output) if output is not None else d / REPORT_FILE
+    files = out.parent / f"{out.stem}_files"
+    files.mkdir(parents=True, exist_ok=True)
+
+    sweep_meta = _read_json(d / "sweep.json")
+    cmp_meta = _read_json(d / "compare.json")
+    papers = _paper_results(d)
+    runs = _load_runs(d)
+    # the grid's (or the compare's) order where it is known
+    order: list[str] = []
+    if isinstance(sweep_meta, dict):
+        order = [str(k) for k in sweep_meta.get("keys") or []]
+    elif isinstance(cmp_meta, dict):
+        order = [str(r.get("key")) for r in cmp_meta.get("rows") or []]
+    other = 0
+    if order:
+        # only this sweep's / compare's runs (DIR may hold runs of an earlier, different grid)
+        pos = {k: i for i, k in enumerate(order)}
+        kept = [r for r in runs if str(r.row.get("key")) in pos]
+        other = len(runs) - len(kept)
+        runs = sorted(kept, key=lambda r: pos[str(r.row.get("key"))])
+    if not runs and not papers:
+        raise ReportError(
+            f"{d}: no runs.parquet and no reproduce result JSON: give the --out directory of "
+            "nandlab sweep, compare or reproduce"
+        )
+    if isinstance(sweep_meta, dict):
+        kind = "sweep"
+    elif isinstance(cmp_meta, dict):
+        kind = "compare"
+    elif papers:
+        kind = "reproduce"
+    else:
+        kind = "runs"
+
+    # keep the order of the grid: by trace as first seen, then as stored
+    by_trace = _by_trace(runs)
+    figs: list[Figure] = []
+    for trace, trs in by_trace.items():
+        f = _fig_cdf(trace, trs, files)
+        if f:
+            figs.append(f)
+    for trace, trs in by_trace.items():
+        f = _fig_timeseries(trace, trs, d, files)
+        if f:
+            figs.append(f)
+    f = _fig_summary(by_trace, files)
+    if f:
+        figs.append(f)
+    own_figs: list[tuple[Path, Path | None]] = []
+    for png in sorted(d.glob("*.png")):
+        svg = png.with_suffix(".svg")
+        own_figs.append((png, svg if svg.is_file() else None))
+
+    from nandlab import __version__
+
+    failed = [r for r in runs if r.row.get("error")]
+    if title is None:
+        if kind == "sweep":
+            title = f"nandlab sweep — {Path(str(sweep_meta.get('grid', d.name))).name}"
+        elif kind == "compare":
+            title = f"nandlab compare — {cmp_meta.get('trace')}"
+        elif kind == "reproduce":
+            title = f"nandlab reproduce {papers[0]['paper']}"
+        else:
+            title = f"nandlab runs — {d.name}"
+    parts = [
+        "<!DOCTYPE html><html lang=en><head><meta charset=utf-8>",
+        '<meta name="viewport" content="width=device-width,initial-scale=1">',
+        f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>",
+        f"<h1>{_e(title)}</h1>",
+        f"<p class=meta>{_e(d.resolve())} · nandlab {_e(__version__)} · generated "
+        f"{_e(time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime()))}</p>",
+    ]
+    traces = list(dict.fromkeys(r.trace for r in runs))
+    schemes = list(dict.fromkeys(str(r.row.get("scheme")) for r in runs))
+    status = (
+        f"<span class=bad>{len(failed)} failed</span>"
+        if failed
+        else "<span class=ok>0 failed</span>"
+    )
+    parts.append(
+        f"<p>{len(runs)} runs ({status}) · {len(traces)} traces: {_e(', '.join(traces))} · "
+        f"schemes: {_e(', '.join(schemes))}</p>"
+    )
+    if other:
+        parts.append(
+            f"<p class=meta>{other} other runs in runs.parquet (from an earlier {kind} in this "
+            "directory) are not shown.</p>"
+        )
+    toc = [("Runs", "runs-section")] if runs else []
+    if figs or own_figs:
+        toc.insert(0, ("Figures", "figures"))
+    toc += [(f.title, f.name) for f in figs]
+    if len(toc) > 2:
+        parts.append(
+            "<p class=meta>Contents: "
+            + " · ".join(f'<a href="#{_e(a)}">{_e(t)}</a>' for t, a in toc)
+            + "</p>"
+        )
+    if kind == "sweep":
+        axes = sweep_meta.get("axes") or {}
+        rows = [{"axis": k, "values": ", ".join(map(str, v))} for k, v in axes.items()]
+        parts.append("<h2>Grid</h2>" + _dict_table(rows, sortable=False))
+    if kind == "compare":
+        ov = cmp_meta.get("overrides")
+        with_ov = f" with {_e(json.dumps(ov))}" if ov else ""
+        parts.append(
+            f"<h2>Compare</h2><p>{_e(cmp_meta.get('trace'))} on {_e(cmp_meta.get('config'))}"
+            f"{with_ov}"
+            f"; ratios to {_e((cmp_meta.get('schemes') or ['?'])[0])}.</p>"
+            + _compare_table(cmp_meta)
+        )
+    for res in papers:
+        parts.append(f"<h2>Paper: {_e(res['paper'])} ({_e(res['_file'])})</h2>")
+        if res.get("caption"):
+            parts.append(f"<p class=meta>{_e(res['caption'])}</p>")
+        chk = res.get("check")
+        if isinstance(chk, dict):
+            c = "ok" if chk.get("passed") else "bad"
+            parts.append(f"<p class={c}>check: {_e(chk.get('message', ''))}</p>")
+        if isinstance(res.get("headline"), list) and res["headline"]:
+            parts.append("<h3>Headline: paper vs ours</h3>" + _dict_table(res["headline"]))
+        if isinstance(res.get("table"), list) and res["table"]:
+            parts.append("<h3>Results table</h3>" + _dict_table(res["table"]))
+    if figs or own_figs:
+        parts.append('<h2 id="figures">Figures</h2>')
+        parts += [_figure_html(f, out.parent) for f in figs]
+        for png, svg in own_figs:
+            links = f'<a href="{_e(png.name)}">PNG</a>'
+            if svg is not None:
+                links += f', <a href="{_e(svg.name)}">SVG</a>'
+            parts.append(
+                f'<figure id="{_e(_slug(png.stem))}"><h3>{_e(png.stem)}</h3>{_img(png, png.stem)}'
+                f"<figcaption>Figure written by the command ({_e(png.name)}). Files: {links}."
+                "</figcaption></figure>"
+            )
+    if runs:
+        parts.append(
+            '<h2 id="runs-section">Runs</h2><p class=meta>Click a column header to sort.</p>'
+        )
+        parts.append(_runs_table(runs))
+    parts.append(f"<script>{_JS}</script></body></html>")
+    text = "\n".join(parts)
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(out)
+    return ReportResult(
+        out,
+        kind,
+        len(runs),
+        figs,
+        out.stat().st_size,
+        time.perf_counter() - t0,
+    )
+
+
+@click.command("report")
+@click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="HTML file to write (default DIR/report.html); figures go to <name>_files/ beside it.",
+)
+@click.option("--title", default=None, help="Page title.")
+def report_command(directory: Path, output: Path | None, title: str | None) -> None:
+    """One self-contained HTML report of a sweep, compare or reproduce output directory:
+    runs table (sortable), latency CDFs, time series, paper tables; figures also as PNG/SVG."""
+    from nandlab.reproduce.common import EXIT_USER_ERROR, err_console
+
+    if not directory.is_dir():
+        click.secho(f"error: {directory}: not a directory", fg="red", err=True)
+        raise click.exceptions.Exit(EXIT_USER_ERROR)
+    try:
+        res = build_report(directory, output, title=title)
+    except ReportError as e:
+        click.secho(f"error: {e}", fg="red", err=True)
+        raise click.exceptions.Exit(EXIT_USER_ERROR) from None
+    err_console.print(
+        f"wrote {res.html} ({res.size_bytes / 1024:,.0f} KiB, {res.runs} runs, "
+        f"{len(res.figures)} figures as PNG+SVG in {res.html.parent / (res.html.stem + '_files')}) "
+        f"in {res.build_s:.1f} s"
+    )

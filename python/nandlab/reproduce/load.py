@@ -1,0 +1,444 @@
+"""Load level of a reproduction: one methodology for every ``nandlab reproduce`` command.
+
+The papers replay MSR / UMass volumes of a few to a few hundred IOPS on their devices; the real
+traces we have (captured PostgreSQL, developer tree) are 30-5,000x more intense. Replayed at
+their own speed they saturate the papers' devices, and the "latency" is a backlog of seconds
+that measures queueing, not the scheme. So (docs/reproductions.md, "Load level"):
+
+* **Time scale.** Every trace is replayed with its timestamps multiplied by a time scale K
+  (``host.time_scale``; periods given in trace time, such as EFM's T or a refresh period,
+  stretch with it in the core, counts of requests do not). ``--time-scale auto`` (default)
+  picks K per trace from the **baseline** scheme's offered die load at K = 1 -- the die busy
+  time the run needs divided by (dies x arrival span), which does not depend on K -- as the
+  smallest K of the 1-2-5 series (1, 2, 5, 10, 20, ...) that brings it to at most
+  :data:`TARGET_BAND`'s upper edge (15 %); a trace already below it runs at K = 1. The mean
+  hides uneven load (static striping sends a hot range to one die), so when the baseline at
+  that K is still overloaded (below) K moves up the series until it is not (at most
+  :data:`MAX_AUTO_STEPS` steps). It is chosen from the baseline, never from a scheme's result.
+  ``--time-scale 1,10,100`` (or ``auto,1``) sweeps fixed levels instead.
+* **Utilisation beside every latency.** Each run's mean die utilisation (busy time over the
+  host's window, time 0 to the last host completion), its offered die load and the share of
+  response time spent waiting are reported.
+* **Overloaded, not comparable.** A (trace, K) whose baseline has a mean die utilisation or
+  offered load above :data:`OVERLOAD_UTILISATION` (80 %), or whose requests spend more than
+  :data:`OVERLOAD_WAIT_SHARE` (80 %) of their response time queueing, is flagged; its rows are
+  marked in tables and figures and left out of the headline means.
+* **Headlines per trace**, with the arithmetic and the geometric mean across the comparable
+  traces side by side, so one outlier trace is visible as such.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+import click
+
+if TYPE_CHECKING:
+    from nandlab.experiment import RunSpec
+    from nandlab.reproduce.common import CommonOptions, TraceChoice
+
+#: The band of the baseline's mean die utilisation the automatic time scale aims for.
+TARGET_BAND = (0.05, 0.15)
+#: Above this mean die utilisation (or offered die load) a run is saturated.
+OVERLOAD_UTILISATION = 0.80
+#: Above this share of response time spent queueing, queue wait dominates.
+OVERLOAD_WAIT_SHARE = 0.80
+#: The largest time scale ``auto`` picks (the core accepts up to 1e6).
+MAX_AUTO_SCALE = 1e5
+#: At most this many raises of an automatic K whose baseline is still overloaded.
+MAX_AUTO_STEPS = 6
+
+AUTO = "auto"
+
+
+def parse_time_scales(text: str) -> list[float | str]:
+    """``"auto"``, ``"1,10,100"`` or a mix (``"auto,1"``) as a list of ``"auto"`` / floats.
+
+    Raises :class:`click.BadParameter` for anything else (a scale must be in (0, 1e6]).
+    """
+    out: list[float | str] = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        if part.lower() == AUTO:
+            if AUTO not in out:
+                out.append(AUTO)
+            continue
+        try:
+            v = float(part)
+        except ValueError:
+            raise click.BadParameter(
+                f"{part!r} is not a number or 'auto' (e.g. --time-scale auto or 1,10,100)"
+            ) from None
+        if not (math.isfinite(v) and 0 < v <= 1e6):
+            raise click.BadParameter(f"time scale {part} outside (0, 1e6]")
+        if v not in out:
+            out.append(v)
+    if not out:
+        raise click.BadParameter("empty; give 'auto' or numbers such as 1,10,100")
+    return out
+
+
+def time_scale_callback(_ctx: Any, _param: Any, value: str) -> list[float | str]:
+    return parse_time_scales(value)
+
+
+def _get(rep: Mapping[str, Any] | None, path: str) -> Any:
+    cur: Any = rep
+    for k in path.split("."):
+        if not isinstance(cur, Mapping):
+            return None
+        cur = cur.get(k)
+    return cur
+
+
+def _num(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    f = float(v)
+    return f if math.isfinite(f) else None
+
+
+def host_window_utilisation(report: Mapping[str, Any] | None) -> float | None:
+    """Mean die utilisation over the host's window, from time 0 to the last host completion
+    (= ``flash.die_utilization`` x ``sim.span_s`` / ``sim.last_completion_s``): the report's
+    own figure is over the whole simulated span, which background checks (refresh scans) can
+    stretch past the last host request."""
+    u = _num(_get(report, "flash.die_utilization"))
+    span = _num(_get(report, "sim.span_s"))
+    end = _num(_get(report, "sim.last_completion_s"))
+    if u is None or span is None or not end:
+        return u
+    return min(1.0, u * span / end)
+
+
+def offered_load(report: Mapping[str, Any] | None) -> float | None:
+    """Offered die load of a run: mean die busy time over the trace's arrival span
+    (= ``flash.die_utilization`` x ``sim.span_s`` / ``sim.last_arrival_s``). Above 1 the device
+    cannot keep up; it scales as 1/K with the time scale K."""
+    u = _num(_get(report, "flash.die_utilization"))
+    span = _num(_get(report, "sim.span_s"))
+    arr = _num(_get(report, "sim.last_arrival_s"))
+    if u is None or span is None or not arr:
+        return None
+    return u * span / arr
+
+
+def wait_share(report: Mapping[str, Any] | None) -> float | None:
+    """Share of the mean host response time spent queueing (all requests)."""
+    resp = _num(_get(report, "host.mean_us"))
+    if not resp:
+        return None
+    waits, n = 0.0, 0.0
+    for cls in ("read", "write"):
+        w = _num(_get(report, f"host.wait.{cls}.mean_us"))
+        c = _num(_get(report, f"host.{cls}s"))
+        if w is not None and c:
+            waits += w * c
+            n += c
+    if not n:
+        return None
+    return (waits / n) / resp
+
+
+def load_info(report: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Utilisation figures of one run and whether it is overloaded (see the module doc)."""
+    util = host_window_utilisation(report)
+    off = offered_load(report)
+    ws = wait_share(report)
+    reasons = []
+    if util is not None and util > OVERLOAD_UTILISATION:
+        reasons.append(f"die utilisation {util:.0%}")
+    elif off is not None and off > OVERLOAD_UTILISATION:
+        reasons.append(f"offered die load {off:.0%}")
+    if ws is not None and ws > OVERLOAD_WAIT_SHARE:
+        reasons.append(f"queue wait {ws:.0%} of response")
+    return {
+        "time_scale": _num(_get(report, "config.host.time_scale")),
+        "die_utilization": util,
+        "offered_die_load": off,
+        "wait_share": ws,
+        "overloaded": bool(reasons) if report else None,
+        "overload_reason": "; ".join(reasons) or None,
+    }
+
+
+def next_scale(k: float) -> float:
+    """The next value of the 1-2-5 series above ``k`` (1 → 2 → 5 → 10 → 20 → …)."""
+    decade = 10.0 ** math.floor(math.log10(k) + 1e-9)
+    for m in (1.0, 2.0, 5.0, 10.0):
+        if decade * m > k * (1 + 1e-9):
+            return decade * m
+    return decade * 10.0
+
+
+def auto_scale(offered_at_1: float | None) -> float:
+    """The smallest K of the 1-2-5 series with ``offered_at_1 / K`` at most the target band's
+    upper edge (1 when the load is unknown or already within it)."""
+    hi = TARGET_BAND[1]
+    if offered_at_1 is None or offered_at_1 <= hi:
+        return 1.0
+    k = 1.0
+    while offered_at_1 / k > hi and k < MAX_AUTO_SCALE:
+        k = next_scale(k)
+    return min(k, MAX_AUTO_SCALE)
+
+
+def scale_label(k: float) -> str:
+    """``"K=20"``; ``"K=0.5"``."""
+    return f"K={k:g}"
+
+
+@dataclass
+class LoadPlan:
+    """The load levels of one reproduction, per trace."""
+
+    #: trace name -> the baseline's offered die load at K = 1 (auto only)
+    offered_at_1: dict[str, float | None] = field(default_factory=dict)
+    #: trace name -> the automatic K
+    auto: dict[str, float] = field(default_factory=dict)
+    #: the requested levels (``"auto"`` / floats)
+    requested: list[float | str] = field(default_factory=list)
+    #: traces whose automatic K was raised past the offered-load choice because the baseline
+    #: was still overloaded there (uneven die load, bursts)
+    raised: set[str] = field(default_factory=set)
+
+    def scales(self, trace: str) -> list[float]:
+        out: list[float] = []
+        for s in self.requested:
+            k = self.auto.get(trace, 1.0) if s == AUTO else float(s)
+            if k not in out:
+                out.append(k)
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "requested": self.requested,
+            "target_band": list(TARGET_BAND),
+            "overload_utilisation": OVERLOAD_UTILISATION,
+            "overload_wait_share": OVERLOAD_WAIT_SHARE,
+            "offered_die_load_at_1": self.offered_at_1,
+            "auto_time_scale": self.auto,
+            "auto_raised": sorted(self.raised),
+        }
+
+
+def expand(
+    traces: Sequence[TraceChoice],
+    opts: CommonOptions,
+    probe: Callable[[TraceChoice], Sequence[RunSpec]],
+) -> tuple[list[TraceChoice], LoadPlan]:
+    """One :class:`TraceChoice` per (trace, load level). With ``auto`` among the levels, the
+    ``probe`` specs of each trace (its baseline run(s) at K = 1) run first and K is chosen
+    from the largest offered die load among them. With several levels per trace the instances
+    are named ``"<trace> K=<k>"``; with one they keep the trace's name."""
+    from nandlab.reproduce.common import err_console, reports_by_key, run_planned
+
+    plan = LoadPlan(requested=list(opts.time_scales))
+    if AUTO in plan.requested:
+
+        @dataclass
+        class _Probe:
+            trace: str
+            spec: RunSpec
+            key: str = ""
+
+        def probe_at(pending: Mapping[str, float]) -> dict[str, list[dict[str, Any] | None]]:
+            probes = [
+                _Probe(t.name, s)
+                for t in traces
+                if t.name in pending
+                for s in probe(replace(t, time_scale=pending[t.name]))
+            ]
+            if not probes:
+                return {}
+            df, _ = run_planned(probes, opts)
+            reports = reports_by_key(df)
+            out: dict[str, list[dict[str, Any] | None]] = {}
+            for p in probes:
+                out.setdefault(p.trace, []).append(reports.get(p.key, (None, None))[0])
+            return out
+
+        # K from the mean offered die load at K = 1; then, while the baseline at K is still
+        # overloaded (a hot die, a burst), the next K of the series.
+        at1 = probe_at({t.name: 1.0 for t in traces})
+        pending: dict[str, float] = {}
+        for t in traces:
+            known = [x for x in map(offered_load, at1.get(t.name, [])) if x is not None]
+            plan.offered_at_1[t.name] = max(known) if known else None
+            k = auto_scale(plan.offered_at_1[t.name])
+            if k == 1.0 and any(load_info(r).get("overloaded") for r in at1.get(t.name, []) if r):
+                k = next_scale(k)
+                plan.raised.add(t.name)
+            plan.auto[t.name] = k
+            if k > 1.0:
+                pending[t.name] = k
+        for _ in range(MAX_AUTO_STEPS):
+            if not pending:
+                break
+            got = probe_at(pending)
+            nxt: dict[str, float] = {}
+            for n, k in pending.items():
+                still = any(load_info(r).get("overloaded") for r in got.get(n, []) if r)
+                if still and k < MAX_AUTO_SCALE:
+                    nxt[n] = plan.auto[n] = next_scale(k)
+                    plan.raised.add(n)
+            pending = nxt
+        if not opts.quiet:
+            err_console.print(
+                "load: "
+                + ", ".join(
+                    f"{t.name} {scale_label(plan.auto.get(t.name, 1.0))}"
+                    + (
+                        f" (baseline offered die load at K=1: {plan.offered_at_1[t.name]:.1%}"
+                        + (
+                            ", raised: the baseline was still overloaded"
+                            if t.name in plan.raised
+                            else ""
+                        )
+                        + ")"
+                        if plan.offered_at_1.get(t.name) is not None
+                        else ""
+                    )
+                    for t in traces
+                )
+            )
+    out: list[TraceChoice] = []
+    for t in traces:
+        ks = plan.scales(t.name)
+        for k in ks:
+            name = t.name if len(ks) == 1 else f"{t.name} {scale_label(k)}"
+            out.append(replace(t, name=name, base_name=t.name, time_scale=k))
+    return out, plan
+
+
+# --------------------------------------------------------------------------- summaries
+
+
+def geo_mean(vals: Sequence[float]) -> float | None:
+    """Geometric mean of positive values (``None`` if any is not positive or none given)."""
+    if not vals or any(v <= 0 for v in vals):
+        return None
+    return math.exp(sum(math.log(v) for v in vals) / len(vals))
+
+
+def summarise_ratios(
+    ratios: Mapping[str, float | None], overloaded: Mapping[str, bool | None]
+) -> dict[str, Any]:
+    """Across traces: ``ratios`` (scheme / baseline, per trace) of the comparable traces, their
+    arithmetic and geometric means, and the traces left out as overloaded.
+
+    Returns ``{"per_trace", "mean", "geomean", "n", "overloaded"}``; a mean is ``None`` when no
+    trace is comparable."""
+    ok = {t: r for t, r in ratios.items() if r is not None and not overloaded.get(t)}
+    vals = list(ok.values())
+    return {
+        "per_trace": dict(ratios),
+        "mean": sum(vals) / len(vals) if vals else None,
+        "geomean": geo_mean(vals),
+        "n": len(vals),
+        "overloaded": sorted(t for t in ratios if overloaded.get(t)),
+    }
+
+
+def groups(plan: LoadPlan, instances: Sequence[TraceChoice]) -> dict[str, list[str]]:
+    """Headline groups: each requested level (``"auto"``, ``"K=10"``, ...) -> the names of the
+    (trace, K) instances at that level (an instance can be in two groups, e.g. auto = 1)."""
+    out: dict[str, list[str]] = {}
+    for lvl in plan.requested:
+        label = AUTO if lvl == AUTO else scale_label(float(lvl))
+        names = []
+        for t in instances:
+            k = plan.auto.get(t.base_name, 1.0) if lvl == AUTO else float(lvl)
+            if t.time_scale == k:
+                names.append(t.name)
+        out[label] = names
+    return out
+
+
+def headline_rows(
+    metrics: Sequence[tuple[str, Any, str]],
+    ratios: Mapping[str, Mapping[str, float | None]],
+    overloaded: Mapping[str, bool | None],
+    level_groups: Mapping[str, Sequence[str]],
+    *,
+    as_change: Callable[[float | None], float | None] = lambda r: None if r is None else r - 1.0,
+) -> list[dict[str, Any]]:
+    """One headline row per (level, metric): ``metrics`` = (metric text, paper value, ratio key);
+    ``ratios[key][instance]`` = scheme / baseline per (trace, K) instance. ``ours_mean`` and
+    ``ours_geomean`` are ``as_change`` of the arithmetic / geometric mean ratio over the
+    comparable instances of the level (default: ratio - 1, a relative change)."""
+    rows = []
+    for level, names in level_groups.items():
+        for text, paper, key in metrics:
+            sub = {n: ratios.get(key, {}).get(n) for n in names}
+            s = summarise_ratios(sub, overloaded)
+            rows.append(
+                {
+                    "level": level,
+                    "metric": text,
+                    "paper": paper,
+                    "ours_mean": as_change(s["mean"]),
+                    "ours_geomean": as_change(s["geomean"]),
+                    "per_trace": {n: as_change(v) for n, v in sub.items()},
+                    "traces": s["n"],
+                    "overloaded": s["overloaded"],
+                }
+            )
+    return rows
+
+
+def print_load_table(
+    instances: Sequence[TraceChoice], loads: Mapping[str, Mapping[str, Any]], title: str
+) -> None:
+    """Per (trace, K): the baseline's die utilisation, offered load, queue-wait share and the
+    overloaded flag."""
+    from rich.table import Table
+
+    from nandlab.reproduce.common import fmt_pct, out_console
+
+    t = Table(title=title, title_justify="left")
+    for c in ("trace", "K", "die util.", "offered", "wait share", "comparable"):
+        t.add_column(c, justify="left" if c == "trace" else "right")
+    for inst in instances:
+        li = loads.get(inst.name, {})
+        ov = li.get("overloaded")
+        t.add_row(
+            inst.name,
+            f"{inst.time_scale:g}",
+            fmt_pct(li.get("die_utilization"), signed=False),
+            fmt_pct(li.get("offered_die_load"), signed=False),
+            fmt_pct(li.get("wait_share"), signed=False),
+            "—"
+            if ov is None
+            else ("[red]overloaded[/]: " + str(li.get("overload_reason")) if ov else "yes"),
+        )
+    out_console.print(t)
+
+
+def print_headline(rows: Sequence[Mapping[str, Any]], title: str) -> None:
+    """The headline rows of :func:`headline_rows` as a table (paper, arithmetic and geometric
+    mean over comparable traces, number of traces, traces left out as overloaded)."""
+    from rich.table import Table
+
+    from nandlab.reproduce.common import fmt_pct, out_console
+
+    t = Table(title=title, title_justify="left")
+    for c in ("level", "metric", "paper", "ours: mean", "geo. mean", "traces", "overloaded"):
+        t.add_column(c, justify="left" if c in ("level", "metric", "overloaded") else "right")
+    for r in rows:
+        p = r["paper"]
+        signed = not r.get("is_share")
+        t.add_row(
+            r["level"],
+            r["metric"],
+            p if isinstance(p, str) else fmt_pct(p, signed=signed),
+            fmt_pct(r["ours_mean"], signed=signed),
+            fmt_pct(r["ours_geomean"], signed=signed),
+            str(r["traces"]),
+            ", ".join(r["overloaded"]) or "—",
+        )
+    out_console.print(t)
