@@ -1,9 +1,11 @@
 """One benchmark measurement in a fresh process (used by ``nandlab bench``).
 
     python -m nandlab._benchrun parse TRACE [--format F]
-    python -m nandlab._benchrun sim TRACE [--config C] [--format F]
+    python -m nandlab._benchrun sim TRACE [--config C] [--scheme S] [--set KEY=VALUE ...]
+                                          [--format F]
 
-Prints one JSON object on stdout: the measurement plus this process's peak RSS
+Prints one JSON object on stdout: the measurement — wall and CPU seconds of the core call
+(CPU = ``time.process_time``, all threads of this process) — plus this process's peak RSS
 (``ru_maxrss``), so that each run's memory is measured on its own. On error prints
 ``{"error": message, "kind": class name}`` and exits 2.
 """
@@ -24,33 +26,48 @@ def _peak_rss_mib() -> float:
     return rss / (1024 * 1024) if sys.platform == "darwin" else rss / 1024
 
 
-def measure(mode: str, trace: str, config: str, trace_format: str | None) -> dict[str, Any]:
+def measure(
+    mode: str,
+    trace: str,
+    config: str,
+    trace_format: str | None,
+    scheme: str | None = None,
+    overrides: list[str] | None = None,
+) -> dict[str, Any]:
     from nandlab import _core
     from nandlab.api import trace_options_json
 
     opts = trace_options_json(trace_format)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     if mode == "parse":
         out = json.loads(_core.parse_only(trace, opts))
         return {
             "mode": mode,
             "requests": out.get("requests"),
             "wall_s": out.get("wall_s"),
+            "cpu_s": time.process_time() - c0,
             "outer_wall_s": time.perf_counter() - t0,
             "peak_rss_mib": _peak_rss_mib(),
         }
     from nandlab.api import simulate
 
-    res = simulate(config, trace, trace_format=trace_format)
-    s = res.summary
+    res = simulate(config, trace, scheme=scheme, overrides=overrides, trace_format=trace_format)
+    cpu = time.process_time() - c0
+    s = res.flat()
     flash_ops = sum(int(s.get(k) or 0) for k in ("flash.reads", "flash.programs", "flash.erases"))
     wall = s.get("wall_s") or (time.perf_counter() - t0)
+    requests = s.get("host.requests") or 0
     return {
         "mode": mode,
-        "requests": s.get("host.requests"),
+        "requests": requests,
         "wall_s": wall,
+        "cpu_s": cpu,
         "outer_wall_s": time.perf_counter() - t0,
         "host_requests_per_s": s.get("host_requests_per_s"),
+        "host_requests_per_cpu_s": requests / cpu if cpu > 0 else None,
+        "events": s.get("sim.events"),
+        "events_per_request": (s.get("sim.events") or 0) / requests if requests else None,
+        "write_amplification": s.get("write_amplification"),
         "flash_ops": flash_ops,
         "flash_ops_per_s": flash_ops / wall if wall else None,
         "peak_rss_mib": _peak_rss_mib(),
@@ -62,10 +79,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("mode", choices=["parse", "sim"])
     ap.add_argument("trace")
     ap.add_argument("--config", default="default")
+    ap.add_argument("--scheme", default=None)
+    ap.add_argument("--set", dest="overrides", action="append", default=[])
     ap.add_argument("--format", dest="trace_format", default=None)
     a = ap.parse_args(argv)
     try:
-        out = measure(a.mode, a.trace, a.config, a.trace_format)
+        out = measure(a.mode, a.trace, a.config, a.trace_format, a.scheme, a.overrides)
     except Exception as e:  # reported to the parent, which prints one line
         print(json.dumps({"error": str(e), "kind": type(e).__name__}))
         return 2

@@ -11,7 +11,7 @@ import re
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -549,8 +549,18 @@ def trace_generate(
 # --------------------------------------------------------------------------- bench
 
 
-def _bench_child(mode: str, trace: Path, config: str) -> dict[str, Any]:
+def _bench_child(
+    mode: str,
+    trace: Path,
+    config: str,
+    scheme: str | None = None,
+    overrides: Sequence[str] = (),
+) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "nandlab._benchrun", mode, str(trace), "--config", config]
+    if scheme:
+        cmd += ["--scheme", scheme]
+    for o in overrides:
+        cmd += ["--set", o]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     lines = [ln for ln in proc.stdout.splitlines() if ln.strip().startswith("{")]
     if not lines:
@@ -561,16 +571,47 @@ def _bench_child(mode: str, trace: Path, config: str) -> dict[str, Any]:
         kinds: dict[str, Callable[[str], Exception]] = {
             "TraceError": TraceError,
             "ConfigError": ConfigError,
-            "FileNotFoundError": FileNotFoundError,
+            "SimError": SimError,
         }
         raise kinds.get(out.get("kind", ""), SimError)(f"bench {mode} on {trace}: {out['error']}")
     return out
 
 
+def _median(xs: list[float]) -> float:
+    s = sorted(xs)
+    return s[len(s) // 2] if len(s) % 2 else (s[len(s) // 2 - 1] + s[len(s) // 2]) / 2
+
+
+#: The bench cases: (row name, trace key, start, overrides). "touched": the pages the trace
+#: touches are written before the replay (the preset's fill; GC runs when the trace overwrites
+#: enough, as the synthetic trace does); "empty": nothing is written before the replay.
+_BENCH_CASES: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
+    ("bundled", "default", "touched", ()),
+    ("synthetic", "synthetic", "empty", ('precondition.fill="none"',)),
+    ("synthetic", "synthetic", "touched", ('precondition.fill="touched"',)),
+)
+
+
 @cli.command()
 @click.option("--requests", "-n", type=click.IntRange(min=1), default=1_000_000, show_default=True)
 @click.option(
-    "--config", "-c", default="default", show_default=True, metavar="FILE|NAME", help="Config."
+    "--config",
+    "-c",
+    default="xia-diffecc",
+    show_default=True,
+    metavar="FILE|NAME",
+    help="Config (the benchmark device: Xia & Xiao's, 8 channels x 1 die).",
+)
+@click.option(
+    "--scheme", "-s", default="baseline", show_default=True, help="Scheme name ('' = config's)."
+)
+@click.option(
+    "--repeat",
+    "-r",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Runs per measurement, interleaved; medians are reported.",
 )
 @click.option(
     "--keep",
@@ -579,11 +620,22 @@ def _bench_child(mode: str, trace: Path, config: str) -> dict[str, Any]:
     help="Keep (and reuse) the generated trace in this directory.",
 )
 @_json_opt
-def bench(requests: int, config: str, keep: Path | None, json_out: str | None) -> None:
-    """Measure parse and simulation speed and peak memory.
+def bench(
+    requests: int,
+    config: str,
+    scheme: str,
+    repeat: int,
+    keep: Path | None,
+    json_out: str | None,
+) -> None:
+    """Measure simulation and parse speed, events per request and peak memory.
 
-    Runs the bundled default trace and a generated synthetic trace of --requests requests,
-    each parse-only and full simulation in a fresh process.
+    Three cases, each parse-only and full simulation in a fresh process: the bundled trace
+    (touched pages pre-written), and a generated synthetic trace of --requests requests
+    (random 4 KiB-aligned offsets over 16 GiB, 70 % writes, 4-64 KiB, Poisson 2000 IOPS,
+    seed 42) from an empty device and with the touched pages pre-written (GC running).
+    Speeds are host requests per CPU second of the simulation call (all threads) and per wall
+    second; sim/parse compares CPU times. CPU time is what to compare on a shared machine.
     """
     with tempfile.TemporaryDirectory(prefix="nandlab-bench-") as tmp:
         gen_dir = keep if keep is not None else Path(tmp)
@@ -592,47 +644,78 @@ def bench(requests: int, config: str, keep: Path | None, json_out: str | None) -
         if not synth.is_file():
             with _err.status(f"generating {requests:,}-request synthetic trace…"):
                 _core.trace_generate(json.dumps({"requests": requests, "seed": 42}), str(synth))
-        traces = [("default", default_trace()), (f"synthetic-{requests}", synth)]
+        paths = {"default": default_trace(), "synthetic": synth}
+        names = {"default": "default", "synthetic": f"synthetic-{requests}"}
+        parse: dict[str, list[dict[str, Any]]] = {k: [] for k in paths}
+        sims: list[list[dict[str, Any]]] = [[] for _ in _BENCH_CASES]
+        for _ in range(repeat):
+            for key, path in paths.items():
+                with _err.status(f"{names[key]}: parse-only…"):
+                    parse[key].append(_bench_child("parse", path, config))
+            for i, (_, key, start, ov) in enumerate(_BENCH_CASES):
+                with _err.status(f"{names[key]} ({start}): simulation…"):
+                    sims[i].append(_bench_child("sim", paths[key], config, scheme or None, ov))
         results: list[dict[str, Any]] = []
-        for name, path in traces:
-            with _err.status(f"{name}: parse-only…"):
-                parse = _bench_child("parse", path, config)
-            with _err.status(f"{name}: simulation…"):
-                sim = _bench_child("sim", path, config)
-            pw, sw = parse.get("wall_s"), sim.get("wall_s")
+        for i, (_, key, start, _ov) in enumerate(_BENCH_CASES):
+
+            def med(runs: list[dict[str, Any]], k: str) -> Any:
+                xs = [r[k] for r in runs if r.get(k) is not None]
+                return _median(xs) if xs else None
+
+            sim, par = sims[i], parse[key]
+            sw, pw = med(sim, "wall_s"), med(par, "wall_s")
+            sc, pc = med(sim, "cpu_s"), med(par, "cpu_s")
+            n = sim[0].get("requests")
             results.append(
                 {
-                    "trace": name,
-                    "path": str(path),
-                    "requests": sim.get("requests"),
-                    "host_requests_per_s": sim.get("host_requests_per_s"),
-                    "flash_ops_per_s": sim.get("flash_ops_per_s"),
+                    "trace": names[key],
+                    "start": start,
+                    "path": str(paths[key]),
+                    "requests": n,
+                    "host_requests_per_cpu_s": n / sc if n and sc else None,
+                    "host_requests_per_s": n / sw if n and sw else None,
+                    "sim_cpu_s": sc,
                     "sim_wall_s": sw,
-                    "sim_peak_rss_mib": sim.get("peak_rss_mib"),
+                    "events_per_request": med(sim, "events_per_request"),
+                    "write_amplification": med(sim, "write_amplification"),
+                    "flash_ops_per_s": med(sim, "flash_ops_per_s"),
+                    "sim_peak_rss_mib": max(r["peak_rss_mib"] for r in sim),
+                    "parse_cpu_s": pc,
                     "parse_wall_s": pw,
-                    "parse_peak_rss_mib": parse.get("peak_rss_mib"),
+                    "parse_peak_rss_mib": max(r["peak_rss_mib"] for r in par),
+                    "sim_over_parse_cpu": (sc / pc) if sc and pc else None,
                     "sim_over_parse": (sw / pw) if sw and pw else None,
+                    "runs": repeat,
                 }
             )
-    _write_json(json_out, {"config": config, "results": results})
+    _write_json(
+        json_out, {"config": config, "scheme": scheme or None, "repeat": repeat, "results": results}
+    )
     if json_out == "-":
         return
-    t = Table(title="nandlab bench", title_justify="left")
+    t = Table(title=f"nandlab bench — {config}, {scheme or 'config scheme'}", title_justify="left")
     cols = [
         ("trace", "trace"),
+        ("start", "start"),
         ("requests", "requests"),
-        ("host req/s", "host_requests_per_s"),
-        ("flash ops/s", "flash_ops_per_s"),
-        ("sim wall s", "sim_wall_s"),
+        ("req/CPU s", "host_requests_per_cpu_s"),
+        ("CPU s", "sim_cpu_s"),
+        ("wall s", "sim_wall_s"),
+        ("events/req", "events_per_request"),
+        ("WA", "write_amplification"),
         ("peak RSS MiB", "sim_peak_rss_mib"),
-        ("parse wall s", "parse_wall_s"),
-        ("sim/parse", "sim_over_parse"),
+        ("parse CPU s", "parse_cpu_s"),
+        ("sim/parse", "sim_over_parse_cpu"),
     ]
     for label, _ in cols:
-        t.add_column(label, justify="left" if label == "trace" else "right")
+        t.add_column(label, justify="left" if label in ("trace", "start") else "right")
     for r in results:
         t.add_row(*(_fmt(r.get(k)) for _, k in cols))
     _out.print(t)
+    _out.print(
+        "[dim]req/CPU s: host requests per CPU second of the simulation (all threads); "
+        "sim/parse: CPU seconds of the simulation over a parse-only pass of the same file.[/dim]"
+    )
 
 
 _DUR_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|h|d|w|mo|y)?\s*$", re.IGNORECASE)

@@ -114,10 +114,25 @@ def test_bench_small(tmp_path: Path) -> None:
     res = run_cli("bench", "--requests", "3000", "--keep", keep, "--json", out, timeout=300)
     assert res.returncode == 0, res.stderr
     rows = json.loads(out.read_text())["results"]
-    assert [r["trace"] for r in rows] == ["default", "synthetic-3000"]
-    synth = rows[1]
-    assert synth["requests"] == 3000
-    for k in ("host_requests_per_s", "flash_ops_per_s", "sim_peak_rss_mib", "parse_wall_s"):
-        assert synth[k] > 0, k
-    assert synth["sim_over_parse"] > 0
+    assert [(r["trace"], r["start"]) for r in rows] == [
+        ("default", "touched"),
+        ("synthetic-3000", "empty"),
+        ("synthetic-3000", "touched"),
+    ]
+    for synth in rows[1:]:
+        assert synth["requests"] == 3000
+        for k in (
+            "host_requests_per_s",
+            "host_requests_per_cpu_s",
+            "sim_cpu_s",
+            "events_per_request",
+            "flash_ops_per_s",
+            "sim_peak_rss_mib",
+            "parse_wall_s",
+            "parse_cpu_s",
+        ):
+            assert synth[k] > 0, k
+        assert synth["sim_over_parse"] > 0 and synth["sim_over_parse_cpu"] > 0
+    # The empty start writes nothing before the replay; both replay the same requests.
+    assert rows[1]["write_amplification"] >= 1.0
     assert (keep / "synthetic_3000_seed42.csv").is_file()

@@ -16,20 +16,12 @@ pub use reliability::{
 
 use crate::config::{Config, Fill};
 use crate::engine::Engine;
-use crate::host::{prepass, RequestSource};
-use crate::trace::{GenParams, TraceError, TraceOptions, TraceReader};
+use crate::host::spill::SpillWriter;
+use crate::host::threaded::ThreadedSource;
+use crate::host::{prepass_with, RequestSource};
+use crate::trace::{GenParams, TraceOptions, TraceReader};
 
-/// Top-level error of the public API. Maps to Python `nandlab.TraceError`,
-/// `nandlab.ConfigError` and `nandlab.SimError`.
-#[derive(Debug, thiserror::Error)]
-pub enum NandlabError {
-    #[error(transparent)]
-    Trace(#[from] TraceError),
-    #[error(transparent)]
-    Config(#[from] crate::config::ConfigError),
-    #[error("{0}")]
-    Sim(String),
-}
+pub use crate::error::{NandlabError, ProgressFn};
 
 /// What to simulate.
 #[derive(Clone, Debug)]
@@ -49,9 +41,6 @@ pub struct RunRequest {
     pub trace_options: TraceOptions,
 }
 
-/// Progress of a run: `(done, total)` in host requests; `total` is 0 when unknown.
-pub type ProgressFn<'a> = dyn FnMut(u64, u64) + 'a;
-
 /// Run one simulation and return the JSON report (see `engine::report`).
 ///
 /// # Errors
@@ -67,8 +56,21 @@ pub fn run(req: &RunRequest, progress: &mut ProgressFn<'_>) -> Result<String, Na
         overrides.push(format!("scheme.name={}", toml::Value::String(s.clone())));
     }
     let cfg = crate::config::load(&req.config_toml, &origin, &overrides)?;
-    let mut open = || Ok(TraceReader::open(&req.trace_path, &req.trace_options)?);
-    let report = simulate_source(cfg, &mut open, serde_json::Value::Null, progress)?;
+    // Parsing runs on its own thread (the machine's second core), overlapping the pre-pass or
+    // the replay that consumes it. Not when the replay stops early: the report's trace counters
+    // then describe what was replayed, which only the consuming thread knows.
+    let report = if cfg.host.max_requests == 0 {
+        let mut open = || {
+            Ok(ThreadedSource::spawn(TraceReader::open(
+                &req.trace_path,
+                &req.trace_options,
+            )?))
+        };
+        simulate_source(cfg, &mut open, serde_json::Value::Null, progress)?
+    } else {
+        let mut open = || Ok(TraceReader::open(&req.trace_path, &req.trace_options)?);
+        simulate_source(cfg, &mut open, serde_json::Value::Null, progress)?
+    };
     serde_json::to_string_pretty(&report).map_err(|e| NandlabError::Sim(e.to_string()))
 }
 
@@ -102,9 +104,12 @@ pub fn check_config(
     Ok(cfg.scheme.name)
 }
 
-/// Run a simulation of `cfg` over the requests `open()` yields (called once or twice: a
-/// pre-pass for device sizing and the touched-page fill, then the replay). `trace` is echoed
-/// into the report. Returns the report as a JSON value.
+/// Run a simulation of `cfg` over the requests `open()` yields. When the device is sized from
+/// the trace or the fill needs the touched pages, a pre-pass reads the source first; the
+/// replay then reads the requests the pre-pass kept in a spill file ([`crate::host::spill`]),
+/// so a trace is parsed once. (`open()` is called once, or twice when no temporary file can be
+/// created or `host.max_requests` limits the replay.) `trace` is echoed into the report.
+/// Returns the report as a JSON value.
 ///
 /// # Errors
 /// Whatever `open` or the source returns, and [`NandlabError::Sim`] from the engine.
@@ -118,15 +123,41 @@ pub fn simulate_source<S: RequestSource>(
     let auto_size = cfg.device.blocks_per_plane == 0 && cfg.device.logical_capacity_bytes == 0;
     let want_touched = cfg.precondition.fill == Fill::Touched;
     let ps = cfg.device.page_size_bytes as u64;
+    // The pre-pass keeps the requests for the replay unless the replay stops early (the
+    // source's counters then describe the part replayed, as without a pre-pass).
+    let mut spill = None;
+    let mut pre_src = None;
+    let mut run_prepass = |wrap: Option<u64>,
+                           spill: &mut Option<SpillWriter>|
+     -> Result<crate::host::Prepass, NandlabError> {
+        let mut src = open()?;
+        let mut keep = if cfg.host.max_requests == 0 {
+            SpillWriter::new().ok()
+        } else {
+            None
+        };
+        let pre = prepass_with(
+            &mut src,
+            want_touched.then_some(ps),
+            wrap,
+            |r| match &mut keep {
+                Some(w) => w.push(r),
+                None => Ok(()),
+            },
+        )?;
+        *spill = keep;
+        pre_src = Some(src);
+        Ok(pre)
+    };
     let (geo, logical_pages, pre) = if auto_size {
-        let pre = prepass(&mut open()?, want_touched.then_some(ps), None)?;
+        let pre = run_prepass(None, &mut spill)?;
         let (g, l) = cfg.size_device(pre.max_end_bytes)?;
         (g, l, Some(pre))
     } else {
         let (g, l) = cfg.size_device(0)?;
         let pre = if want_touched {
             let wrap = cfg.ftl.wrap_offsets.then_some(l);
-            Some(prepass(&mut open()?, Some(ps), wrap)?)
+            Some(run_prepass(wrap, &mut spill)?)
         } else {
             None
         };
@@ -143,15 +174,24 @@ pub fn simulate_source<S: RequestSource>(
     debug_assert_eq!(engine.check_invariants(), Ok(()));
     let total = pre.as_ref().map_or(0, |p| p.requests);
     let t1 = Instant::now();
-    let mut src = open()?;
-    engine.run(&mut src, total, progress)?;
+    let described = match (spill, pre_src) {
+        (Some(w), Some(pre_src)) => {
+            engine.run(&mut w.into_source()?, total, progress)?;
+            pre_src.describe()
+        }
+        _ => {
+            let mut src = open()?;
+            engine.run(&mut src, total, progress)?;
+            src.describe()
+        }
+    };
     debug_assert_eq!(engine.check_invariants(), Ok(()));
     if let Some(ts) = engine.stats.timeseries.take() {
         ts.write(engine.now_ns()).map_err(NandlabError::Sim)?;
     }
     let replay = t1.elapsed().as_secs_f64();
     let wall = t0.elapsed().as_secs_f64();
-    let trace = match (trace, src.describe()) {
+    let trace = match (trace, described) {
         (serde_json::Value::Null, d) => d,
         (t, serde_json::Value::Null) => t,
         (mut t, serde_json::Value::Object(d)) => {

@@ -690,16 +690,19 @@ pub enum Fill {
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct PreconditionConfig {
-    /// `none`, `touched` or `fraction`.
+    /// `none`, `touched` or `fraction`. With `touched` the untouched pages stay free, so a
+    /// trace that does not overwrite its pages many times over never reaches GC (WA 1.0): age
+    /// the device or fill a fraction to measure GC.
     pub fill: Fill,
     /// For `fill = "fraction"`: fraction of the logical pages, 0…1.
     pub fill_fraction: f64,
     /// Random page overwrites over the filled pages, as a multiple of the number of filled
     /// pages (0 = none).
     pub age_overwrites: f64,
-    /// Keep overwriting in rounds of 10 % of the filled pages until a round's write
-    /// amplification is within 1 % of the previous round's (capped by `age_overwrites`
-    /// when that is > 0, else by 10×).
+    /// Keep overwriting in rounds of 10 % of the filled pages until GC has erased blocks in two
+    /// rounds in a row whose write amplification differs by at most 1 % (capped by
+    /// `age_overwrites` × filled pages when that is > 0, else by 10 × filled pages plus the
+    /// free pages at the start, so that GC is reached).
     pub age_until_steady: bool,
     /// Initial P/E cycles of every block.
     pub initial_pe_cycles: u32,

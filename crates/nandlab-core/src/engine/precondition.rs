@@ -6,7 +6,18 @@
 //!    (reads of never-written LPNs are then served without a flash access and counted as
 //!    `host.unmapped_read_pages`, as an SSD returns zeros for a deallocated LBA).
 //! 2. **Age** (`age_overwrites`, `age_until_steady`): uniformly random overwrites of the filled
-//!    LPNs with GC running, so that the replay starts with GC in steady state.
+//!    LPNs with GC running, so that the replay starts with GC in steady state. Until steady,
+//!    rounds of 10 % of the filled pages continue until GC has erased blocks in two rounds in a
+//!    row whose write amplification differs by at most 1 % (`aging_steady` in the report), or a
+//!    cap: `age_overwrites` × filled pages when set, else 10 × filled pages plus the free pages
+//!    at the start (GC only starts once overwrites have used the free pages up).
+//!
+//! With `fill = "touched"` only the pages the trace touches hold data and the rest of the device
+//! is free; GC starts only once writes have used up the free pages. A trace that does not
+//! overwrite its pages many times over — in particular one that writes each page once — over an
+//! address space larger than the pages it touches never gets there: the replay shows WA 1.0 and
+//! no erase. Age the device (`age_overwrites`, `age_until_steady`) or fill a fraction of the
+//! logical space to measure GC.
 //! 3. **Refresh** (`refresh_before_replay`): every full block with valid data is refreshed
 //!    once through the scheme's [`crate::scheme::Scheme::plan_refresh`]: planned moves and
 //!    corrupted adjusted pages are relocated, kept pages take their adjusted read type, and an
@@ -18,15 +29,15 @@
 //! None of this is in the reported latencies or flash counters; its own summary is the
 //! report's `precondition` section. Randomness comes from the master seed (streams 1 and 2).
 
-use rand::{Rng, SeedableRng};
-use rand_xoshiro::Xoshiro256PlusPlus;
+use rand::Rng;
 use serde::Serialize;
 
 use super::Engine;
-use crate::api::NandlabError;
 use crate::config::Fill;
+use crate::error::NandlabError;
 use crate::ftl::PageState;
 use crate::host::Prepass;
+use crate::rng::rng_stream;
 use crate::scheme::{Ctx, Source};
 
 /// What preconditioning did.
@@ -42,6 +53,9 @@ pub struct PreconditionReport {
     pub aging_last_round_wa: f64,
     /// Aging rounds run.
     pub aging_rounds: u64,
+    /// `age_until_steady`: whether aging stopped because GC ran and the write amplification
+    /// settled (false: the cap was reached first).
+    pub aging_steady: bool,
     /// Mean initial P/E cycles assigned.
     pub initial_pe_mean: f64,
     /// Blocks refreshed before the replay (`refresh_before_replay`).
@@ -59,14 +73,6 @@ pub struct PreconditionReport {
     /// only when `refresh_before_replay` ran).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub refresh_moves_by_page_type: Option<serde_json::Value>,
-}
-
-/// Derive an independent RNG stream from the master seed (SplitMix64 of seed and stream id).
-pub fn rng_stream(seed: u64, stream: u64) -> Xoshiro256PlusPlus {
-    let mut z = seed ^ stream.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    Xoshiro256PlusPlus::seed_from_u64(z ^ (z >> 31))
 }
 
 impl Engine {
@@ -103,10 +109,13 @@ impl Engine {
         if !filled.is_empty() && (pc.age_overwrites > 0.0 || pc.age_until_steady) {
             let mut rng = rng_stream(self.cfg.seed, 1);
             let n = filled.len() as u64;
+            // Until steady, the default cap leaves room to use up the free pages first: GC
+            // only starts once the overwrites have consumed them.
+            let free_pages = self.ftl.geo.pages().saturating_sub(self.ftl.mapped_pages());
             let cap = if pc.age_overwrites > 0.0 {
                 (pc.age_overwrites * n as f64) as u64
             } else {
-                10 * n
+                10 * n + free_pages
             };
             let round = if pc.age_until_steady {
                 (n / 10).max(1)
@@ -114,10 +123,12 @@ impl Engine {
                 cap.max(1)
             };
             let mut done = 0u64;
-            let mut prev_wa = f64::NAN;
+            // WA of the previous round, when GC erased blocks in it.
+            let mut prev_wa: Option<f64> = None;
             while done < cap {
                 let this = round.min(cap - done);
                 let mut moves = 0u64;
+                let erases_before = self.ftl.total_erases();
                 for _ in 0..this {
                     let lpn = filled[rng.gen_range(0..filled.len())];
                     self.untimed_write(lpn, &mut moves)?;
@@ -127,10 +138,19 @@ impl Engine {
                 self.precondition.aging_gc_moves += moves;
                 let wa = (this + moves) as f64 / this as f64;
                 self.precondition.aging_last_round_wa = wa;
-                if pc.age_until_steady && (wa - prev_wa).abs() <= 0.01 * prev_wa {
-                    break;
+                let gc_ran = self.ftl.total_erases() > erases_before;
+                if pc.age_until_steady {
+                    // Steady: GC ran in this round and the previous one, and the write
+                    // amplification moved by at most 1 %. Rounds before GC starts (WA 1.0 with
+                    // no erase) are not steady state, however flat their WA.
+                    if let (true, Some(p)) = (gc_ran, prev_wa) {
+                        if (wa - p).abs() <= 0.01 * p {
+                            self.precondition.aging_steady = true;
+                            break;
+                        }
+                    }
+                    prev_wa = gc_ran.then_some(wa);
                 }
-                prev_wa = wa;
             }
             self.precondition.aged_overwrites = done;
         }

@@ -192,6 +192,67 @@ impl BlockLayout {
     }
 }
 
+/// Division of `u32` values by a divisor fixed at run time (a geometry count), without the
+/// division instruction: a shift for powers of two, else the multiply-high method of Lemire,
+/// Kaser & Kurz, "Faster Remainder by Direct Computation" (2019), exact for every 32-bit
+/// numerator and divisor. The hot paths divide page numbers by pages per block, blocks per
+/// plane, and so on, several times per transaction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DivU32 {
+    d: u32,
+    /// ⌈2⁶⁴ / d⌉ (unused for powers of two).
+    m: u64,
+    /// log2(d) for powers of two, else 64.
+    shift: u32,
+}
+
+impl DivU32 {
+    /// A divider by `d` (`d` ≥ 1; 0 is treated as 1).
+    pub fn new(d: u32) -> DivU32 {
+        let d = d.max(1);
+        if d.is_power_of_two() {
+            DivU32 {
+                d,
+                m: 0,
+                shift: d.trailing_zeros(),
+            }
+        } else {
+            DivU32 {
+                d,
+                m: u64::MAX / d as u64 + 1,
+                shift: 64,
+            }
+        }
+    }
+
+    /// The divisor.
+    #[inline]
+    pub fn divisor(self) -> u32 {
+        self.d
+    }
+
+    /// `n / d`.
+    #[inline]
+    pub fn quot(self, n: u32) -> u32 {
+        if self.shift < 64 {
+            n >> self.shift
+        } else {
+            ((self.m as u128 * n as u128) >> 64) as u32
+        }
+    }
+
+    /// `n % d`.
+    #[inline]
+    pub fn modulo(self, n: u32) -> u32 {
+        if self.shift < 64 {
+            n & (self.d - 1)
+        } else {
+            let low = self.m.wrapping_mul(n as u64);
+            ((low as u128 * self.d as u128) >> 64) as u32
+        }
+    }
+}
+
 /// Device geometry with derived counts. All counts are ≥ 1 (validated by the config).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Geometry {
@@ -358,6 +419,25 @@ mod tests {
             pages_per_block: 6,
             page_size_bytes: 4096,
             cell: CellType::Tlc,
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn div_u32_is_exact(d in 1u32.., n: u32) {
+            let f = DivU32::new(d);
+            proptest::prop_assert_eq!(f.quot(n), n / d);
+            proptest::prop_assert_eq!(f.modulo(n), n % d);
+        }
+    }
+
+    #[test]
+    fn div_u32_edges() {
+        for d in [1u32, 2, 3, 7, 128, 129, 810, u32::MAX - 1, u32::MAX] {
+            let f = DivU32::new(d);
+            for n in [0u32, 1, d - 1, d, d.wrapping_add(1), u32::MAX - 1, u32::MAX] {
+                assert_eq!((f.quot(n), f.modulo(n)), (n / d, n % d), "{n} / {d}");
+            }
         }
     }
 

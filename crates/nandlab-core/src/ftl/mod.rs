@@ -8,9 +8,13 @@
 //! # State (DESIGN §5)
 //!
 //! Struct-of-arrays sized once from the geometry:
-//! * per page: LPN (`u32`, [`UNMAPPED`] when free), state (free / valid / invalid), program
-//!   mode, ECC id, program time (s relative to the trace start, negative for preconditioned
-//!   data);
+//! * per page: state (free / valid / invalid) in a 2-bit bitmap (32 pages per `u64`: 0.6 MB for
+//!   2.4 M pages, so the invalidation a host write makes hits cache), the LPN it holds (P2L,
+//!   `u32`), ECC id and program mode (`u8` each), read-type flags (`u8`), program time (s
+//!   relative to the trace start, negative for preconditioned data). Each path touches only the
+//!   arrays it needs: a host write the L2P and the bitmap, a host read the L2P and the ECC
+//!   byte, a GC move the bitmap and the P2L of its (sequential) victim pages. Every array is
+//!   allocated zeroed (all-zero = free page), so the OS maps memory only for pages written;
 //! * per block: valid count, write pointer, erase count, state (free / open / full / victim),
 //!   stream, time it became full, reads since erase;
 //! * L2P `Vec<u32>` indexed by LPN.
@@ -50,7 +54,7 @@
 use std::collections::VecDeque;
 
 use crate::config::{Allocation, VictimPolicy};
-use crate::flash::{BlockLayout, Geometry, PageOrder, PageType};
+use crate::flash::{BlockLayout, DivU32, Geometry, PageOrder, PageType};
 
 /// L2P / page-LPN sentinel: not mapped.
 pub const UNMAPPED: u32 = u32::MAX;
@@ -61,7 +65,11 @@ pub const BLOCK_IDA: u8 = 1;
 /// Page flags bits 0–1: read type after an IDA voltage adjustment, as `PageType + 1`
 /// (0 = not adjusted). IDA §III-C keeps one bit per word line (CSB+MSB vs MSB-only code); the
 /// per-page read type derives from it and is what the read path needs.
-const FLAG_READ_TYPE_MASK: u32 = 0x3 << 24;
+const FLAG_READ_TYPE_MASK: u8 = 0x3;
+/// Pages per word of the state bitmap (2 bits each).
+const STATE_PER_WORD: u32 = 32;
+/// Low bit of every 2-bit state field of a word.
+const STATE_LOW_BITS: u64 = 0x5555_5555_5555_5555;
 
 /// Free blocks host writes leave to GC in each plane.
 pub const HOST_RESERVE_BLOCKS: usize = 1;
@@ -96,12 +104,8 @@ pub enum BlockState {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct NoSpace;
 
-/// Per-page metadata (decoded view). Stored packed as `[u32; 3]` per page: a page's fields are
-/// read together, so one record costs one cache miss where separate arrays cost up to four
-/// (DESIGN §5 asks for struct-of-arrays; the per-page fields are always used together, so they
-/// share a line), and an all-zero record is a free page, so the array is allocated zeroed and
-/// the OS maps memory only for pages actually written (a sparse 4 TB address space with a few
-/// thousand touched pages costs megabytes, not gigabytes). 12 bytes per written page.
+/// Per-page metadata (decoded view of the per-page arrays; see the module documentation). A
+/// free page reads as all zero with `lpn` = [`UNMAPPED`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PageMeta {
     /// LPN stored ([`UNMAPPED`] when free).
@@ -118,31 +122,6 @@ pub struct PageMeta {
     pub flags: u8,
 }
 
-impl PageMeta {
-    #[inline]
-    fn encode(self) -> [u32; 3] {
-        [
-            self.lpn,
-            self.program_s as u32,
-            self.state as u32
-                | (self.mode as u32) << 8
-                | (self.ecc as u32) << 16
-                | (self.flags as u32) << 24,
-        ]
-    }
-    #[inline]
-    fn decode(w: [u32; 3]) -> PageMeta {
-        PageMeta {
-            lpn: w[0],
-            program_s: w[1] as i32,
-            state: w[2] as u8,
-            mode: (w[2] >> 8) as u8,
-            ecc: (w[2] >> 16) as u8,
-            flags: (w[2] >> 24) as u8,
-        }
-    }
-}
-
 /// The FTL state. See the module documentation.
 #[derive(Clone, Debug)]
 pub struct Ftl {
@@ -152,8 +131,20 @@ pub struct Ftl {
     pub logical_pages: u32,
     /// PPN + 1 of each LPN; 0 = unmapped (so the array is allocated zeroed, lazily).
     l2p: Vec<u32>,
-    /// Packed [`PageMeta`]; all-zero = free.
-    pages: Vec<[u32; 3]>,
+    /// Page states, 2 bits per page ([`PageState`]), 32 pages per word.
+    state: Vec<u64>,
+    /// LPN held by each page (meaningful when not free).
+    p2l: Vec<u32>,
+    /// ECC id of each page.
+    ecc: Vec<u8>,
+    /// Program mode of each page.
+    mode: Vec<u8>,
+    /// Flags of each page (bits 0–1: IDA read type + 1).
+    flags: Vec<u8>,
+    /// Program time of each page, s relative to the trace start.
+    program_s: Vec<i32>,
+    /// Whether any page ever got a read-type flag (reads skip the flags otherwise).
+    any_read_type: bool,
     blk_valid: Vec<u32>,
     blk_wp: Vec<u32>,
     blk_erase: Vec<u32>,
@@ -200,6 +191,13 @@ pub struct Ftl {
     victim_policy: VictimPolicy,
     /// GC runs on a plane while it has fewer free blocks than this.
     pub gc_threshold_blocks: usize,
+    /// Dividers by pages per block, blocks per plane, planes and regions.
+    ppb_div: DivU32,
+    bpp_div: DivU32,
+    planes_div: DivU32,
+    regions_div: DivU32,
+    /// Static CWDP plane of `lpn` = `cwdp[lpn % planes]`.
+    cwdp: Vec<u32>,
 }
 
 impl Ftl {
@@ -259,7 +257,13 @@ impl Ftl {
         Ftl {
             logical_pages: logical_pages as u32,
             l2p: vec![0u32; logical_pages as usize],
-            pages: vec![[0u32; 3]; pages],
+            state: vec![0u64; pages.div_ceil(STATE_PER_WORD as usize)],
+            p2l: vec![0u32; pages],
+            ecc: vec![0u8; pages],
+            mode: vec![0u8; pages],
+            flags: vec![0u8; pages],
+            program_s: vec![0i32; pages],
+            any_read_type: false,
             blk_valid: vec![0; blocks],
             blk_wp: vec![0; blocks],
             blk_erase: vec![0; blocks],
@@ -295,6 +299,11 @@ impl Ftl {
             allocation,
             victim_policy,
             gc_threshold_blocks: thr.max(2),
+            ppb_div: DivU32::new(geo.pages_per_block),
+            bpp_div: DivU32::new(geo.blocks_per_plane),
+            planes_div: DivU32::new(geo.planes()),
+            regions_div: DivU32::new(nr as u32),
+            cwdp: (0..geo.planes()).map(|l| geo.cwdp_plane(l)).collect(),
             geo,
         }
     }
@@ -332,6 +341,12 @@ impl Ftl {
         let mean = self.mean_pe();
         let s = self.stage_pe.iter().rposition(|&p| mean >= p).unwrap_or(0);
         self.stage = s as u8;
+    }
+
+    /// Sum of all blocks' erase counts.
+    #[inline]
+    pub fn total_erases(&self) -> u64 {
+        self.pe_sum
     }
 
     /// Mean P/E cycles over all blocks.
@@ -377,16 +392,13 @@ impl Ftl {
     /// Pool of a block.
     #[inline]
     pub fn pool_of_block(&self, block: u32) -> u32 {
-        self.pool(
-            self.geo.plane_of_block(block),
-            self.blk_region[block as usize],
-        )
+        self.pool(self.bpp_div.quot(block), self.blk_region[block as usize])
     }
 
     /// Plane of a pool.
     #[inline]
     pub fn plane_of_pool(&self, pool: u32) -> u32 {
-        pool / self.regions
+        self.regions_div.quot(pool)
     }
 
     /// Number of pools (planes × regions).
@@ -402,15 +414,68 @@ impl Ftl {
     pub fn lookup(&self, lpn: u32) -> u32 {
         self.l2p[lpn as usize].wrapping_sub(1)
     }
+    /// Prefetch the L2P entry of `lpn` (a read of the mapping or a program of the LPN soon).
+    #[inline]
+    pub fn prefetch_lpn(&self, lpn: u32) {
+        crate::prefetch::slice(&self.l2p, lpn as usize);
+    }
+    /// Prefetch what a read of `lpn`'s page touches, when `lpn` is mapped (reads the L2P
+    /// entry: prefetch it first).
+    #[inline]
+    pub fn prefetch_mapped(&self, lpn: u32) {
+        if let Some(&p) = self.l2p.get(lpn as usize) {
+            if p != 0 {
+                self.prefetch_read(p - 1);
+            }
+        }
+    }
+    /// Prefetch what a read of page `ppn` touches (its ECC byte and state word).
+    #[inline]
+    pub fn prefetch_read(&self, ppn: u32) {
+        crate::prefetch::slice(&self.ecc, ppn as usize);
+        crate::prefetch::slice(&self.state, (ppn / STATE_PER_WORD) as usize);
+        if self.any_read_type {
+            crate::prefetch::slice(&self.flags, ppn as usize);
+        }
+    }
     /// Decoded metadata of a page.
     #[inline]
     pub fn page_meta(&self, ppn: u32) -> PageMeta {
-        PageMeta::decode(self.pages[ppn as usize])
+        let state = self.state_bits(ppn);
+        if state == PageState::Free as u8 {
+            return PageMeta {
+                lpn: UNMAPPED,
+                program_s: 0,
+                state,
+                mode: 0,
+                ecc: 0,
+                flags: 0,
+            };
+        }
+        let p = ppn as usize;
+        PageMeta {
+            lpn: self.p2l[p],
+            program_s: self.program_s[p],
+            state,
+            mode: self.mode[p],
+            ecc: self.ecc[p],
+            flags: self.flags[p],
+        }
+    }
+    #[inline]
+    fn state_bits(&self, ppn: u32) -> u8 {
+        ((self.state[(ppn / STATE_PER_WORD) as usize] >> ((ppn % STATE_PER_WORD) * 2)) & 3) as u8
+    }
+    #[inline]
+    fn set_state_bits(&mut self, ppn: u32, v: PageState) {
+        let w = &mut self.state[(ppn / STATE_PER_WORD) as usize];
+        let sh = (ppn % STATE_PER_WORD) * 2;
+        *w = (*w & !(3 << sh)) | ((v as u64) << sh);
     }
     /// State of a page.
     #[inline]
     pub fn page_state(&self, ppn: u32) -> PageState {
-        match self.pages[ppn as usize][2] as u8 {
+        match self.state_bits(ppn) {
             0 => PageState::Free,
             1 => PageState::Valid,
             _ => PageState::Invalid,
@@ -419,46 +484,49 @@ impl Ftl {
     /// LPN stored in a page ([`UNMAPPED`] when free).
     #[inline]
     pub fn page_lpn(&self, ppn: u32) -> u32 {
-        let w = self.pages[ppn as usize];
-        if w[2] as u8 == PageState::Free as u8 {
+        if self.state_bits(ppn) == PageState::Free as u8 {
             UNMAPPED
         } else {
-            w[0]
+            self.p2l[ppn as usize]
         }
     }
     /// Program mode id of a page.
     #[inline]
     pub fn page_mode(&self, ppn: u32) -> u8 {
-        (self.pages[ppn as usize][2] >> 8) as u8
+        self.mode[ppn as usize]
     }
     /// ECC id of a page.
     #[inline]
     pub fn page_ecc(&self, ppn: u32) -> u8 {
-        (self.pages[ppn as usize][2] >> 16) as u8
+        self.ecc[ppn as usize]
     }
     /// Program time of a page, s relative to the trace start (negative: preconditioned).
     #[inline]
     pub fn page_program_s(&self, ppn: u32) -> i32 {
-        self.pages[ppn as usize][1] as i32
+        self.program_s[ppn as usize]
     }
     /// Read type of a page after an IDA voltage adjustment (`None`: read as its layout type).
     #[inline]
     pub fn page_read_type(&self, ppn: u32) -> Option<crate::flash::PageType> {
-        match (self.pages[ppn as usize][2] & FLAG_READ_TYPE_MASK) >> 24 {
+        if !self.any_read_type {
+            return None;
+        }
+        match self.flags[ppn as usize] & FLAG_READ_TYPE_MASK {
             0 => None,
             1 => Some(crate::flash::PageType::Lsb),
             _ => Some(crate::flash::PageType::Csb),
         }
     }
     /// Record that a page now reads as `t` (LSB or CSB) after a voltage adjustment of its word
-    /// line. Cleared when the page is erased (a re-program of the page starts with no flags).
+    /// line. Cleared when the page is programmed again.
     pub fn set_page_read_type(&mut self, ppn: u32, t: crate::flash::PageType) {
         let v = match t {
             crate::flash::PageType::Lsb => 1,
             _ => 2,
         };
-        let w = &mut self.pages[ppn as usize][2];
-        *w = (*w & !FLAG_READ_TYPE_MASK) | (v << 24);
+        self.any_read_type = true;
+        let w = &mut self.flags[ppn as usize];
+        *w = (*w & !FLAG_READ_TYPE_MASK) | v;
     }
     /// Data-refresh clock of a block: s when its data was last written as a whole.
     #[inline]
@@ -526,7 +594,7 @@ impl Ftl {
     /// GC threshold of a pool (free blocks).
     #[inline]
     fn pool_threshold(&self, pool: u32) -> usize {
-        self.region_gc_threshold[(pool % self.regions) as usize]
+        self.region_gc_threshold[self.regions_div.modulo(pool) as usize]
     }
     /// True while the pool has fewer free blocks than its GC threshold.
     #[inline]
@@ -561,7 +629,7 @@ impl Ftl {
     #[inline]
     pub fn plane_for_write_in(&mut self, lpn: u32, region: u8) -> u32 {
         match self.allocation {
-            Allocation::Static => self.geo.cwdp_plane(lpn),
+            Allocation::Static => self.cwdp[self.planes_div.modulo(lpn) as usize],
             Allocation::Dynamic => {
                 // Round-robin, skipping planes that are short of free blocks (unless all are),
                 // so that valid data cannot pile up in one plane.
@@ -577,10 +645,22 @@ impl Ftl {
         }
     }
 
+    /// Global block of a PPN (the geometry's, without a division).
+    #[inline]
+    pub fn block_of(&self, ppn: u32) -> u32 {
+        self.ppb_div.quot(ppn)
+    }
+
+    /// Index of a PPN within its block.
+    #[inline]
+    pub fn page_index(&self, ppn: u32) -> u32 {
+        self.ppb_div.modulo(ppn)
+    }
+
     /// The plane a read of the data at `ppn` is served by.
     #[inline]
     pub fn plane_of_ppn(&self, ppn: u32) -> u32 {
-        self.geo.plane_of_block(self.geo.block_of_ppn(ppn))
+        self.bpp_div.quot(self.ppb_div.quot(ppn))
     }
 
     /// Whether `allocate(plane, stream, host)` would succeed.
@@ -715,37 +795,54 @@ impl Ftl {
         if old != UNMAPPED {
             self.invalidate(old);
         }
-        debug_assert_eq!(self.pages[ppn as usize][2] as u8, PageState::Free as u8);
-        self.pages[ppn as usize] = PageMeta {
-            lpn,
-            program_s: time_s,
-            state: PageState::Valid as u8,
-            mode,
-            ecc,
-            flags: 0,
-        }
-        .encode();
+        self.write_page(ppn, lpn, mode, ecc, time_s);
         self.l2p[lpn as usize] = ppn + 1;
-        let b = self.geo.block_of_ppn(ppn);
-        if ppn.is_multiple_of(self.geo.pages_per_block) {
+    }
+
+    /// Move the data of valid page `src` to `dst` (from [`Ftl::allocate`]): `src` becomes
+    /// invalid, `dst` valid, and the LPN maps to `dst`. The same state change as
+    /// [`Ftl::program`] of `src`'s LPN, without reading the L2P (a valid page is its LPN's
+    /// target, so the old copy is known).
+    pub fn relocate(&mut self, src: u32, dst: u32, mode: u8, ecc: u8, time_s: i32) {
+        debug_assert_eq!(self.state_bits(src), PageState::Valid as u8);
+        let lpn = self.p2l[src as usize];
+        debug_assert_eq!(self.lookup(lpn), src);
+        self.invalidate(src);
+        self.write_page(dst, lpn, mode, ecc, time_s);
+        self.l2p[lpn as usize] = dst + 1;
+    }
+
+    /// Record `lpn` as programmed at free page `ppn` (the L2P is the caller's).
+    #[inline]
+    fn write_page(&mut self, ppn: u32, lpn: u32, mode: u8, ecc: u8, time_s: i32) {
+        debug_assert_eq!(self.state_bits(ppn), PageState::Free as u8);
+        let p = ppn as usize;
+        self.set_state_bits(ppn, PageState::Valid);
+        self.p2l[p] = lpn;
+        self.ecc[p] = ecc;
+        self.mode[p] = mode;
+        self.flags[p] = 0;
+        self.program_s[p] = time_s;
+        let b = self.ppb_div.quot(ppn);
+        if self.ppb_div.modulo(ppn) == 0 {
             self.blk_data_s[b as usize] = time_s;
         }
         self.bucket_move(b, 1);
     }
 
     /// Make a valid page invalid (its LPN is re-mapped or trimmed by the caller).
+    #[inline]
     fn invalidate(&mut self, ppn: u32) {
-        let w = &mut self.pages[ppn as usize][2];
-        debug_assert_eq!(*w as u8, PageState::Valid as u8);
-        *w = (*w & !0xff) | PageState::Invalid as u32;
-        let b = self.geo.block_of_ppn(ppn);
+        debug_assert_eq!(self.state_bits(ppn), PageState::Valid as u8);
+        self.set_state_bits(ppn, PageState::Invalid);
+        let b = self.ppb_div.quot(ppn);
         self.bucket_move(b, -1);
     }
 
     /// Count a read of a page (reads-since-erase of its block).
     #[inline]
     pub fn note_read(&mut self, ppn: u32) {
-        let b = self.geo.block_of_ppn(ppn) as usize;
+        let b = self.ppb_div.quot(ppn) as usize;
         self.blk_reads[b] = self.blk_reads[b].saturating_add(1);
     }
 
@@ -814,11 +911,25 @@ impl Ftl {
     /// PPNs of the valid pages of a block, appended to `out`.
     pub fn valid_pages(&self, block: u32, out: &mut Vec<u32>) {
         let ppb = self.geo.pages_per_block;
-        let base = block * ppb;
-        for ppn in base..base + ppb {
-            if self.pages[ppn as usize][2] as u8 == PageState::Valid as u8 {
-                out.push(ppn);
+        let (base, end) = (block * ppb, (block + 1) * ppb);
+        let mut ppn = base;
+        while ppn < end {
+            let wi = ppn / STATE_PER_WORD;
+            let w = self.state[wi as usize];
+            // Valid = 01: low bit set, high bit clear.
+            let mut valid = w & !(w >> 1) & STATE_LOW_BITS;
+            let first = ppn % STATE_PER_WORD;
+            valid &= u64::MAX << (first * 2);
+            let word_end = (wi + 1) * STATE_PER_WORD;
+            if word_end > end {
+                valid &= (1u64 << ((end - wi * STATE_PER_WORD) * 2)) - 1;
             }
+            while valid != 0 {
+                let k = valid.trailing_zeros() / 2;
+                out.push(wi * STATE_PER_WORD + k);
+                valid &= valid - 1;
+            }
+            ppn = word_end.min(end);
         }
     }
 
@@ -830,8 +941,9 @@ impl Ftl {
         if self.blk_state[b] == BlockState::Full as u8 {
             self.untrack_full(block);
         }
-        let base = (block * ppb) as usize;
-        self.pages[base..base + ppb as usize].fill([0; 3]);
+        for ppn in block * ppb..(block + 1) * ppb {
+            self.set_state_bits(ppn, PageState::Free);
+        }
         self.blk_wp[b] = 0;
         self.blk_valid[b] = 0;
         self.blk_reads[b] = 0;
@@ -857,7 +969,7 @@ impl Ftl {
 
     /// Set the program time of a page (preconditioning ages).
     pub fn set_program_s(&mut self, ppn: u32, t: i32) {
-        self.pages[ppn as usize][1] = t as u32;
+        self.program_s[ppn as usize] = t;
         if ppn.is_multiple_of(self.geo.pages_per_block) {
             self.blk_data_s[self.geo.block_of_ppn(ppn) as usize] = t;
         }
@@ -971,7 +1083,7 @@ impl Ftl {
             let mut valid = 0;
             let mut taken = 0;
             for i in 0..ppb {
-                let s = self.pages[(base + i) as usize][2] as u8;
+                let s = self.state_bits(base + i);
                 taken += (s != PageState::Free as u8) as u32;
                 if let Some(c) = typed.get(&b) {
                     let bit = self.layout.page_type[i as usize].bit(self.layout.bits);
@@ -999,7 +1111,7 @@ impl Ftl {
                 }
                 if s == PageState::Valid as u8 {
                     valid += 1;
-                    let lpn = self.pages[(base + i) as usize][0];
+                    let lpn = self.p2l[(base + i) as usize];
                     if self.lookup(lpn) != base + i {
                         return Err(format!(
                             "block {b}: valid page {i} holds LPN {lpn} which maps elsewhere"

@@ -26,9 +26,60 @@ pub fn span(offset_bytes: u64, len_bytes: u64, page_size_bytes: u64) -> PageSpan
     }
 }
 
+/// [`span`] for a page size fixed per run: a shift when it is a power of two.
+#[derive(Clone, Copy, Debug)]
+pub struct Pager {
+    page_size_bytes: u64,
+    shift: Option<u32>,
+}
+
+impl Pager {
+    /// Pages of `page_size_bytes` (> 0).
+    pub fn new(page_size_bytes: u64) -> Pager {
+        Pager {
+            page_size_bytes,
+            shift: page_size_bytes
+                .is_power_of_two()
+                .then(|| page_size_bytes.trailing_zeros()),
+        }
+    }
+
+    /// Same as [`span`]`(offset_bytes, len_bytes, page_size_bytes)`.
+    #[inline]
+    pub fn span(&self, offset_bytes: u64, len_bytes: u64) -> PageSpan {
+        match self.shift {
+            Some(s) => {
+                let first = offset_bytes >> s;
+                let last = (offset_bytes + len_bytes.max(1) - 1) >> s;
+                PageSpan {
+                    first_lpn: first,
+                    pages: last - first + 1,
+                }
+            }
+            None => span(offset_bytes, len_bytes, self.page_size_bytes),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn pager_matches_span() {
+        for ps in [4096u64, 8192, 3 * 4096, 512] {
+            let p = Pager::new(ps);
+            for (o, l) in [
+                (0, 1),
+                (8191, 2),
+                (4096, 8192),
+                (123_456_789, 65_536),
+                (1, 1),
+            ] {
+                assert_eq!(p.span(o, l), span(o, l, ps));
+            }
+        }
+    }
 
     #[test]
     fn spans() {

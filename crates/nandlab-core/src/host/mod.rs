@@ -10,6 +10,9 @@
 //! Requests are pulled lazily from a [`RequestSource`], so a trace of any length streams in
 //! constant memory.
 
+pub mod spill;
+pub mod threaded;
+
 use crate::trace::{HostRequest, TraceError};
 
 /// A stream of host requests in non-decreasing arrival order.
@@ -92,8 +95,20 @@ pub fn prepass<S: RequestSource>(
     page_size_bytes: Option<u64>,
     wrap_pages: Option<u64>,
 ) -> Result<Prepass, TraceError> {
+    prepass_with(src, page_size_bytes, wrap_pages, |_| Ok(()))
+}
+
+/// [`prepass`], handing each request to `each` as it is read (to keep it for the replay:
+/// [`spill`]).
+pub fn prepass_with<S: RequestSource>(
+    src: &mut S,
+    page_size_bytes: Option<u64>,
+    wrap_pages: Option<u64>,
+    mut each: impl FnMut(&HostRequest) -> Result<(), TraceError>,
+) -> Result<Prepass, TraceError> {
     let mut p = Prepass::default();
     while let Some(r) = src.next_request()? {
+        each(&r)?;
         p.requests += 1;
         p.max_end_bytes = p.max_end_bytes.max(r.offset_bytes + r.len_bytes);
         if let Some(ps) = page_size_bytes {

@@ -236,7 +236,7 @@ impl ReadModel {
             codes,
             mode_index,
             mode_level,
-            rng: crate::engine::rng_stream(cfg.seed, 3),
+            rng: crate::rng::rng_stream(cfg.seed, 3),
             cache_status,
             table_s,
             mode_dvpp_v,

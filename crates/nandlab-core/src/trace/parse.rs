@@ -338,9 +338,135 @@ const SYSTOR_COLS: &str = "Timestamp,Response,IOType,LUN,Offset,Size";
 const TENCENT_COLS: &str = "Timestamp,Offset,Size,IOType,VolumeID";
 const VSCSI_COLS: &str = "version,time_us,op_hex,size_bytes,lbn";
 
+// ----- fast paths --------------------------------------------------------------------------
+//
+// The common shape of the most used formats, parsed in one pass over the bytes (field split and
+// number conversion together, no trimming, no error text). A line of any other shape — spaces,
+// signs, more than 19 digits, an op word in another spelling, a zero size, an overflow — falls
+// back to the full parser, which gives the same value or the precise error; the fast path
+// accepts only lines the full parser reads the same way.
+
+/// Digits from `*i` up to a `,` (consumed) or the end of `b`: 1 to 19 digits, nothing else.
+#[inline(always)]
+fn fast_uint(b: &[u8], i: &mut usize) -> Option<u64> {
+    let start = *i;
+    let mut acc: u64 = 0;
+    while *i < b.len() {
+        let c = b[*i];
+        let d = c.wrapping_sub(b'0');
+        if d <= 9 {
+            acc = acc * 10 + d as u64;
+            *i += 1;
+            if *i - start > 19 {
+                return None;
+            }
+        } else if c == b',' {
+            break;
+        } else {
+            return None;
+        }
+    }
+    if *i == start {
+        return None;
+    }
+    if *i < b.len() {
+        *i += 1; // the comma
+    }
+    Some(acc)
+}
+
+/// Skip a field up to and past its `,`.
+#[inline(always)]
+fn fast_skip(b: &[u8], i: &mut usize) -> Option<()> {
+    let k = b.get(*i..)?.iter().position(|&c| c == b',')?;
+    *i += k + 1;
+    Some(())
+}
+
+/// `R`/`W` (any case) followed by `,`.
+#[inline(always)]
+fn fast_rw1(b: &[u8], i: &mut usize) -> Option<Op> {
+    let op = match *b.get(*i)? {
+        b'R' | b'r' => Op::Read,
+        b'W' | b'w' => Op::Write,
+        _ => return None,
+    };
+    (*b.get(*i + 1)? == b',').then_some(())?;
+    *i += 2;
+    Some(op)
+}
+
+/// `Read` / `Write` as MSR writes them, followed by `,`.
+#[inline(always)]
+fn fast_rw_word(b: &[u8], i: &mut usize) -> Option<Op> {
+    let rest = b.get(*i..)?;
+    if rest.starts_with(b"Read,") {
+        *i += 5;
+        Some(Op::Read)
+    } else if rest.starts_with(b"Write,") {
+        *i += 6;
+        Some(Op::Write)
+    } else {
+        None
+    }
+}
+
+#[inline(always)]
+fn fast_request(time_ns: u64, op: Op, offset: u64, len: u64, device: u32) -> Option<Rec> {
+    (len > 0 && offset.checked_add(len).is_some()).then_some(Rec::Req(Raw {
+        time_ns,
+        op,
+        offset,
+        len,
+        device,
+    }))
+}
+
+/// Canonical `time_ns,op,offset_bytes,size_bytes`.
+#[inline]
+fn fast_canonical(b: &[u8]) -> Option<Rec> {
+    let mut i = 0;
+    let time_ns = fast_uint(b, &mut i)?;
+    let op = fast_rw1(b, &mut i)?;
+    let offset = fast_uint(b, &mut i)?;
+    let len = fast_uint(b, &mut i)?;
+    fast_request(time_ns, op, offset, len, 0)
+}
+
+/// MSR Cambridge `Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime`.
+#[inline]
+fn fast_msr(b: &[u8]) -> Option<Rec> {
+    let mut i = 0;
+    let time_ns = fast_uint(b, &mut i)?.checked_mul(100)?;
+    fast_skip(b, &mut i)?;
+    let device = u32::try_from(fast_uint(b, &mut i)?).ok()?;
+    let op = fast_rw_word(b, &mut i)?;
+    let offset = fast_uint(b, &mut i)?;
+    let len = fast_uint(b, &mut i)?;
+    fast_request(time_ns, op, offset, len, device)
+}
+
 /// Parse one data line (not blank, not comment, not header) of `format`.
 #[inline]
 pub(crate) fn parse_line(
+    format: TraceFormat,
+    line: &[u8],
+    blk_event: BlkparseEvent,
+) -> Result<Rec, FieldError> {
+    let fast = match format {
+        TraceFormat::Canonical => fast_canonical(line),
+        TraceFormat::Msr => fast_msr(line),
+        _ => None,
+    };
+    if let Some(r) = fast {
+        return Ok(r);
+    }
+    parse_line_full(format, line, blk_event)
+}
+
+/// The full parser of every format: values, or the error naming field and value.
+#[cold]
+fn parse_line_full(
     format: TraceFormat,
     line: &[u8],
     blk_event: BlkparseEvent,
@@ -621,6 +747,61 @@ fn parse_vscsi(line: &[u8]) -> Result<Rec, FieldError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn same(a: &Rec, b: &Rec) -> bool {
+        match (a, b) {
+            (Rec::Req(x), Rec::Req(y)) => {
+                (x.time_ns, x.op, x.offset, x.len, x.device)
+                    == (y.time_ns, y.op, y.offset, y.len, y.device)
+            }
+            _ => false,
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(2000))]
+        /// Whatever the fast paths accept, the full parser reads the same way.
+        #[test]
+        fn fast_paths_agree_with_the_full_parser(
+            n in proptest::collection::vec(
+                proptest::prop_oneof![
+                    8 => "[0-9]{1,19}",
+                    1 => "[0-9]{20,21}|",
+                    1 => "[ +-]?[0-9]{1,3}|0{1,3}",
+                ],
+                5,
+            ),
+            op in proptest::prop_oneof![4 => "[RrWw]|Read|Write", 1 => "read|W |x"],
+            host in "[a-z0-9]{0,4}| ",
+            tail in ",[0-9,]{0,8}|\\r| |",
+        ) {
+            let canon = format!("{},{op},{},{}{tail}", n[0], n[1], n[2]);
+            let msr = format!("{},{host},{},{op},{},{}{tail}", n[0], n[3], n[1], n[2]);
+            for (fmt, line) in [(TraceFormat::Canonical, canon), (TraceFormat::Msr, msr)] {
+                let b = line.as_bytes();
+                let fast = match fmt {
+                    TraceFormat::Canonical => fast_canonical(b),
+                    _ => fast_msr(b),
+                };
+                if let Some(f) = fast {
+                    let full = parse_line_full(fmt, b, BlkparseEvent::default());
+                    proptest::prop_assert!(
+                        full.as_ref().is_ok_and(|r| same(r, &f)),
+                        "{fmt}: {line:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn fast_paths_take_the_common_lines() {
+        assert!(fast_canonical(b"362968,R,3568545792,32768").is_some());
+        assert!(fast_msr(b"128166372003061629,hm,0,Read,3154464768,4096,4999").is_some());
+        // Zero size and overflow are left to the full parser's errors.
+        assert!(fast_canonical(b"1,W,0,0").is_none());
+        assert!(fast_canonical(b"1,W,18446744073709551615,1").is_none());
+    }
 
     #[test]
     fn decimals() {

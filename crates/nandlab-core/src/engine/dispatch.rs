@@ -1,0 +1,305 @@
+//! The block device's side of the executor: what a transaction the scheduler picks for a die
+//! costs and does to the FTL when it starts (dispatch), what its end does (completion), and the
+//! FTL's answers to the scheduler's [`SpaceView`] questions.
+
+use super::Engine;
+use crate::config::Allocation;
+use crate::exec::{Done, Phase, Txn};
+use crate::ftl::{Ftl, PageState, NONE};
+use crate::sched::{SpaceView, TxnKind};
+use crate::scheme::{Ctx, Source};
+
+impl SpaceView for Ftl {
+    #[inline]
+    fn can_start(&self, t: &Txn) -> bool {
+        match t.kind {
+            TxnKind::Program => self.can_allocate_in(
+                t.plane,
+                t.placement.region,
+                t.placement.stream,
+                // With regions, scheme migrations may not take a pool's last free block either.
+                t.source == Source::Host || (t.source == Source::Migration && self.regions() > 1),
+            ),
+            TxnKind::Move => {
+                self.can_allocate_in(t.plane, t.placement.region, t.placement.stream, false)
+            }
+            TxnKind::Read | TxnKind::Erase | TxnKind::Adjust => true,
+        }
+    }
+
+    #[inline]
+    fn plane_urgent(&self, plane: u32) -> bool {
+        self.plane_gc_urgent(plane)
+    }
+
+    fn write_plane(&self, t: &Txn, first: u32, n: u32, start: u32) -> Option<u32> {
+        let (region, stream) = (t.placement.region, t.placement.stream);
+        let order = (0..n).map(|k| first + (start + k) % n);
+        order
+            .clone()
+            .find(|&p| {
+                !self.needs_gc(self.pool(p, region))
+                    && self.can_allocate_in(p, region, stream, true)
+            })
+            .or_else(|| {
+                order
+                    .clone()
+                    .find(|&p| self.can_allocate_in(p, region, stream, true))
+            })
+    }
+}
+
+impl Engine {
+    /// Start the next transaction on `die` if it is idle and something can start.
+    pub(super) fn dispatch(&mut self, die: u32) {
+        loop {
+            if self.exec.busy(die) {
+                return;
+            }
+            let Some(picked) = self.sched.pick(die, &self.ftl) else {
+                return;
+            };
+            // Staged in the die's slot; `t` is the copy the cost computation reads, and the
+            // fields dispatch decides (ECC read, page programmed) are written to the slot.
+            let t = picked;
+            self.exec.stage(die, 0, t);
+            let now = self.now;
+            let xfer = self.timing.transfer_ns;
+            let mut tail = 0;
+            match t.kind {
+                TxnKind::Read => {
+                    let pt = self.layout.page_type[self.ftl.page_index(t.ppn) as usize];
+                    let ecc = self.ftl.page_ecc(t.ppn);
+                    let rt = self.read_type(t.ppn, pt, t.source);
+                    let (sense, bus, decode) = self.read_cost(t.ppn, rt, ecc);
+                    self.ftl.note_read(t.ppn);
+                    self.count_read(t.source, ecc, pt);
+                    if self.rg.is_some() {
+                        self.count_region_read(t.source, t.ppn, sense + bus + decode);
+                    }
+                    self.exec.push_phase(die, Phase::Array(sense));
+                    self.exec.push_phase(die, Phase::Bus(bus));
+                    self.exec.stage_mut(die, 0).placement.ecc = ecc;
+                    tail = decode;
+                }
+                TxnKind::Program => {
+                    let Some((ppn, pt, mode)) = self.program_page(&t, None) else {
+                        return;
+                    };
+                    let prog = self.timing.program_ns(pt, mode);
+                    self.exec.push_phase(die, Phase::Bus(xfer));
+                    self.exec.push_phase(die, Phase::Array(prog));
+                    self.exec.stage_mut(die, 0).ppn = ppn;
+                    if self.rg.is_some() {
+                        self.count_region_program(t.source, t.placement.region, xfer + prog);
+                    }
+                    self.maybe_gc(self.ftl.pool(t.plane, t.placement.region));
+                }
+                TxnKind::Move => {
+                    // A valid source page still holds the LPN it held when the move was queued
+                    // (it cannot be reprogrammed before its block is erased), and is that LPN's
+                    // target (FTL invariant): no L2P check needed.
+                    if self.ftl.page_state(t.ppn) != PageState::Valid {
+                        if t.source == Source::Refresh {
+                            self.stats.refresh.moves_cancelled += 1;
+                            self.refresh_step_done(t.plane);
+                        } else {
+                            self.stats.gc_moves_cancelled += 1;
+                            self.move_done(self.ftl.pool(t.plane, t.placement.region));
+                        }
+                        continue;
+                    }
+                    let src_pt = self.layout.page_type[self.ftl.page_index(t.ppn) as usize];
+                    let ecc = self.ftl.page_ecc(t.ppn);
+                    let rt = self.read_type(t.ppn, src_pt, t.source);
+                    let (sense, bus, decode) = self.read_cost(t.ppn, rt, ecc);
+                    if self.rg.is_some() {
+                        self.count_region_read(t.source, t.ppn, sense + bus + decode);
+                    }
+                    debug_assert_eq!(self.ftl.lookup(t.lpn), t.ppn);
+                    let Some((dst, dst_pt, dst_mode)) = self.program_page(&t, Some(t.ppn)) else {
+                        return;
+                    };
+                    self.count_read(t.source, ecc, src_pt);
+                    if t.source == Source::Refresh {
+                        self.stats.refresh.moves_by_page_type[src_pt as usize][dst_pt as usize] +=
+                            1;
+                        if self.rf_phase[t.plane as usize] == 2 {
+                            self.stats.refresh.pages_rewritten += 1;
+                        } else {
+                            self.stats.refresh.pages_moved += 1;
+                        }
+                    } else {
+                        self.stats.gc_pages_moved += 1;
+                    }
+                    self.exec.push_phase(die, Phase::Array(sense));
+                    if !self.cfg.ftl.copyback {
+                        self.exec.push_phase(die, Phase::Bus(bus));
+                        self.exec.push_phase(die, Phase::Ctrl(decode));
+                        self.exec.push_phase(die, Phase::Bus(xfer));
+                    }
+                    let prog = self.timing.program_ns(dst_pt, dst_mode);
+                    self.exec.push_phase(die, Phase::Array(prog));
+                    self.exec.stage_mut(die, 0).ppn = dst;
+                    if self.rg.is_some() {
+                        self.count_region_program(t.source, t.placement.region, xfer + prog);
+                    }
+                    if t.source == Source::Refresh {
+                        self.maybe_gc(t.plane);
+                    }
+                }
+                TxnKind::Adjust => {
+                    // IDA §III-B: "we conservatively set the voltage adjustment latency to the
+                    // MSB write latency".
+                    let mode = self.ftl.page_mode(t.ppn);
+                    let adjust = self.timing.program_ns(crate::flash::PageType::Msb, mode);
+                    self.exec.push_phase(die, Phase::Array(adjust));
+                }
+                TxnKind::Erase => {
+                    self.stats.flash_erases.add(t.source);
+                    if self.rg.is_some() {
+                        self.stats.regions.erases[t.placement.region as usize] += 1;
+                    }
+                    self.exec
+                        .push_phase(die, Phase::Array(self.timing.erase_ns));
+                }
+            }
+            self.exec.start(die, 1, tail, now);
+            self.prefetch_next(die, &t);
+            return;
+        }
+    }
+
+    /// Prefetch what the run just started (`t`) will touch when it completes, and what the
+    /// transactions likely to start next on `die` (the heads of its queues) will touch when
+    /// they are dispatched: by then the lines are in cache.
+    #[inline]
+    fn prefetch_next(&self, die: u32, t: &Txn) {
+        if t.owner != NONE {
+            crate::prefetch::slice(&self.slots, t.owner as usize);
+        }
+        for n in self.sched.heads(die) {
+            match n.kind {
+                TxnKind::Program => self.ftl.prefetch_lpn(n.lpn),
+                TxnKind::Read => self.ftl.prefetch_read(n.ppn),
+                TxnKind::Move => {
+                    self.ftl.prefetch_read(n.ppn);
+                    self.ftl.prefetch_lpn(n.lpn);
+                }
+                TxnKind::Erase | TxnKind::Adjust => {}
+            }
+        }
+    }
+
+    /// Die `die` finished its run `done` at `self.now`.
+    pub(super) fn complete(&mut self, die: u32, done: Done) {
+        let t = self.exec.done_txn(die, 0);
+        let service = self.now - done.start_ns;
+        if let Some(ts) = self.stats.timeseries.as_mut() {
+            let gc_move = t.kind == TxnKind::Move && t.source != Source::Refresh;
+            ts.flash_done(done.start_ns, self.now, t.kind == TxnKind::Erase, gc_move);
+        }
+        match t.kind {
+            TxnKind::Read => {
+                let end = self.now + done.tail_ns;
+                if t.source == Source::Host {
+                    self.host_page_done(t.owner, end, end - done.start_ns);
+                } else if t.source == Source::Refresh {
+                    self.refresh_step_done(t.plane);
+                } else if self.ftl.lookup(t.lpn) == t.ppn {
+                    // Second half of a scheme rewrite: program the data again.
+                    let ctx = Ctx {
+                        now_ns: self.now,
+                        ftl: &self.ftl,
+                        timing: &self.timing,
+                    };
+                    let pl = self.scheme.placement(t.lpn, t.source, &ctx);
+                    if self.placement_ok(pl) {
+                        let plane = self.ftl.plane_for_write_in(t.lpn, pl.region);
+                        let d2 = self.sched.enqueue(
+                            TxnKind::Program,
+                            t.source,
+                            t.lpn,
+                            NONE,
+                            plane,
+                            NONE,
+                            pl,
+                        );
+                        if d2 != die {
+                            self.dispatch(d2);
+                        }
+                    }
+                }
+            }
+            TxnKind::Program => {
+                if t.source == Source::Host {
+                    self.host_page_done(t.owner, self.now, service);
+                } else {
+                    self.stats.rewrites += 1;
+                }
+            }
+            TxnKind::Move if t.source == Source::Refresh => self.refresh_step_done(t.plane),
+            TxnKind::Move => self.move_done(self.ftl.pool(t.plane, t.placement.region)),
+            TxnKind::Adjust => self.refresh_step_done(t.plane),
+            TxnKind::Erase => {
+                self.ftl.erase(t.ppn);
+                let pool = self.ftl.pool(t.plane, t.placement.region);
+                self.gc_active[pool as usize] = false;
+                self.gc_victim[pool as usize] = NONE;
+                self.maybe_gc(pool);
+                let plane = t.plane as usize;
+                if self.rf_on && self.rf_deferred[plane] {
+                    self.maybe_refresh(t.plane);
+                }
+                if self.cfg.ftl.allocation == Allocation::Dynamic {
+                    // Space came back: waiting host writes may fit any idle die now.
+                    for d in 0..self.exec.dies() {
+                        self.dispatch(d);
+                    }
+                }
+            }
+        }
+        self.dispatch(die);
+    }
+
+    /// Allocate and program the page of a program (`src` = `None`) or move (`src` = the valid
+    /// page it relocates) transaction at dispatch; counts the program. Returns the new PPN and
+    /// its page type (`None` after an internal error).
+    fn program_page(
+        &mut self,
+        t: &Txn,
+        src: Option<u32>,
+    ) -> Option<(u32, crate::flash::PageType, u8)> {
+        let source = t.source;
+        // With regions, scheme migrations may not take a pool's last free block either.
+        let host = source == Source::Host || (source == Source::Migration && self.rg.is_some());
+        let Ok(ppn) = self.ftl.allocate_typed(
+            t.plane,
+            t.placement.region,
+            t.placement.stream,
+            host,
+            self.now,
+            t.placement.page_type,
+        ) else {
+            self.fail(format!(
+                "internal error: {source:?} program dispatched on plane {}{} without space",
+                t.plane,
+                self.region_note(t.placement.region)
+            ));
+            return None;
+        };
+        let time_s = (self.now / 1_000_000_000) as i32;
+        let mode = self.region_mode(t.placement);
+        match src {
+            None => self.ftl.program(ppn, t.lpn, mode, t.placement.ecc, time_s),
+            Some(src) => self.ftl.relocate(src, ppn, mode, t.placement.ecc, time_s),
+        }
+        self.stats.flash_programs.add(source);
+        self.stats.programs_by_mode[mode as usize] += 1;
+        Some((
+            ppn,
+            self.layout.page_type[self.ftl.page_index(ppn) as usize],
+            mode,
+        ))
+    }
+}

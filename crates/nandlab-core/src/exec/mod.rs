@@ -1,0 +1,404 @@
+//! The flash executor: dies, channels and the event queue. It runs flash transactions as short
+//! lists of phases and knows nothing of what the transactions mean — no LPN, no mapping, no GC —
+//! so the block FTL (`engine`) and the object-based device (`osd`) drive the same executor and
+//! the same per-die scheduler ([`crate::sched`]).
+//!
+//! ```text
+//!  front end ── Txn (kind, plane, PPN, source, owner token, …) ──► sched: per-die queues
+//!      ▲                                                               │ pick (priority, SpaceView)
+//!      │ completion: the finished Txn(s), start time, controller tail   ▼
+//!      └──────────────────────────────── Executor: die runs of phases ─ Array │ Bus(channel) │ Ctrl
+//!                                          EventQueue: one slot per die + timers
+//! ```
+//!
+//! # Phases
+//!
+//! A die executes one *run* at a time: the transactions it serves together (one; a multi-plane
+//! operation will start several at once, up to `planes_per_die`) and a list of phases.
+//! `Array` holds the die alone (sense, program, erase), `Bus` holds the die and its channel
+//! (page transfer), `Ctrl` holds the die while the controller works (ECC decode of a GC move
+//! before it is written back). The executor advances a run as far as it can without a later
+//! decision: array and controller phases just advance the die's clock; a bus phase requested
+//! *now* reserves the channel at `max(now, channel free)`. The channel is a timeline served in
+//! request order — requests are made in simulated-time order, so this is exactly a FIFO
+//! channel queue. A bus phase needed later (after a sense) waits for an event at that time, so
+//! that requests other dies make in between are served first — unless the channel has only
+//! this die, where nothing can come in between and the whole run is one event.
+//!
+//! A run may end with a controller *tail* (`tail_ns`): time the transaction still needs after
+//! the die and channel are released (a host read's ECC decode); the front end adds it to the
+//! completion time.
+//!
+//! # Events
+//!
+//! [`EventQueue`]: one pending event per die (the end of its current phase or run), plus the
+//! front end's timers; simultaneous events fire timers first, then dies by index.
+//!
+//! # Extension points
+//!
+//! * Program/erase suspension: a die in an `Array` phase is at a known phase with a known end
+//!   ([`Executor::phase`], [`EventQueue::die_time`]); suspending it means splitting that phase
+//!   (remaining time, plus suspend/resume latencies) and moving the die's single event
+//!   ([`EventQueue::set_die`]) — no stale event can fire.
+//! * Multi-plane operations: a run serves up to `planes_per_die` staged transactions
+//!   ([`Executor::stage`]) sharing one list of phases; completion hands all of them back.
+//!
+//! # What it does not model
+//!
+//! Command/address cycles on the bus, cache-register pipelining, and the controller's own
+//! concurrency limits (decode engines, DMA): controller phases take their time but never queue.
+
+pub mod events;
+
+pub use events::{Event, EventQueue};
+
+use crate::scheme::{Placement, Source};
+
+/// Sentinel for "no plane / no page / no owner".
+pub const NONE: u32 = u32::MAX;
+
+/// Most phases in one run (sense, transfer out, decode, transfer in, program).
+pub const MAX_PHASES: usize = 6;
+
+/// What a transaction does on its die.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum TxnKind {
+    /// Read page `ppn` (sense + transfer out; decode in the controller).
+    Read,
+    /// Program a page (transfer in + program); the front end allocates the page at dispatch.
+    Program,
+    /// Relocation of page `ppn` within its plane (sense, [transfer out, decode, transfer in],
+    /// program).
+    Move,
+    /// Erase block `ppn` (a block id here).
+    Erase,
+    /// Voltage adjustment of the word line holding page `ppn`, in place (IDA data refresh).
+    Adjust,
+}
+
+/// One flash transaction: what the scheduler queues and the executor runs. 28 bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Txn {
+    /// Kind.
+    pub kind: TxnKind,
+    /// Why it exists (host, GC, refresh, …); host transactions have their own queues.
+    pub source: Source,
+    /// Placement of programs and moves (stream, mode, ECC, region).
+    pub placement: Placement,
+    /// Plane it runs on (the die is `plane / planes_per_die`); [`NONE`] for a host write under
+    /// dynamic allocation until a die takes it.
+    pub plane: u32,
+    /// Source page (read, move), block (erase), or the allocated page (program, after
+    /// dispatch).
+    pub ppn: u32,
+    /// The owner's logical page (block FTL: the LPN; other front ends: their own id).
+    pub lpn: u32,
+    /// Owner token (block FTL: the host request slot, or [`NONE`]).
+    pub owner: u32,
+    /// Enqueue order (FIFO priority; compared with wrapping arithmetic).
+    pub seq: u32,
+}
+
+/// One phase of a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// The die alone for `ns` (sense, program, erase).
+    Array(u64),
+    /// The die and its channel for `ns` (page transfer).
+    Bus(u64),
+    /// The die waits for the controller for `ns` (decode of a relocated page).
+    Ctrl(u64),
+}
+
+#[derive(Clone, Copy, Debug)]
+struct DieRun {
+    phases: [Phase; MAX_PHASES],
+    n: u8,
+    i: u8,
+    /// Transactions served by the run (0: idle).
+    ops: u8,
+    start_ns: u64,
+    tail_ns: u64,
+}
+
+impl DieRun {
+    const IDLE: DieRun = DieRun {
+        phases: [Phase::Array(0); MAX_PHASES],
+        n: 0,
+        i: 0,
+        ops: 0,
+        start_ns: 0,
+        tail_ns: 0,
+    };
+}
+
+/// A finished run, as [`Executor::advance`] hands it back.
+#[derive(Clone, Copy, Debug)]
+pub struct Done {
+    /// Time the run started (dispatch), ns.
+    pub start_ns: u64,
+    /// Controller time still due after the die was released, ns.
+    pub tail_ns: u64,
+    /// Number of transactions (read them with [`Executor::done_txn`]).
+    pub ops: u8,
+}
+
+/// Dies, channels and the event queue. See the module documentation.
+#[derive(Clone, Debug)]
+pub struct Executor {
+    runs: Vec<DieRun>,
+    /// Running transactions, `ops_per_die` per die.
+    txns: Vec<Txn>,
+    ops_per_die: usize,
+    chan_of_die: Vec<u32>,
+    /// Time each channel is free from (a FIFO timeline).
+    chan_free_at: Vec<u64>,
+    /// Whether more than one die shares the channel.
+    chan_shared: Vec<bool>,
+    /// Pending events.
+    pub events: EventQueue,
+    /// Busy time of each die (dispatch to release), ns.
+    pub die_busy_ns: Vec<u64>,
+    /// Busy time of each channel (transfers), ns.
+    pub channel_busy_ns: Vec<u64>,
+}
+
+const NO_TXN: Txn = Txn {
+    kind: TxnKind::Read,
+    source: Source::Host,
+    placement: Placement::NONE,
+    plane: NONE,
+    ppn: NONE,
+    lpn: NONE,
+    owner: NONE,
+    seq: 0,
+};
+
+impl Executor {
+    /// An executor for `dies` dies on `channels` channels; die `d` is on channel
+    /// `d / dies_per_channel`. A run serves at most `ops_per_die` transactions.
+    pub fn new(dies: u32, channels: u32, ops_per_die: u32) -> Executor {
+        let per = (dies / channels.max(1)).max(1);
+        let chan_of_die: Vec<u32> = (0..dies).map(|d| d / per).collect();
+        let ops = ops_per_die.max(1) as usize;
+        Executor {
+            runs: vec![DieRun::IDLE; dies as usize],
+            txns: vec![NO_TXN; dies as usize * ops],
+            ops_per_die: ops,
+            chan_of_die,
+            chan_free_at: vec![0; channels as usize],
+            chan_shared: vec![per > 1; channels as usize],
+            events: EventQueue::new(dies),
+            die_busy_ns: vec![0; dies as usize],
+            channel_busy_ns: vec![0; channels as usize],
+        }
+    }
+
+    /// Number of dies.
+    #[inline]
+    pub fn dies(&self) -> u32 {
+        self.runs.len() as u32
+    }
+
+    /// Whether die `die` is running something.
+    #[inline]
+    pub fn busy(&self, die: u32) -> bool {
+        self.runs[die as usize].ops != 0
+    }
+
+    /// Whether any die is running something.
+    pub fn any_busy(&self) -> bool {
+        self.runs.iter().any(|r| r.ops != 0)
+    }
+
+    /// The phase die `die` is in (`None` when idle or between phases).
+    pub fn phase(&self, die: u32) -> Option<Phase> {
+        let r = &self.runs[die as usize];
+        (r.ops != 0 && r.i > 0).then(|| r.phases[r.i as usize - 1])
+    }
+
+    /// Put `t` as transaction `k` of the next run of idle die `die`, and return it for the
+    /// front end to fill in at dispatch (the page a program gets, …). Staging the picked
+    /// transaction first and editing it in place keeps the copy out of the dispatch path.
+    /// Staging transaction 0 also clears the run's phases ([`Executor::push_phase`]).
+    #[inline]
+    pub fn stage(&mut self, die: u32, k: usize, t: Txn) -> &mut Txn {
+        debug_assert!(!self.busy(die) && k < self.ops_per_die);
+        if k == 0 {
+            self.runs[die as usize].n = 0;
+        }
+        let slot = &mut self.txns[die as usize * self.ops_per_die + k];
+        *slot = t;
+        slot
+    }
+
+    /// Staged transaction `k` of idle die `die`, to edit before [`Executor::start`].
+    #[inline]
+    pub fn stage_mut(&mut self, die: u32, k: usize) -> &mut Txn {
+        &mut self.txns[die as usize * self.ops_per_die + k]
+    }
+
+    /// Append a phase to the staged run of idle die `die` (at most [`MAX_PHASES`]). Phases are
+    /// written in place, not built elsewhere and copied.
+    #[inline]
+    pub fn push_phase(&mut self, die: u32, p: Phase) {
+        let r = &mut self.runs[die as usize];
+        debug_assert!(r.ops == 0 && (r.n as usize) < MAX_PHASES);
+        r.phases[r.n as usize] = p;
+        r.n += 1;
+    }
+
+    /// Start a run on idle die `die` at `now_ns`: its first `ops` staged transactions
+    /// (1 ..= `ops_per_die`, see [`Executor::stage`]) through the pushed phases (at least one),
+    /// then `tail_ns` of controller time after the die is released.
+    #[inline]
+    pub fn start(&mut self, die: u32, ops: usize, tail_ns: u64, now_ns: u64) {
+        debug_assert!(!self.busy(die));
+        debug_assert!(ops >= 1 && ops <= self.ops_per_die);
+        let r = &mut self.runs[die as usize];
+        debug_assert!(r.n >= 1);
+        r.i = 0;
+        r.ops = ops as u8;
+        r.start_ns = now_ns;
+        r.tail_ns = tail_ns;
+        self.run_phases(die, now_ns);
+    }
+
+    /// Run die `die`'s phases from the current one as far as possible without an event, and
+    /// set the die's event at the end of what was run.
+    #[inline]
+    fn run_phases(&mut self, die: u32, now_ns: u64) {
+        let ch = self.chan_of_die[die as usize] as usize;
+        let shared = self.chan_shared[ch];
+        let mut t = now_ns;
+        let r = &mut self.runs[die as usize];
+        while r.i < r.n {
+            match r.phases[r.i as usize] {
+                Phase::Array(d) | Phase::Ctrl(d) => t += d,
+                Phase::Bus(d) => {
+                    if t > now_ns && shared {
+                        break;
+                    }
+                    let s = t.max(self.chan_free_at[ch]);
+                    self.chan_free_at[ch] = s + d;
+                    self.channel_busy_ns[ch] += d;
+                    t = s + d;
+                }
+            }
+            r.i += 1;
+        }
+        self.events.set_die(die, t);
+    }
+
+    /// Die `die`'s event fired at `now_ns`: continue its run, or finish it (the die is idle
+    /// again) and return what finished; its transactions are [`Executor::done_txn`] until the
+    /// next [`Executor::start`] on the die. After a finish the caller either starts the die
+    /// again or calls [`Executor::settle`] before the next event is taken.
+    #[inline]
+    pub fn advance(&mut self, die: u32, now_ns: u64) -> Option<Done> {
+        let r = &self.runs[die as usize];
+        if r.i < r.n {
+            self.run_phases(die, now_ns);
+            return None;
+        }
+        let done = Done {
+            start_ns: r.start_ns,
+            tail_ns: r.tail_ns,
+            ops: r.ops,
+        };
+        self.die_busy_ns[die as usize] += now_ns - r.start_ns;
+        self.runs[die as usize].ops = 0;
+        Some(done)
+    }
+
+    /// After a finished run was handled: an idle die has no pending event.
+    #[inline]
+    pub fn settle(&mut self, die: u32) {
+        if !self.busy(die) {
+            self.events.clear_die(die);
+        }
+    }
+
+    /// Transaction `k` of the run die `die` finished last.
+    #[inline]
+    pub fn done_txn(&self, die: u32, k: usize) -> Txn {
+        self.txns[die as usize * self.ops_per_die + k]
+    }
+
+    /// Transaction `k` of the run on die `die` (staged, running or last finished).
+    #[inline]
+    pub fn txn(&self, die: u32, k: usize) -> &Txn {
+        &self.txns[die as usize * self.ops_per_die + k]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn txn() -> Txn {
+        NO_TXN
+    }
+
+    fn drain(x: &mut Executor) -> Vec<(u64, u32)> {
+        let mut out = Vec::new();
+        while let Some((t, ev)) = x.events.pop() {
+            if let Event::Die(d) = ev {
+                if x.advance(d, t).is_some() {
+                    out.push((t, d));
+                    x.settle(d);
+                }
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn shared_channel_serves_transfers_in_request_order() {
+        // Two dies on one channel: both sense 10, then transfer 5. The second transfer waits.
+        let mut x = Executor::new(2, 1, 1);
+        x.stage(0, 0, txn());
+        x.push_phase(0, Phase::Array(10));
+        x.push_phase(0, Phase::Bus(5));
+        x.start(0, 1, 0, 0);
+        x.stage(1, 0, txn());
+        x.push_phase(1, Phase::Array(10));
+        x.push_phase(1, Phase::Bus(5));
+        x.start(1, 1, 0, 0);
+        assert_eq!(drain(&mut x), vec![(15, 0), (20, 1)]);
+        assert_eq!(x.channel_busy_ns, vec![10]);
+        assert_eq!(x.die_busy_ns, vec![15, 20]);
+    }
+
+    #[test]
+    fn own_channel_runs_a_whole_read_as_one_event() {
+        let mut x = Executor::new(2, 2, 1);
+        x.stage(1, 0, txn());
+        x.push_phase(1, Phase::Array(10));
+        x.push_phase(1, Phase::Bus(5));
+        x.start(1, 1, 3, 0);
+        assert_eq!(x.events.die_time(1), Some(15));
+        let (t, ev) = x.events.pop().unwrap();
+        assert_eq!((t, ev), (15, Event::Die(1)));
+        let d = x.advance(1, t).unwrap();
+        x.settle(1);
+        assert!(x.events.is_empty());
+        assert_eq!((d.start_ns, d.tail_ns, d.ops), (0, 3, 1));
+        assert!(!x.busy(1));
+    }
+
+    #[test]
+    fn a_transfer_requested_now_queues_behind_the_channel() {
+        let mut x = Executor::new(2, 1, 1);
+        x.stage(0, 0, txn());
+        x.push_phase(0, Phase::Bus(8));
+        x.push_phase(0, Phase::Array(100));
+        x.start(0, 1, 0, 0);
+        x.stage(1, 0, txn());
+        x.push_phase(1, Phase::Bus(8));
+        x.push_phase(1, Phase::Array(100));
+        x.start(1, 1, 0, 2);
+        assert_eq!(drain(&mut x), vec![(108, 0), (116, 1)]);
+    }
+}
