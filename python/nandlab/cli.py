@@ -943,6 +943,11 @@ cli.add_command(_sweep)
 cli.add_command(_compare)
 cli.add_command(_report)
 
+# `nandlab dpa analyze` (Guo ch. 2 data statistics)
+from nandlab.dpa.cli import dpa as _dpa_cli  # noqa: E402
+
+cli.add_command(_dpa_cli)
+
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""

@@ -25,6 +25,9 @@ COMMANDS = [
     ["sweep"],
     ["compare"],
     ["report"],
+    ["reproduce", "dpa"],
+    ["dpa"],
+    ["dpa", "analyze"],
 ]
 
 

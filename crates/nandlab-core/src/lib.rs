@@ -67,6 +67,7 @@
 //! cites the paper section, table or equation its constants come from.
 pub mod api;
 pub mod config;
+pub mod dpa;
 pub mod ecc;
 pub mod engine;
 pub mod error;

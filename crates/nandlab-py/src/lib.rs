@@ -23,6 +23,8 @@ use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
+mod dpa;
+
 create_exception!(
     nandlab,
     TraceError,
@@ -261,5 +263,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ecc_table, m)?)?;
     m.add_function(wrap_pyfunction!(check_config, m)?)?;
     m.add_function(wrap_pyfunction!(scheme_names, m)?)?;
+    dpa::register(m)?;
     Ok(())
 }

@@ -4,12 +4,15 @@ Every command takes ``--traces DIR`` (repeatable; default: the bundled samples a
 workspace's captured traces), ``--quick``, ``--out DIR`` (default ``./nandlab-out/<paper>``),
 ``--json OUT``, ``--processes N`` and ``--scheduler ADDR``; runs go through
 :func:`nandlab.experiment.run_grid`, so re-running with the same ``--out`` skips finished runs.
+``dpa`` (Guo ch. 2, codec and lifetime model) analyses data files (``--data``) instead of
+replaying traces; its Monte-Carlo points are cached instead.
 """
 
 from __future__ import annotations
 
 import click
 
+from nandlab.reproduce import dpa as _dpa
 from nandlab.reproduce import efm as _efm
 from nandlab.reproduce import ida as _ida
 from nandlab.reproduce import xia_diffecc as _xia_diffecc
@@ -23,5 +26,6 @@ def reproduce() -> None:
 reproduce.add_command(_xia_diffecc.xia_diffecc)
 reproduce.add_command(_ida.ida)
 reproduce.add_command(_efm.efm)
+reproduce.add_command(_dpa.dpa)
 
 __all__ = ["reproduce"]

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 use std::time::Instant;
 
+mod dpa;
+pub use dpa::{dpa_analyze, dpa_lifetime, dpa_polynomials, dpa_summarize};
 mod reliability;
 pub use reliability::{
     ecc_table, rber_table, GUO_TABLE6_LEVELS, GUO_TABLE6_PE, GUO_TABLE6_RETENTION_S,

@@ -80,6 +80,10 @@ pub struct Config {
     /// are unchanged).
     #[serde(skip_serializing_if = "RegionsConfig::is_off")]
     pub regions: RegionsConfig,
+    /// DPA (Guo ch. 2) codec and lifetime-model parameters (left out of the serialized config
+    /// while at their defaults, so reports of runs without DPA are unchanged).
+    #[serde(skip_serializing_if = "crate::dpa::DpaConfig::is_default")]
+    pub dpa: crate::dpa::DpaConfig,
 }
 
 /// Where a region's read latency comes from.
@@ -464,6 +468,7 @@ impl Default for Config {
             reliability: ReliabilityConfig::default(),
             refresh: RefreshConfig::default(),
             regions: RegionsConfig::default(),
+            dpa: crate::dpa::DpaConfig::default(),
         }
     }
 }
@@ -1156,6 +1161,7 @@ impl Config {
                 "data refresh is not supported together with [regions] yet (set 0)",
             ));
         }
+        self.dpa.validate()?;
         if p.initial_pe_spread > p.initial_pe_cycles {
             return Err(invalid(
                 "precondition.initial_pe_spread",

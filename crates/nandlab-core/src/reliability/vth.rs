@@ -910,6 +910,25 @@ pub fn simulate(
     cond: &Condition,
     opts: &McOptions,
 ) -> Result<McResult, ReliabilityError> {
+    simulate_split(params, cfg, pattern, None, cond, opts)
+}
+
+/// [`simulate`] with the level distribution of the interfering neighbours given separately
+/// from the victims' (normal state only): `victims` = one probability per level for the
+/// simulated cells, `neighbours` = the same for the cells that disturb them (`None` = the
+/// victims' distribution, which is [`simulate`]). With a one-hot `victims` the result is the
+/// bit error rate of cells programmed to that level, the p_li of Guo eq. 2.7.
+///
+/// # Errors
+/// As [`simulate`]; [`ReliabilityError::OutOfRange`] for `neighbours` in the reduced state.
+pub fn simulate_split(
+    params: &VthParams,
+    cfg: &LevelConfig,
+    pattern: Option<&[f64]>,
+    neighbours: Option<&[f64]>,
+    cond: &Condition,
+    opts: &McOptions,
+) -> Result<McResult, ReliabilityError> {
     check_range(
         "rel_half_width",
         opts.rel_half_width,
@@ -925,7 +944,19 @@ pub fn simulate(
             allowed: ">= 1",
         });
     }
-    let prep = Prep::new(params, cfg, pattern, cond)?;
+    let mut prep = Prep::new(params, cfg, pattern, cond)?;
+    if let Some(nb) = neighbours {
+        if prep.reduced {
+            return Err(ReliabilityError::OutOfRange {
+                name: "neighbours",
+                value: nb.len() as f64,
+                allowed: "a separate neighbour distribution only in the normal state",
+            });
+        }
+        // Validate like a victim pattern, then take its CDF for the neighbours.
+        let other = Prep::new(params, cfg, Some(nb), cond)?;
+        prep.nb_cdf = other.sym_cdf;
+    }
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(opts.seed);
     let bits_per_sample = if prep.reduced {
         3.0
