@@ -26,6 +26,7 @@ COMMANDS = [
     ["compare"],
     ["report"],
     ["reproduce", "dpa"],
+    ["reproduce", "flexlevel"],
     ["dpa"],
     ["dpa", "analyze"],
 ]

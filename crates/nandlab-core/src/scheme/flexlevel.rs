@@ -156,16 +156,32 @@ impl Pool {
             None => false,
         }
     }
-    /// The count at or above which an entry is among the `fraction` of entries with the
-    /// highest counts (1 when empty).
+    /// The smallest count c such that the entries with a count of at least c are at most
+    /// `fraction` of the pool (ties are never split: when every entry has the same count, no
+    /// entry is in the top fraction, and c is one more than that count). 1 when empty.
     pub fn top_count(&self, fraction: f64) -> u32 {
         let n = self.entries.len();
         if n == 0 {
             return 1;
         }
-        let k = ((n as f64 * fraction).ceil() as usize).clamp(1, n);
-        // The k-th highest count: walk the ordered set from the top.
-        self.order.iter().rev().nth(k - 1).map_or(1, |e| e.0)
+        let k = (n as f64 * fraction).floor() as usize;
+        let mut taken = 0usize;
+        let mut c = self.order.iter().next_back().map_or(1, |e| e.0) + 1;
+        let mut it = self.order.iter().rev().peekable();
+        while let Some(&&(count, _, _)) = it.peek() {
+            // All entries with this count.
+            let mut same = 0usize;
+            while it.peek().is_some_and(|e| e.0 == count) {
+                it.next();
+                same += 1;
+            }
+            if taken + same > k {
+                break;
+            }
+            taken += same;
+            c = count;
+        }
+        c
     }
 }
 
@@ -444,6 +460,34 @@ impl FlexLevel {
         });
     }
 
+    /// Table 9's columns over the run (with tracking): LPNs read, the frequently read ones
+    /// (the 20 % with the most reads), and how many of those are IWFR (written at most once).
+    pub fn read_profile(&self) -> Option<(u64, u64, u64)> {
+        if !self.track {
+            return None;
+        }
+        let mut read: Vec<u32> = self
+            .reads_by_lpn
+            .iter()
+            .copied()
+            .filter(|&c| c > 0)
+            .collect();
+        if read.is_empty() {
+            return Some((0, 0, 0));
+        }
+        read.sort_unstable_by(|a, b| b.cmp(a));
+        let k = ((read.len() as f64 * 0.2).ceil() as usize).max(1);
+        let cut = read[k - 1];
+        let (mut freq, mut iwfr) = (0u64, 0u64);
+        for (lpn, &r) in self.reads_by_lpn.iter().enumerate() {
+            if r >= cut && r > 0 {
+                freq += 1;
+                iwfr += (self.writes_by_lpn[lpn] <= 1) as u64;
+            }
+        }
+        Some((read.len() as u64, freq, iwfr))
+    }
+
     /// False identification rate |identified ∖ truth| / |identified| (module doc), `None`
     /// without tracking or with nothing identified.
     pub fn false_identification(&self) -> Option<(f64, u64, u64)> {
@@ -657,6 +701,11 @@ impl Scheme for FlexLevel {
             "host_reads_reduced": self.reads_reduced,
             "host_reads_normal_by_extra_levels": self.reads_normal_by_levels,
         });
+        if let Some((read, freq, iwfr)) = self.read_profile() {
+            v["read_lpns"] = json!(read);
+            v["frequently_read_lpns"] = json!(freq);
+            v["iwfr_lpns"] = json!(iwfr);
+        }
         if let Some((rate, ident, wrong)) = self.false_identification() {
             v["false_identification_rate"] = json!(rate);
             v["identified_lpns"] = json!(ident);
@@ -698,8 +747,20 @@ mod tests {
         }
         // counts 1..=10; top 20 % = 2 entries: counts 10 and 9.
         assert_eq!(p.top_count(0.2), 9);
-        assert_eq!(p.top_count(0.0), 10);
+        // No entry: one above the highest count.
+        assert_eq!(p.top_count(0.0), 11);
         assert_eq!(Pool::new(4).top_count(0.2), 1);
+        // All tied at count 1: nobody is in the top 20 %.
+        let mut q = Pool::new(100);
+        for lpn in 0..10u32 {
+            q.touch(lpn, lpn as u64);
+        }
+        assert_eq!(q.top_count(0.2), 2);
+        // 2 entries at 5, 8 at 1: the two are exactly 20 %.
+        q.touch(0, 20);
+        q.touch(0, 21);
+        q.touch(1, 22);
+        assert_eq!(q.top_count(0.2), 2);
     }
 
     #[test]
