@@ -676,7 +676,24 @@ impl Ftl {
         host: bool,
         now_ns: u64,
     ) -> Result<u32, NoSpace> {
+        self.allocate_tracked(plane, region, stream, host, now_ns)
+            .map(|(ppn, _)| ppn)
+    }
+
+    /// [`Ftl::allocate_in`], also telling whether the pool's blocks changed (a free block was
+    /// opened or a block became full): only then can the pool's need for GC or its GC
+    /// candidates have changed.
+    #[inline]
+    pub fn allocate_tracked(
+        &mut self,
+        plane: u32,
+        region: u8,
+        stream: u8,
+        host: bool,
+        now_ns: u64,
+    ) -> Result<(u32, bool), NoSpace> {
         let pool = self.pool(plane, region);
+        let mut changed = false;
         let slot = (pool * self.streams + stream as u32) as usize;
         let mut b = self.open[slot];
         if b == NONE {
@@ -688,6 +705,7 @@ impl Ftl {
             self.blk_state[b as usize] = BlockState::Open as u8;
             self.blk_stream[b as usize] = stream;
             self.open[slot] = b;
+            changed = true;
         }
         let wp = self.blk_wp[b as usize];
         let ppn = b * self.geo.pages_per_block + wp;
@@ -697,8 +715,9 @@ impl Ftl {
             self.blk_state[b as usize] = BlockState::Full as u8;
             self.blk_full_ns[b as usize] = now_ns;
             self.track_full(b);
+            changed = true;
         }
-        Ok(ppn)
+        Ok((ppn, changed))
     }
 
     /// Record `lpn` as programmed at `ppn` (from [`Ftl::allocate`]); the previous copy, if any,
