@@ -177,6 +177,9 @@ pub struct Engine {
     error: Option<NandlabError>,
     log: Option<Box<dyn Write>>,
     logical_pages: u64,
+    /// Exclusive bounds of a valid placement (streams, modes, ECCs, regions; each ≤ 255 + 1
+    /// by the config checks, so they fit the fields' types when one less).
+    placement_limit: Placement,
     page_size: u64,
     pager: crate::hil::Pager,
     last_arrival_ns: u64,
@@ -259,6 +262,12 @@ impl Engine {
             ),
         });
         let mut e = Engine {
+            placement_limit: Placement {
+                stream: cfg.ftl.streams.min(255) as u8,
+                mode: timing.modes.len().min(255) as u8,
+                ecc: timing.eccs.len().min(255) as u8,
+                region: ftl.regions().min(255) as u8,
+            },
             page_size: geo.page_size_bytes as u64,
             pager: crate::hil::Pager::new(geo.page_size_bytes as u64),
             sched: Sched::new(
@@ -702,14 +711,17 @@ impl Engine {
         Ok(())
     }
 
+    #[inline]
     fn placement_ok(&mut self, pl: Placement) -> bool {
-        if (pl.stream as u32) < self.cfg.ftl.streams
-            && (pl.mode as usize) < self.timing.modes.len()
-            && (pl.ecc as usize) < self.timing.eccs.len()
-            && (pl.region as u32) < self.ftl.regions()
-        {
+        let l = self.placement_limit;
+        if pl.stream < l.stream && pl.mode < l.mode && pl.ecc < l.ecc && pl.region < l.region {
             return true;
         }
+        self.bad_placement(pl)
+    }
+
+    #[cold]
+    fn bad_placement(&mut self, pl: Placement) -> bool {
         let msg = format!(
             "scheme `{}` returned placement {pl:?} outside ftl.streams = {}, {} program modes, \
              {} ECC kinds, {} regions",

@@ -173,6 +173,8 @@ pub struct Ftl {
     blk_region: Vec<u8>,
     /// GC threshold of each region's pools (free blocks).
     region_gc_threshold: Vec<usize>,
+    /// Free blocks at or below which a region's pools are critically low (GC goes first).
+    region_urgent: Vec<usize>,
     /// Blocks per plane of each region.
     region_blocks: Vec<u32>,
     /// Sum of all blocks' erase counts.
@@ -248,6 +250,15 @@ impl Ftl {
         }
         let thr_of = |n: usize| (((n as f64) * gc_threshold_pct / 100.0).ceil() as usize).max(2);
         let thr = ((bpp as f64) * gc_threshold_pct / 100.0).ceil() as usize;
+        let region_gc_threshold: Vec<usize> = if nr == 1 {
+            vec![thr.max(2)]
+        } else {
+            region_blocks.iter().map(|&n| thr_of(n as usize)).collect()
+        };
+        let region_urgent = region_gc_threshold
+            .iter()
+            .map(|&t| (t / 2).max(HOST_RESERVE_BLOCKS))
+            .collect();
         Ftl {
             logical_pages: logical_pages as u32,
             l2p: vec![0u32; logical_pages as usize],
@@ -278,11 +289,8 @@ impl Ftl {
             streams,
             regions: nr as u32,
             blk_region,
-            region_gc_threshold: if nr == 1 {
-                vec![thr.max(2)]
-            } else {
-                region_blocks.iter().map(|&n| thr_of(n as usize)).collect()
-            },
+            region_gc_threshold,
+            region_urgent,
             region_blocks: region_blocks.to_vec(),
             pe_sum: 0,
             stage_pe: vec![0.0],
@@ -577,11 +585,14 @@ impl Ftl {
     /// True when free space is critically low (GC must take precedence over host writes).
     #[inline]
     pub fn gc_urgent(&self, pool: u32) -> bool {
-        self.free[pool as usize].len() <= (self.pool_threshold(pool) / 2).max(HOST_RESERVE_BLOCKS)
+        self.free[pool as usize].len() <= self.region_urgent[self.regions_div.modulo(pool) as usize]
     }
     /// True when any pool of `plane` is critically low.
     #[inline]
     pub fn plane_gc_urgent(&self, plane: u32) -> bool {
+        if self.regions == 1 {
+            return self.free[plane as usize].len() <= self.region_urgent[0];
+        }
         let p0 = plane * self.regions;
         (p0..p0 + self.regions).any(|p| self.gc_urgent(p))
     }
@@ -753,7 +764,9 @@ impl Ftl {
         self.p2l[p] = lpn;
         self.ecc[p] = ecc;
         self.mode[p] = mode;
-        self.flags[p] = 0;
+        if self.any_read_type {
+            self.flags[p] = 0;
+        }
         self.program_s[p] = time_s;
         let b = self.ppb_div.quot(ppn);
         if self.ppb_div.modulo(ppn) == 0 {
