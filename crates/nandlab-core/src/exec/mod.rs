@@ -120,6 +120,9 @@ struct DieRun {
     ops: u8,
     start_ns: u64,
     tail_ns: u64,
+    /// Sum of all phases, and of the bus phases, ns.
+    total_ns: u64,
+    bus_ns: u64,
 }
 
 impl DieRun {
@@ -130,6 +133,8 @@ impl DieRun {
         ops: 0,
         start_ns: 0,
         tail_ns: 0,
+        total_ns: 0,
+        bus_ns: 0,
     };
 }
 
@@ -226,7 +231,10 @@ impl Executor {
     pub fn stage(&mut self, die: u32, k: usize, t: Txn) -> &mut Txn {
         debug_assert!(!self.busy(die) && k < self.ops_per_die);
         if k == 0 {
-            self.runs[die as usize].n = 0;
+            let r = &mut self.runs[die as usize];
+            r.n = 0;
+            r.total_ns = 0;
+            r.bus_ns = 0;
         }
         let slot = &mut self.txns[die as usize * self.ops_per_die + k];
         *slot = t;
@@ -247,6 +255,13 @@ impl Executor {
         debug_assert!(r.ops == 0 && (r.n as usize) < MAX_PHASES);
         r.phases[r.n as usize] = p;
         r.n += 1;
+        match p {
+            Phase::Array(d) | Phase::Ctrl(d) => r.total_ns += d,
+            Phase::Bus(d) => {
+                r.total_ns += d;
+                r.bus_ns += d;
+            }
+        }
     }
 
     /// Start a run on idle die `die` at `now_ns`: its first `ops` staged transactions
@@ -271,8 +286,17 @@ impl Executor {
     fn run_phases(&mut self, die: u32, now_ns: u64) {
         let ch = self.chan_of_die[die as usize] as usize;
         let shared = self.chan_shared[ch];
-        let mut t = now_ns;
         let r = &mut self.runs[die as usize];
+        if !shared && r.i == 0 {
+            // Only this die uses the channel, and it is free whenever the die asks: every
+            // transfer starts when its turn comes, so the run ends after the sum of its phases.
+            // (`chan_free_at` only matters for shared channels.)
+            r.i = r.n;
+            self.channel_busy_ns[ch] += r.bus_ns;
+            self.events.set_die(die, now_ns + r.total_ns);
+            return;
+        }
+        let mut t = now_ns;
         while r.i < r.n {
             match r.phases[r.i as usize] {
                 Phase::Array(d) | Phase::Ctrl(d) => t += d,
