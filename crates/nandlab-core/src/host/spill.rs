@@ -183,7 +183,7 @@ mod tests {
             .map(|i| HostRequest {
                 arrival_ns: i * i * 7919,
                 op: if i % 3 == 0 { Op::Read } else { Op::Write },
-                offset_bytes: (i * 0x9E37_79B9_7F4A_7C15) >> 1,
+                offset_bytes: i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 1,
                 len_bytes: 1 + (i * 4096) % (1 << 40),
             })
             .collect();
