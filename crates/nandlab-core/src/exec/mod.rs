@@ -43,6 +43,58 @@
 //! * Multi-plane operations: a run serves up to `planes_per_die` staged transactions
 //!   ([`Executor::stage`]) sharing one list of phases; completion hands all of them back.
 //!
+//! # Driving it
+//!
+//! A front end owns a [`crate::sched::Sched`] and an [`Executor`], answers the scheduler's
+//! [`crate::sched::SpaceView`] questions from its own space accounting, and runs this loop (the
+//! block device's is `engine::dispatch`; the object device's works the same way):
+//!
+//! ```
+//! use nandlab_core::config::Priority;
+//! use nandlab_core::exec::{Event, Executor, Phase, Txn, TxnKind};
+//! use nandlab_core::sched::{Sched, SpaceView};
+//! use nandlab_core::scheme::{Placement, Source};
+//!
+//! /// A device with room everywhere.
+//! struct Roomy;
+//! impl SpaceView for Roomy {
+//!     fn can_start(&self, _: &Txn) -> bool { true }
+//!     fn plane_urgent(&self, _: u32) -> bool { false }
+//!     fn write_plane(&self, _: &Txn, first: u32, _: u32, _: u32) -> Option<u32> { Some(first) }
+//! }
+//!
+//! // Two dies on one channel, one plane each.
+//! let (mut sched, mut exec) = (Sched::new(2, 1, Priority::ReadFirst, false), Executor::new(2, 1, 1));
+//! let dispatch = |sched: &mut Sched, exec: &mut Executor, die: u32, now: u64| {
+//!     if exec.busy(die) { return; }
+//!     if let Some(t) = sched.pick(die, &Roomy) {
+//!         exec.stage(die, 0, t); // the front end may edit it: exec.stage_mut(die, 0)
+//!         match t.kind {
+//!             TxnKind::Read => { exec.push_phase(die, Phase::Array(50_000)); exec.push_phase(die, Phase::Bus(20_000)); }
+//!             _ => { exec.push_phase(die, Phase::Bus(20_000)); exec.push_phase(die, Phase::Array(1_300_000)); }
+//!         }
+//!         exec.start(die, 1, 0, now);
+//!     }
+//! };
+//! // Owner tokens (here: 7 and 8) come back with the finished transactions.
+//! for (plane, owner) in [(0, 7), (1, 8)] {
+//!     let die = sched.enqueue(TxnKind::Read, Source::Host, 0, 42, plane, owner, Placement::NONE);
+//!     dispatch(&mut sched, &mut exec, die, 0);
+//! }
+//! let mut done = Vec::new();
+//! while let Some((now, ev)) = exec.events.pop() {
+//!     if let Event::Die(die) = ev {
+//!         if exec.advance(die, now).is_some() {
+//!             done.push((now, exec.done_txn(die, 0).owner));
+//!             dispatch(&mut sched, &mut exec, die, now);
+//!             exec.settle(die);
+//!         }
+//!     }
+//! }
+//! // Both sense at once; the second transfer waits for the first on the shared channel.
+//! assert_eq!(done, vec![(70_000, 7), (90_000, 8)]);
+//! ```
+//!
 //! # What it does not model
 //!
 //! Command/address cycles on the bus, cache-register pipelining, and the controller's own
