@@ -36,7 +36,7 @@
 //! Speed (issue 12): per-page state is struct-of-arrays with a 2-bit state bitmap
 //! ([`crate::ftl`]); queued transactions are 28-byte records stored inline in the die queues;
 //! the L2P entries of the next requests and the page state of the next transaction of each die
-//! are prefetched ([`crate::prefetch`]); divisions by geometry counts are multiplications
+//! are prefetched (module `prefetch`); divisions by geometry counts are multiplications
 //! ([`crate::flash::DivU32`]); a trace is parsed once, on its own thread
 //! ([`crate::host::spill`], [`crate::host::threaded`]). None of this changes a report.
 
