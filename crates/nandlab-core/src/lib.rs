@@ -13,6 +13,8 @@
 //!                 ftl::     page-level L2P, allocation (CWDP / dynamic), GC, wear, refresh
 //!                           clocks, region pools
 //!                 sched::   per-die queues: host reads first, then writes, then GC/refresh
+//!                 exec::    the die/channel executor: phase runs, channel timeline, event queue
+//!                           (knows no FTL: the object device runs on it too)
 //!                 flash::   geometry, page types (LSB/CSB/MSB), sense/program/erase, channels
 //!  reliability:: / ecc::    per-read RBER (Vth model tables) → soft levels, retries, decode
 //!                 engine::  the discrete-event loop that owns time  ──► stats:: ─► JSON report

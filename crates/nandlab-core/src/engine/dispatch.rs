@@ -83,7 +83,7 @@ impl Engine {
                     tail = decode;
                 }
                 TxnKind::Program => {
-                    let Some((ppn, pt, mode)) = self.program_page(&t, None) else {
+                    let Some((ppn, pt, mode, changed)) = self.program_page(&t, None) else {
                         return;
                     };
                     let prog = self.timing.program_ns(pt, mode);
@@ -93,7 +93,12 @@ impl Engine {
                     if self.rg.is_some() {
                         self.count_region_program(t.source, t.placement.region, xfer + prog);
                     }
-                    self.maybe_gc(self.ftl.pool(t.plane, t.placement.region));
+                    // Static allocation: GC can only become due, or find a victim, when the
+                    // pool's blocks changed (dynamic: host overwrites elsewhere may turn a
+                    // fully valid victim into a useful one at any time).
+                    if changed || self.cfg.ftl.allocation == Allocation::Dynamic {
+                        self.maybe_gc(self.ftl.pool(t.plane, t.placement.region));
+                    }
                 }
                 TxnKind::Move => {
                     // A valid source page still holds the LPN it held when the move was queued
@@ -117,7 +122,8 @@ impl Engine {
                         self.count_region_read(t.source, t.ppn, sense + bus + decode);
                     }
                     debug_assert_eq!(self.ftl.lookup(t.lpn), t.ppn);
-                    let Some((dst, dst_pt, dst_mode)) = self.program_page(&t, Some(t.ppn)) else {
+                    let Some((dst, dst_pt, dst_mode, _)) = self.program_page(&t, Some(t.ppn))
+                    else {
                         return;
                     };
                     self.count_read(t.source, ecc, src_pt);
@@ -276,17 +282,18 @@ impl Engine {
     }
 
     /// Allocate and program the page of a program (`src` = `None`) or move (`src` = the valid
-    /// page it relocates) transaction at dispatch; counts the program. Returns the new PPN and
-    /// its page type (`None` after an internal error).
+    /// page it relocates) transaction at dispatch; counts the program. Returns the new PPN, its
+    /// page type and mode, and whether the pool's blocks changed (`None` after an internal
+    /// error).
     fn program_page(
         &mut self,
         t: &Txn,
         src: Option<u32>,
-    ) -> Option<(u32, crate::flash::PageType, u8)> {
+    ) -> Option<(u32, crate::flash::PageType, u8, bool)> {
         let source = t.source;
         // With regions, scheme migrations may not take a pool's last free block either.
         let host = source == Source::Host || (source == Source::Migration && self.rg.is_some());
-        let Ok(ppn) = self.ftl.allocate_typed(
+        let Ok((ppn, changed)) = self.ftl.allocate_typed(
             t.plane,
             t.placement.region,
             t.placement.stream,
@@ -313,6 +320,7 @@ impl Engine {
             ppn,
             self.layout.page_type[self.ftl.page_index(ppn) as usize],
             mode,
+            changed,
         ))
     }
 }

@@ -1,26 +1,44 @@
-//! The discrete-event engine: owns simulated time and drives host, FTL, scheme, scheduler and
-//! flash timing.
+//! The discrete-event engine of the block device: owns simulated time and drives host, FTL,
+//! scheme, scheduler and the flash executor.
 //!
 //! ```text
-//!  RequestSource ──► on_arrival ──► hil::span ──► scheme hooks ──► Sched (per-die queues)
-//!                                                                    │ pick (priority)
-//!      heap of (time, seq, event) ◄── die phases: Array │ Bus(channel) │ Ctrl
-//!                                                                    │ complete
-//!           host request done (response = last page done − arrival) ◄┘ GC moves / erase
+//!  RequestSource ─► Feed (reads 4 ahead; prefetch) ─► on_arrival ─► hil::Pager ─► scheme hooks
+//!                                                                                │ Txn per page
+//!   sched::Sched (per-die queues; SpaceView = the FTL) ◄─────────────────────────┘
+//!        │ pick (priority)                       dispatch.rs: cost, allocate, program at start
+//!        ▼
+//!   exec::Executor: die runs of phases Array │ Bus(channel) │ Ctrl; EventQueue (die slots + timers)
+//!        │ run finished
+//!        ▼
+//!   dispatch.rs: complete ─► host request done (response = last page done − arrival)
+//!                         └► gc.rs (moves, erase) · refresh.rs · scheme rewrites
 //! ```
 //!
-//! One binary heap of `(time_ns, seq, payload)` (seq keeps ties in insertion order, so runs are
-//! deterministic). Host arrivals are not in the heap: the next request is pulled lazily from the
-//! source and compared with the heap top, so traces stream in constant memory.
+//! Files: `dispatch.rs` (what a transaction costs and does at start and end, and the FTL's
+//! answers to the scheduler), `gc.rs` (GC control), `refresh.rs` (data-refresh control),
+//! `read_cost.rs` (the read-cost path: fixed latencies, region tables or the reliability
+//! model), `regions.rs` (region tables and counters), `precondition.rs` (untimed state before
+//! the replay), `report.rs` (the JSON report).
 //!
-//! A die executes one transaction at a time as a short list of phases: `Array` (the die alone:
-//! sense, program, erase), `Bus` (the die and its channel: page transfer; dies wait FIFO for a
-//! busy channel) and `Ctrl` (the die waits for the controller: ECC decode of a GC move).
-//! Consecutive phases that need no decision at a later time share one event (a write —
-//! transfer then program — is one event; a read — sense, then transfer — is two, because the
-//! channel is requested only when the sense ends). A host
-//! read completes `decode` after its transfer ends (decoding holds neither die nor channel); a
-//! write completes when its program ends.
+//! Time: the executor's [`crate::exec::EventQueue`] holds one pending event per die (the end of
+//! its current phase or run) and the engine's timers (host completions after an ECC decode,
+//! scheme ticks, refresh scans). Simultaneous events fire timers first (in the order they were
+//! set), then dies by index, so the order does not depend on when an event was scheduled and a
+//! run whose phases cannot interleave with another die's (its channel has no other die) is one
+//! event. Host arrivals are not events: the next request is read from the source and compared
+//! with the next event time, so traces stream in constant memory; arrivals at the same time as
+//! an event come first.
+//!
+//! A die executes one transaction at a time as a short list of phases (see [`crate::exec`]).
+//! A host read completes `decode` after its transfer ends (decoding holds neither die nor
+//! channel); a write completes when its program ends.
+//!
+//! Speed (issue 12): per-page state is struct-of-arrays with a 2-bit state bitmap
+//! ([`crate::ftl`]); queued transactions are 28-byte records stored inline in the die queues;
+//! the L2P entries of the next requests and the page state of the next transaction of each die
+//! are prefetched (module `prefetch`); divisions by geometry counts are multiplications
+//! ([`crate::flash::DivU32`]); a trace is parsed once, on its own thread
+//! ([`crate::host::spill`], [`crate::host::threaded`]). None of this changes a report.
 
 mod dispatch;
 mod gc;
@@ -159,6 +177,9 @@ pub struct Engine {
     error: Option<NandlabError>,
     log: Option<Box<dyn Write>>,
     logical_pages: u64,
+    /// Exclusive bounds of a valid placement (streams, modes, ECCs, regions; each ≤ 255 + 1
+    /// by the config checks, so they fit the fields' types when one less).
+    placement_limit: Placement,
     page_size: u64,
     pager: crate::hil::Pager,
     last_arrival_ns: u64,
@@ -252,6 +273,13 @@ impl Engine {
         scheme.set_regions(&region_info);
         scheme.validate(&region_info)?;
         let mut e = Engine {
+            placement_limit: Placement {
+                stream: cfg.ftl.streams.min(255) as u8,
+                mode: timing.modes.len().min(255) as u8,
+                ecc: timing.eccs.len().min(255) as u8,
+                region: ftl.regions().min(255) as u8,
+                page_type: None,
+            },
             page_size: geo.page_size_bytes as u64,
             pager: crate::hil::Pager::new(geo.page_size_bytes as u64),
             sched: Sched::new(
@@ -715,14 +743,17 @@ impl Engine {
         Ok(())
     }
 
+    #[inline]
     fn placement_ok(&mut self, pl: Placement) -> bool {
-        if (pl.stream as u32) < self.cfg.ftl.streams
-            && (pl.mode as usize) < self.timing.modes.len()
-            && (pl.ecc as usize) < self.timing.eccs.len()
-            && (pl.region as u32) < self.ftl.regions()
-        {
+        let l = self.placement_limit;
+        if pl.stream < l.stream && pl.mode < l.mode && pl.ecc < l.ecc && pl.region < l.region {
             return true;
         }
+        self.bad_placement(pl)
+    }
+
+    #[cold]
+    fn bad_placement(&mut self, pl: Placement) -> bool {
         let msg = format!(
             "scheme `{}` returned placement {pl:?} outside ftl.streams = {}, {} program modes, \
              {} ECC kinds, {} regions",

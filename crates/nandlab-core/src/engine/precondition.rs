@@ -288,6 +288,7 @@ impl Engine {
         let dst = self
             .ftl
             .allocate_typed(plane, region, pl.stream, false, 0, pl.page_type)
+            .map(|(ppn, _)| ppn)
             .map_err(|_| {
                 NandlabError::Sim(format!(
                     "preconditioning: refresh on plane {plane} ran out of space \

@@ -37,11 +37,63 @@
 //! # Extension points
 //!
 //! * Program/erase suspension: a die in an `Array` phase is at a known phase with a known end
-//!   ([`Executor::phase`], [`EventQueue::die_time`]); suspending it means splitting that phase
-//!   (remaining time, plus suspend/resume latencies) and moving the die's single event
+//!   ([`Executor::phase_at`], [`EventQueue::die_time`]); suspending it means splitting that
+//!   phase (remaining time, plus suspend/resume latencies) and moving the die's single event
 //!   ([`EventQueue::set_die`]) — no stale event can fire.
 //! * Multi-plane operations: a run serves up to `planes_per_die` staged transactions
 //!   ([`Executor::stage`]) sharing one list of phases; completion hands all of them back.
+//!
+//! # Driving it
+//!
+//! A front end owns a [`crate::sched::Sched`] and an [`Executor`], answers the scheduler's
+//! [`crate::sched::SpaceView`] questions from its own space accounting, and runs this loop (the
+//! block device's is `engine::dispatch`; the object device's works the same way):
+//!
+//! ```
+//! use nandlab_core::config::Priority;
+//! use nandlab_core::exec::{Event, Executor, Phase, Txn, TxnKind};
+//! use nandlab_core::sched::{Sched, SpaceView};
+//! use nandlab_core::scheme::{Placement, Source};
+//!
+//! /// A device with room everywhere.
+//! struct Roomy;
+//! impl SpaceView for Roomy {
+//!     fn can_start(&self, _: &Txn) -> bool { true }
+//!     fn plane_urgent(&self, _: u32) -> bool { false }
+//!     fn write_plane(&self, _: &Txn, first: u32, _: u32, _: u32) -> Option<u32> { Some(first) }
+//! }
+//!
+//! // Two dies on one channel, one plane each.
+//! let (mut sched, mut exec) = (Sched::new(2, 1, Priority::ReadFirst, false), Executor::new(2, 1, 1));
+//! let dispatch = |sched: &mut Sched, exec: &mut Executor, die: u32, now: u64| {
+//!     if exec.busy(die) { return; }
+//!     if let Some(t) = sched.pick(die, &Roomy) {
+//!         exec.stage(die, 0, t); // the front end may edit it: exec.stage_mut(die, 0)
+//!         match t.kind {
+//!             TxnKind::Read => { exec.push_phase(die, Phase::Array(50_000)); exec.push_phase(die, Phase::Bus(20_000)); }
+//!             _ => { exec.push_phase(die, Phase::Bus(20_000)); exec.push_phase(die, Phase::Array(1_300_000)); }
+//!         }
+//!         exec.start(die, 1, 0, now);
+//!     }
+//! };
+//! // Owner tokens (here: 7 and 8) come back with the finished transactions.
+//! for (plane, owner) in [(0, 7), (1, 8)] {
+//!     let die = sched.enqueue(TxnKind::Read, Source::Host, 0, 42, plane, owner, Placement::NONE);
+//!     dispatch(&mut sched, &mut exec, die, 0);
+//! }
+//! let mut done = Vec::new();
+//! while let Some((now, ev)) = exec.events.pop() {
+//!     if let Event::Die(die) = ev {
+//!         if exec.advance(die, now).is_some() {
+//!             done.push((now, exec.done_txn(die, 0).owner));
+//!             dispatch(&mut sched, &mut exec, die, now);
+//!             exec.settle(die);
+//!         }
+//!     }
+//! }
+//! // Both sense at once; the second transfer waits for the first on the shared channel.
+//! assert_eq!(done, vec![(70_000, 7), (90_000, 8)]);
+//! ```
 //!
 //! # What it does not model
 //!
@@ -120,6 +172,14 @@ struct DieRun {
     ops: u8,
     start_ns: u64,
     tail_ns: u64,
+    /// Sum of all phases, and of the bus phases, ns.
+    total_ns: u64,
+    bus_ns: u64,
+    /// The segment of phases run by the last `run_phases` (phases `seg_first .. i`): when it
+    /// started and how long its first phase waited for the channel.
+    seg_first: u8,
+    seg_start_ns: u64,
+    seg_wait_ns: u64,
 }
 
 impl DieRun {
@@ -130,6 +190,11 @@ impl DieRun {
         ops: 0,
         start_ns: 0,
         tail_ns: 0,
+        total_ns: 0,
+        bus_ns: 0,
+        seg_first: 0,
+        seg_start_ns: 0,
+        seg_wait_ns: 0,
     };
 }
 
@@ -212,10 +277,30 @@ impl Executor {
         self.runs.iter().any(|r| r.ops != 0)
     }
 
-    /// The phase die `die` is in (`None` when idle or between phases).
-    pub fn phase(&self, die: u32) -> Option<Phase> {
+    /// The phase die `die` is in at `t_ns` (between the start of its current segment of
+    /// phases and its pending event) and when that phase ends; `None` when the die is idle or
+    /// `t_ns` is outside the segment. A transfer waiting for a busy channel counts as its bus
+    /// phase. What program/erase suspension needs: whether a read arriving at `t_ns` finds the
+    /// die in an `Array` phase, and how much of it is left.
+    pub fn phase_at(&self, die: u32, t_ns: u64) -> Option<(Phase, u64)> {
         let r = &self.runs[die as usize];
-        (r.ops != 0 && r.i > 0).then(|| r.phases[r.i as usize - 1])
+        if r.ops == 0 || t_ns < r.seg_start_ns {
+            return None;
+        }
+        let mut t = r.seg_start_ns;
+        for k in r.seg_first..r.i {
+            let p = r.phases[k as usize];
+            let d = match p {
+                Phase::Array(d) | Phase::Ctrl(d) => d,
+                Phase::Bus(d) if k == r.seg_first => d + r.seg_wait_ns,
+                Phase::Bus(d) => d,
+            };
+            if t_ns < t + d {
+                return Some((p, t + d));
+            }
+            t += d;
+        }
+        None
     }
 
     /// Put `t` as transaction `k` of the next run of idle die `die`, and return it for the
@@ -226,7 +311,10 @@ impl Executor {
     pub fn stage(&mut self, die: u32, k: usize, t: Txn) -> &mut Txn {
         debug_assert!(!self.busy(die) && k < self.ops_per_die);
         if k == 0 {
-            self.runs[die as usize].n = 0;
+            let r = &mut self.runs[die as usize];
+            r.n = 0;
+            r.total_ns = 0;
+            r.bus_ns = 0;
         }
         let slot = &mut self.txns[die as usize * self.ops_per_die + k];
         *slot = t;
@@ -247,6 +335,13 @@ impl Executor {
         debug_assert!(r.ops == 0 && (r.n as usize) < MAX_PHASES);
         r.phases[r.n as usize] = p;
         r.n += 1;
+        match p {
+            Phase::Array(d) | Phase::Ctrl(d) => r.total_ns += d,
+            Phase::Bus(d) => {
+                r.total_ns += d;
+                r.bus_ns += d;
+            }
+        }
     }
 
     /// Start a run on idle die `die` at `now_ns`: its first `ops` staged transactions
@@ -271,8 +366,20 @@ impl Executor {
     fn run_phases(&mut self, die: u32, now_ns: u64) {
         let ch = self.chan_of_die[die as usize] as usize;
         let shared = self.chan_shared[ch];
-        let mut t = now_ns;
         let r = &mut self.runs[die as usize];
+        r.seg_first = r.i;
+        r.seg_start_ns = now_ns;
+        r.seg_wait_ns = 0;
+        if !shared && r.i == 0 {
+            // Only this die uses the channel, and it is free whenever the die asks: every
+            // transfer starts when its turn comes, so the run ends after the sum of its phases.
+            // (`chan_free_at` only matters for shared channels.)
+            r.i = r.n;
+            self.channel_busy_ns[ch] += r.bus_ns;
+            self.events.set_die(die, now_ns + r.total_ns);
+            return;
+        }
+        let mut t = now_ns;
         while r.i < r.n {
             match r.phases[r.i as usize] {
                 Phase::Array(d) | Phase::Ctrl(d) => t += d,
@@ -281,6 +388,9 @@ impl Executor {
                         break;
                     }
                     let s = t.max(self.chan_free_at[ch]);
+                    if r.i == r.seg_first {
+                        r.seg_wait_ns = s - t;
+                    }
                     self.chan_free_at[ch] = s + d;
                     self.channel_busy_ns[ch] += d;
                     t = s + d;
@@ -386,6 +496,41 @@ mod tests {
         assert!(x.events.is_empty());
         assert_eq!((d.start_ns, d.tail_ns, d.ops), (0, 3, 1));
         assert!(!x.busy(1));
+    }
+
+    #[test]
+    fn phase_at_follows_the_run() {
+        // Own channel: a move (sense 10, out 5, decode 2, in 5, program 100) is one segment.
+        let mut x = Executor::new(2, 2, 1);
+        x.stage(0, 0, txn());
+        for p in [
+            Phase::Array(10),
+            Phase::Bus(5),
+            Phase::Ctrl(2),
+            Phase::Bus(5),
+            Phase::Array(100),
+        ] {
+            x.push_phase(0, p);
+        }
+        x.start(0, 1, 0, 1000);
+        assert_eq!(x.phase_at(0, 999), None);
+        assert_eq!(x.phase_at(0, 1000), Some((Phase::Array(10), 1010)));
+        assert_eq!(x.phase_at(0, 1012), Some((Phase::Bus(5), 1015)));
+        assert_eq!(x.phase_at(0, 1016), Some((Phase::Ctrl(2), 1017)));
+        assert_eq!(x.phase_at(0, 1021), Some((Phase::Bus(5), 1022)));
+        assert_eq!(x.phase_at(0, 1050), Some((Phase::Array(100), 1122)));
+        assert_eq!(x.phase_at(0, 1122), None);
+        // Shared channel: die 1 waits for die 0's transfer; its segment starts with the wait.
+        let mut x = Executor::new(2, 1, 1);
+        for d in 0..2 {
+            x.stage(d, 0, txn());
+            x.push_phase(d, Phase::Bus(8));
+            x.push_phase(d, Phase::Array(100));
+            x.start(d, 1, 0, 0);
+        }
+        assert_eq!(x.phase_at(1, 3), Some((Phase::Bus(8), 16)));
+        assert_eq!(x.phase_at(1, 16), Some((Phase::Array(100), 116)));
+        assert_eq!(x.events.die_time(1), Some(116));
     }
 
     #[test]

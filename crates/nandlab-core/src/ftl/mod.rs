@@ -179,6 +179,8 @@ pub struct Ftl {
     blk_region: Vec<u8>,
     /// GC threshold of each region's pools (free blocks).
     region_gc_threshold: Vec<usize>,
+    /// Free blocks at or below which a region's pools are critically low (GC goes first).
+    region_urgent: Vec<usize>,
     /// Blocks per plane of each region.
     region_blocks: Vec<u32>,
     /// Pages each region's blocks hold (`pages_per_block`, or fewer for reduced-state cells:
@@ -257,6 +259,15 @@ impl Ftl {
         }
         let thr_of = |n: usize| (((n as f64) * gc_threshold_pct / 100.0).ceil() as usize).max(2);
         let thr = ((bpp as f64) * gc_threshold_pct / 100.0).ceil() as usize;
+        let region_gc_threshold: Vec<usize> = if nr == 1 {
+            vec![thr.max(2)]
+        } else {
+            region_blocks.iter().map(|&n| thr_of(n as usize)).collect()
+        };
+        let region_urgent = region_gc_threshold
+            .iter()
+            .map(|&t| (t / 2).max(HOST_RESERVE_BLOCKS))
+            .collect();
         Ftl {
             logical_pages: logical_pages as u32,
             l2p: vec![0u32; logical_pages as usize],
@@ -289,11 +300,8 @@ impl Ftl {
             streams,
             regions: nr as u32,
             blk_region,
-            region_gc_threshold: if nr == 1 {
-                vec![thr.max(2)]
-            } else {
-                region_blocks.iter().map(|&n| thr_of(n as usize)).collect()
-            },
+            region_gc_threshold,
+            region_urgent,
             region_blocks: region_blocks.to_vec(),
             region_ppb: vec![geo.pages_per_block; nr],
             pe_sum: 0,
@@ -628,11 +636,14 @@ impl Ftl {
     /// True when free space is critically low (GC must take precedence over host writes).
     #[inline]
     pub fn gc_urgent(&self, pool: u32) -> bool {
-        self.free[pool as usize].len() <= (self.pool_threshold(pool) / 2).max(HOST_RESERVE_BLOCKS)
+        self.free[pool as usize].len() <= self.region_urgent[self.regions_div.modulo(pool) as usize]
     }
     /// True when any pool of `plane` is critically low.
     #[inline]
     pub fn plane_gc_urgent(&self, plane: u32) -> bool {
+        if self.regions == 1 {
+            return self.free[plane as usize].len() <= self.region_urgent[0];
+        }
         let p0 = plane * self.regions;
         (p0..p0 + self.regions).any(|p| self.gc_urgent(p))
     }
@@ -728,11 +739,27 @@ impl Ftl {
         now_ns: u64,
     ) -> Result<u32, NoSpace> {
         self.allocate_typed(plane, region, stream, host, now_ns, None)
+            .map(|(ppn, _)| ppn)
     }
 
-    /// [`Ftl::allocate_in`] with a preferred page type: the page goes to the open block's next
-    /// free page of type `prefer` when the block has one left, else (and with `None`) to its
-    /// lowest free page. Without a preference blocks fill in page order, as with
+    /// [`Ftl::allocate_in`], also telling whether the pool's blocks changed (a free block was
+    /// opened or a block became full): only then can the pool's need for GC or its GC
+    /// candidates have changed.
+    #[inline]
+    pub fn allocate_tracked(
+        &mut self,
+        plane: u32,
+        region: u8,
+        stream: u8,
+        host: bool,
+        now_ns: u64,
+    ) -> Result<(u32, bool), NoSpace> {
+        self.allocate_typed(plane, region, stream, host, now_ns, None)
+    }
+
+    /// [`Ftl::allocate_tracked`] with a preferred page type: the page goes to the open block's
+    /// next free page of type `prefer` when the block has one left, else (and with `None`) to
+    /// its lowest free page. Without a preference blocks fill in page order, as with
     /// [`Ftl::allocate_in`].
     ///
     /// Model: the controller buffers the data of a word line and programs its pages together
@@ -748,8 +775,9 @@ impl Ftl {
         host: bool,
         now_ns: u64,
         prefer: Option<PageType>,
-    ) -> Result<u32, NoSpace> {
+    ) -> Result<(u32, bool), NoSpace> {
         let pool = self.pool(plane, region);
+        let mut changed = false;
         let slot = (pool * self.streams + stream as u32) as usize;
         let mut b = self.open[slot];
         if b == NONE {
@@ -762,6 +790,7 @@ impl Ftl {
             self.blk_stream[b as usize] = stream;
             self.open[slot] = b;
             self.open_cursor[slot] = None;
+            changed = true;
         }
         let wp = self.blk_wp[b as usize];
         let full = self.region_ppb[region as usize];
@@ -781,8 +810,9 @@ impl Ftl {
             self.blk_state[b as usize] = BlockState::Full as u8;
             self.blk_full_ns[b as usize] = now_ns;
             self.track_full(b);
+            changed = true;
         }
-        Ok(ppn)
+        Ok((ppn, changed))
     }
 
     /// Page index for a page-type-aware allocation in open slot `slot` whose block has `taken`
@@ -849,7 +879,9 @@ impl Ftl {
         self.p2l[p] = lpn;
         self.ecc[p] = ecc;
         self.mode[p] = mode;
-        self.flags[p] = 0;
+        if self.any_read_type {
+            self.flags[p] = 0;
+        }
         self.program_s[p] = time_s;
         let b = self.ppb_div.quot(ppn);
         if self.ppb_div.modulo(ppn) == 0 {
@@ -1255,7 +1287,7 @@ mod tests {
                         })
                 };
                 let had = want.map(|t| has(f, t));
-                let dst = f
+                let (dst, _) = f
                     .allocate_typed(plane, 0, 1, false, 0, want)
                     .expect("gc space");
                 if let (Some(t), Some(true)) = (want, had) {
@@ -1324,13 +1356,13 @@ mod tests {
             f.set_layout(BlockLayout::new(12, 3, order));
             // One preference first switches the block to typed allocation; the rest follow
             // page order among the free pages.
-            let first = f
+            let (first, _) = f
                 .allocate_typed(0, 0, 0, false, 0, Some(PageType::Msb))
                 .unwrap();
             assert_eq!(f.page_type(first), PageType::Msb);
             let mut got = vec![first];
             for _ in 1..12 {
-                got.push(f.allocate_typed(0, 0, 0, false, 0, None).unwrap());
+                got.push(f.allocate_typed(0, 0, 0, false, 0, None).unwrap().0);
             }
             let mut rest: Vec<u32> = (0..12).filter(|&p| p != first).collect();
             rest.sort();

@@ -128,7 +128,11 @@ impl Sched {
         die
     }
 
+    #[inline]
     fn die_urgent<V: SpaceView>(&self, die: u32, v: &V) -> bool {
+        if self.planes_per_die == 1 {
+            return v.plane_urgent(die);
+        }
         let p0 = die * self.planes_per_die;
         (p0..p0 + self.planes_per_die).any(|p| v.plane_urgent(p))
     }

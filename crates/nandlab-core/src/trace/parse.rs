@@ -355,11 +355,11 @@ fn fast_uint(b: &[u8], i: &mut usize) -> Option<u64> {
         let c = b[*i];
         let d = c.wrapping_sub(b'0');
         if d <= 9 {
+            if *i - start == 19 {
+                return None; // 20 digits or more: the full parser checks for overflow
+            }
             acc = acc * 10 + d as u64;
             *i += 1;
-            if *i - start > 19 {
-                return None;
-            }
         } else if c == b',' {
             break;
         } else {
