@@ -280,6 +280,9 @@ def compare_command(
         out_console,
     )
 
+    from nandlab._interrupt import on_interrupt
+
+    on_interrupt(f"finished runs stay in {out / 'runs.parquet'}; the same command resumes")
     names = [s.strip() for s in schemes.split(",") if s.strip()]
     outputs = RunOutputs(
         request_log=request_log, timeseries_interval_ms=timeseries_ms, latency_cdf=True

@@ -582,6 +582,11 @@ def sweep_command(
         raise click.exceptions.Exit(EXIT_USER_ERROR) from None
     out_dir = out if out is not None else Path("nandlab-out") / grid.stem
     quiet = json_out == "-"
+    from nandlab._interrupt import on_interrupt
+
+    on_interrupt(
+        f"finished runs stay in {out_dir / 'runs.parquet'}; the same command resumes the sweep"
+    )
     if dry_run:
         for s in g.specs:
             out_console.print(f"{s.trace_name}\t{s.label}\t{s.params_json()}")

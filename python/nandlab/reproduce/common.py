@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import click
-from rich.console import Console
+
+from nandlab._console import make_console
 
 if TYPE_CHECKING:
     import polars as pl
@@ -21,11 +22,10 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: Tables go to stdout; when it is not a terminal (a log, CI) they get room to be wide.
-out_console = Console(highlight=False)
-if not out_console.is_terminal:
-    out_console = Console(highlight=False, width=160)
-err_console = Console(stderr=True, highlight=False)
+#: Tables go to stdout; when it is not a terminal (a log, CI) they are plain text at full width
+#: (:mod:`nandlab._console`).
+out_console = make_console()
+err_console = make_console(stderr=True)
 
 #: Exit status when the reproduction ran but its check failed (or runs failed).
 EXIT_CHECK_FAILED = 1
@@ -149,7 +149,13 @@ def common_options(paper: str) -> Callable[[F], F]:
                 progress=progress if progress is not None else err_console.is_terminal,
                 time_scales=time_scales,
             )
+            from nandlab._interrupt import on_interrupt
             from nandlab.experiment import ExperimentError
+
+            on_interrupt(
+                f"finished runs stay in {out / 'runs.parquet'}; the same command resumes; "
+                f"{RESULT_FILE} and the figures are written at the end"
+            )
 
             try:
                 return fn(opts=opts, **kw)

@@ -37,14 +37,44 @@ pub fn sniff_format(path: &Path) -> Result<TraceFormat, TraceError> {
             ),
         });
     }
-    sniff_lines(&lines).ok_or_else(|| {
-        let first: String = lines[0].chars().take(160).collect();
-        TraceError::UnknownFormat {
-            file: path.to_path_buf(),
-            first_line: first,
-            known: TraceFormat::known_list(),
-        }
+    sniff_lines(&lines).ok_or_else(|| TraceError::UnknownFormat {
+        file: path.to_path_buf(),
+        first_line: quote_first_line(&lines[0]),
+        known: TraceFormat::known_list(),
     })
+}
+
+/// At most this many characters of an unrecognised first line are quoted in the error.
+pub const QUOTE_CHARS: usize = 40;
+
+/// The first line for an error message: escaped (`\0`, `\u{7f}`), cut to [`QUOTE_CHARS`]
+/// characters of output with `…`, and marked when it looks binary (a NUL or many control
+/// characters), so that a wrong file gives one short line, not a screen of bytes.
+fn quote_first_line(line: &str) -> String {
+    let mut out = String::new();
+    let mut cut = false;
+    for c in line.chars() {
+        let esc: String = c.escape_debug().collect();
+        if out.chars().count() + esc.chars().count() > QUOTE_CHARS {
+            cut = true;
+            break;
+        }
+        out.push_str(&esc);
+    }
+    let controls = line
+        .chars()
+        .filter(|c| c.is_control() && *c != '\t')
+        .count();
+    let binary = line.contains('\0') || controls * 10 > line.chars().count().max(1);
+    format!(
+        "\"{out}{}\"{}",
+        if cut { "…" } else { "" },
+        if binary {
+            " (binary data: not a text trace)"
+        } else {
+            ""
+        }
+    )
 }
 
 fn is_int(s: &str) -> bool {
