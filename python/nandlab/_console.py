@@ -23,7 +23,7 @@ class _Console(Console):
 
     title_line = False
 
-    def print(self, *objects: Any, **kw: Any) -> None:  # noqa: A003 - rich's name
+    def print(self, *objects: Any, **kw: Any) -> None:
         for o in objects:
             if isinstance(o, Table):
                 for c in o.columns:

@@ -22,8 +22,8 @@ from rich.table import Table
 
 from nandlab import _core
 from nandlab._console import make_console
-from nandlab._interrupt import kept, on_interrupt
 from nandlab._core import ConfigError, SimError, TraceError
+from nandlab._interrupt import kept, on_interrupt
 from nandlab.api import simulate, trace_options_json
 from nandlab.config import cli_override
 from nandlab.data import default_trace
