@@ -169,16 +169,16 @@ def _by_trace(runs: Sequence[_Run]) -> dict[str, list[_Run]]:
 
 
 def _legend(ax: Any, n: int) -> None:
+    """Outside the axes, on the right (the shared figure style: never over the data)."""
     if n == 0:
         return
-    if n <= 8:
-        ax.legend(fontsize=7, loc="best")
-    else:
-        ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), ncol=1 + n // 24)
+    from nandlab.figures import legend_outside
+
+    legend_outside(ax.figure, ax, where="right", fontsize=7 if n <= 8 else 6, ncol=1 + n // 24)
 
 
 def _fig_summary(by_trace: Mapping[str, list[_Run]], files: Path) -> Figure | None:
-    from nandlab.figures import _figure, save
+    from nandlab.figures import _figure, legend_outside, save
     from nandlab.result import lookup
 
     if not by_trace:
@@ -201,7 +201,7 @@ def _fig_summary(by_trace: Mapping[str, list[_Run]], files: Path) -> Figure | No
             ax.set_xscale("log")
             _plain_log_ticks(ax.xaxis)
         ax.grid(axis="x", alpha=0.3)
-        ax.legend(fontsize=7, loc="lower right")
+        legend_outside(fig, ax, where="right")
     base = files / "summary-response"
     png, svg = save(fig, base)
     return Figure(

@@ -93,9 +93,9 @@ def test_default_toml_documents_every_scheme_parameter(scheme: str) -> None:
             continue
     assert keys is not None, f"scheme {scheme} cannot be built on any packaged preset"
     params = [
-        (k, d) for k, d, s in _toml_sections(DEFAULT_TOML.read_text("utf-8")).get(
-            "scheme.params", []
-        ) if s == scheme
+        (k, d)
+        for k, d, s in _toml_sections(DEFAULT_TOML.read_text("utf-8")).get("scheme.params", [])
+        if s == scheme
     ]
     have = {k for k, _ in params}
     missing = [k for k in keys if k not in have]
@@ -105,7 +105,9 @@ def test_default_toml_documents_every_scheme_parameter(scheme: str) -> None:
     )
     assert all(d for _, d in params), f"scheme {scheme}: a parameter line has no comment"
     unknown = sorted(have - set(keys))
-    assert not unknown, f'configs/default.toml documents parameters {scheme} does not read: {unknown}'
+    assert not unknown, (
+        f"configs/default.toml documents parameters {scheme} does not read: {unknown}"
+    )
 
 
 # --------------------------------------------------------------------------- report keys
