@@ -7,6 +7,7 @@ nothing useful, so ``--progress`` there prints one plain line every few seconds
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -23,8 +24,18 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-#: Seconds between two progress lines when the console is not a terminal.
+#: Seconds between two progress lines when the console is not a terminal
+#: (``$NANDLAB_PROGRESS_INTERVAL_S`` overrides it).
 LINE_INTERVAL_S = 5.0
+
+
+def line_interval_s() -> float:
+    """:data:`LINE_INTERVAL_S`, or ``$NANDLAB_PROGRESS_INTERVAL_S`` when set to a number > 0."""
+    try:
+        v = float(os.environ.get("NANDLAB_PROGRESS_INTERVAL_S", ""))
+    except ValueError:
+        return LINE_INTERVAL_S
+    return v if v > 0 else LINE_INTERVAL_S
 
 
 class LineProgress:
@@ -32,12 +43,12 @@ class LineProgress:
     every ``interval_s`` seconds, for logs."""
 
     def __init__(
-        self, console: Console, what: str, unit: str, interval_s: float = LINE_INTERVAL_S
+        self, console: Console, what: str, unit: str, interval_s: float | None = None
     ) -> None:
         self.console = console
         self.what = what
         self.unit = unit
-        self.interval_s = interval_s
+        self.interval_s = interval_s if interval_s is not None else line_interval_s()
         self.t0 = time.monotonic()
         self.last = self.t0
         self.printed: tuple[int, int] | None = None

@@ -648,6 +648,8 @@ def build_report(
         f"<p class=meta>{_e(d.resolve())} · nandlab {_e(__version__)} · generated "
         f"{_e(time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime()))}</p>",
     ]
+    from nandlab.reproduce.common import plural
+
     traces = list(dict.fromkeys(r.trace for r in runs))
     schemes = list(dict.fromkeys(str(r.row.get("scheme")) for r in runs))
     status = (
@@ -656,8 +658,8 @@ def build_report(
         else "<span class=ok>0 failed</span>"
     )
     parts.append(
-        f"<p>{len(runs)} runs ({status}) · {len(traces)} traces: {_e(', '.join(traces))} · "
-        f"schemes: {_e(', '.join(schemes))}</p>"
+        f"<p>{plural(len(runs), 'run')} ({status}) · {plural(len(traces), 'trace')}: "
+        f"{_e(', '.join(traces))} · schemes: {_e(', '.join(schemes))}</p>"
     )
     if other:
         parts.append(

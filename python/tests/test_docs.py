@@ -193,3 +193,14 @@ def test_report_md_units_match_the_key_names() -> None:
             assert unit == "s", (key, unit)
         elif key.endswith("_bytes"):
             assert unit == "B", (key, unit)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["stats.request_log", "NANDLAB_SHARED_TRACES", "NANDLAB_CACHE_DIR", "run_grid", "RunSpec"],
+)
+def test_what_a_user_meets_is_documented(name: str) -> None:
+    docs = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    assert any(name in p.read_text(encoding="utf-8") for p in docs), (
+        f"{name} is not documented in README.md or docs/*.md"
+    )

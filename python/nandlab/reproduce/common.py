@@ -187,6 +187,9 @@ CAPTURED_PATTERNS: dict[str, list[str]] = {
     "pgbench_ro": ["pgbench_ro.part1.csv*", "pgbench_ro.csv*"],
     "devtree": ["devtree.csv*"],
 }
+#: The bundled excerpts' names: the same in every reproduction.
+HM0_EXCERPT_NAME = "hm_0 excerpt"
+FINANCIAL1_EXCERPT_NAME = "Financial1 excerpt"
 #: The bundled excerpts (``nandlab/data``) by file name.
 HM0_EXCERPT = ["msr_hm_0_sample1000.csv*"]
 FINANCIAL1_EXCERPT = ["Financial1_first10000*"]
@@ -283,6 +286,11 @@ def write_json(
     return obj
 
 
+def plural(n: int, noun: str, nouns: str | None = None) -> str:
+    """``1 trace``, ``2 traces`` (``nouns``: an irregular plural)."""
+    return f"{n:,} {noun if n == 1 else (nouns or noun + 's')}"
+
+
 def fmt_num(v: Any, digits: int = 3) -> str:
     """A table cell: ``—`` for missing, thousands separators, ``digits`` significant-ish."""
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
@@ -364,7 +372,7 @@ def run_planned(
         r.key = run_key(r.spec, digests)
     digests.save()
     if label is not None and not opts.quiet:
-        err_console.print(f"{label}, {len({r.key for r in runs})} runs -> {opts.out}")
+        err_console.print(f"{label}, {plural(len({r.key for r in runs}), 'run')} -> {opts.out}")
     st = GridStats()
     df = run_grid(
         [r.spec for r in runs],
@@ -409,7 +417,7 @@ def runs_line(st: GridStats, t0: float, n_figs: int, out: Path) -> str:
     import time
 
     return (
-        f"runs: {st.total} ({st.executed} executed, {st.skipped} already done, "
+        f"{plural(st.total, 'run')} ({st.executed} executed, {st.skipped} already done, "
         f"{st.failed} failed) in {time.perf_counter() - t0:.1f} s; "
-        f"results {out / 'runs.parquet'}; {n_figs} figure files in {out}"
+        f"results {out / 'runs.parquet'}; {plural(n_figs, 'figure file')} in {out}"
     )

@@ -151,24 +151,17 @@ pub fn rber_table(req_json: &str) -> Result<String, NandlabError> {
     let soft = if req.cell != "mlc" {
         serde_json::Value::Null
     } else {
-        let same_grid = req.pe == GUO_TABLE6_PE
-            && req.retention_s == GUO_TABLE6_RETENTION_S
-            && req.dvpp_v.first() == Some(&TABLE6_DVPP_V);
-        let normal = req.levels.iter().position(|l| l == "normal");
-        let (t6, l) = match normal {
-            Some(l) if same_grid => (None, l),
-            _ => {
-                let mut s6 = spec.clone();
-                s6.pe = GUO_TABLE6_PE.to_vec();
-                s6.retention_s = GUO_TABLE6_RETENTION_S.to_vec();
-                s6.modes_dvpp = vec![TABLE6_DVPP_V];
-                s6.levels = vec![LevelConfig::Normal];
-                let (t, _) = RberTable::load_or_build(&s6, &dir)
-                    .map_err(|e| bad("rber", dir.display(), e.to_string()))?;
-                (Some(t), 0)
-            }
-        };
-        let t6 = t6.as_ref().unwrap_or(&table);
+        // Its own table (normal level, Table 6's grid, ΔVpp 0.15), never the request's: the
+        // Monte-Carlo draws of a table depend on its whole spec, so sharing the request's
+        // table would make the comparison depend on the grid asked for.
+        let mut s6 = spec.clone();
+        s6.pe = GUO_TABLE6_PE.to_vec();
+        s6.retention_s = GUO_TABLE6_RETENTION_S.to_vec();
+        s6.modes_dvpp = vec![TABLE6_DVPP_V];
+        s6.levels = vec![LevelConfig::Normal];
+        let (t6, _) = RberTable::load_or_build(&s6, &dir)
+            .map_err(|e| bad("rber", dir.display(), e.to_string()))?;
+        let (t6, l) = (&t6, 0);
         let mut pts = Vec::new();
         for (p, &pe) in GUO_TABLE6_PE.iter().enumerate() {
             for (r, &ret) in GUO_TABLE6_RETENTION_S.iter().enumerate() {
