@@ -899,9 +899,13 @@ def rber(
                 t.add_row(f"{p:g}", lv, *(f"{vals.get(r, float('nan')):.2e}" for r in rets))
         _out.print(t)
     soft = out.get("soft_sensing")
-    if soft:
+    if not soft:
+        _out.print("Guo Table 6 (extra LDPC soft-sensing levels) is of MLC: no comparison for TLC")
+    else:
+        # always Table 6's own grid, state and step, whatever --pe / --retention / --mode asked
         t = Table(
-            title="Extra LDPC soft-sensing levels (Guo Table 6 layout): model \\[thesis]; "
+            title="Extra LDPC soft-sensing levels on Guo Table 6's grid (normal state, ΔVpp "
+            f"{soft['dvpp_v']:g} V): model \\[thesis]; "
             f"{soft['exact']}/25 exact, {soft['within_one']}/25 within one level",
             title_justify="left",
         )

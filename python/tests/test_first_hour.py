@@ -69,7 +69,17 @@ def test_a_device_that_is_not_in_the_trace_lists_those_that_are(tencent: Path) -
     res = run_cli("run", "--trace", tencent, "--device", "0", "-q")
     assert res.returncode == 2
     assert "device 0 is not in this trace" in res.stderr and "1063" in res.stderr, res.stderr
-    ok = run_cli("run", "--trace", tencent, "--device", "1063", "--json", "-")
+    ok = run_cli(
+        "run",
+        "--trace",
+        tencent,
+        "--device",
+        "1063",
+        "--json",
+        "-",
+        "--set",
+        "device.logical_capacity_bytes=1GiB",
+    )
     assert ok.returncode == 0, ok.stderr
     assert json.loads(ok.stdout)["host"]["requests"] == 30
 
@@ -171,8 +181,15 @@ def test_sizes_with_units_are_accepted_by_every_bytes_key(small_trace: Path) -> 
     )
     assert res.returncode == 0, res.stderr
     assert json.loads(res.stdout)["device"]["logical_bytes"] >= 2 << 30
-    res = run_cli("trace", "generate", Path(small_trace).parent / "g.csv", "-n", "10",
-                  "--span-bytes", "1.5GiB")
+    res = run_cli(
+        "trace",
+        "generate",
+        Path(small_trace).parent / "g.csv",
+        "-n",
+        "10",
+        "--span-bytes",
+        "1.5GiB",
+    )
     assert res.returncode == 0, res.stderr
 
 
@@ -208,7 +225,15 @@ def test_rber_table6_block_is_always_on_the_full_grid(tmp_path: Path) -> None:
     full = json.loads(run_cli("rber", "--cache-dir", cache, "--json", "-", timeout=300).stdout)
     one = json.loads(
         run_cli(
-            "rber", "--pe", "6000", "--retention", "1mo", "--cache-dir", cache, "--json", "-",
+            "rber",
+            "--pe",
+            "6000",
+            "--retention",
+            "1mo",
+            "--cache-dir",
+            cache,
+            "--json",
+            "-",
             timeout=300,
         ).stdout
     )
@@ -216,8 +241,27 @@ def test_rber_table6_block_is_always_on_the_full_grid(tmp_path: Path) -> None:
     assert len(b["cells"]) == 25 and a["cells"] == b["cells"]
     assert (a["exact"], a["within_one"]) == (b["exact"], b["within_one"])
     # the docs quote what the command prints
+    docs = (ROOT / "docs" / "reproductions.md").read_text(encoding="utf-8")
     said = f"{a['exact']}/25 exact, {a['within_one']}/25 within one level"
-    assert said in (ROOT / "docs" / "reproductions.md").read_text(encoding="utf-8"), said
+    assert said in docs, said
+    alt = json.loads(
+        run_cli(
+            "rber",
+            "--pe",
+            "2000",
+            "--retention",
+            "0",
+            "--read-ref-margin",
+            "0",
+            "--cache-dir",
+            cache,
+            "--json",
+            "-",
+            timeout=300,
+        ).stdout
+    )["soft_sensing"]
+    said = f"{alt['exact']}/25 exact, {alt['within_one']}/25 within one level"
+    assert f"`nandlab rber --read-ref-margin 0`): {said}" in docs, said
 
 
 # --------------------------------------------------------------------------- 11. small ones

@@ -43,8 +43,9 @@ from rich.table import Table
 from nandlab.reproduce.common import (
     CAPTURED_PATTERNS,
     WEBSEARCH1_EXCERPT,
-    common_options,
     CommonOptions,
+    TraceChoice,
+    common_options,
     exit_on_failures,
     fmt_num,
     fmt_pct,
@@ -55,7 +56,6 @@ from nandlab.reproduce.common import (
     reports_by_key,
     run_planned,
     runs_line,
-    TraceChoice,
     traces_json,
     write_json,
 )

@@ -100,9 +100,10 @@ pub fn device_hint(path: &Path, opts: &TraceOptions) -> Option<String> {
         .take(HINT_DEVICES)
         .map(|d| {
             format!(
-                "{} ({} requests, {})",
+                "{} ({} request{}, {})",
                 d.device,
                 thousands(d.requests),
+                if d.requests == 1 { "" } else { "s" },
                 human_bytes(d.size_bytes)
             )
         })
@@ -172,5 +173,62 @@ pub fn explain(err: super::NandlabError, path: &Path, opts: &TraceOptions) -> su
             }
         }
         e => e,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::NandlabError;
+
+    /// Tencent CBS rows: `timestamp_s,offset_sectors,size_sectors,op,volume`.
+    fn cbs(rows: &[(u64, u64, u32)]) -> tempfile::NamedTempFile {
+        use std::io::Write;
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        for (i, &(off, size, vol)) in rows.iter().enumerate() {
+            writeln!(
+                f,
+                "{},{off},{size},{},{vol}",
+                1_538_323_200 + i as u64,
+                i % 2
+            )
+            .unwrap();
+        }
+        f
+    }
+
+    #[test]
+    fn devices_of_a_merged_trace_with_counts_and_sizes() {
+        let f = cbs(&[(0, 8, 7), (100, 8, 9), (10, 16, 7), (2048, 8, 7)]);
+        let opts = TraceOptions {
+            format: Some(crate::trace::TraceFormat::Tencent),
+            ..TraceOptions::default()
+        };
+        let d = devices(f.path(), &opts).unwrap();
+        assert_eq!(d.iter().map(|x| x.device).collect::<Vec<_>>(), vec![7, 9]);
+        assert_eq!((d[0].requests, d[1].requests), (3, 1));
+        assert_eq!(d[0].size_bytes, 2056 * 512);
+        assert_eq!(d[1].size_bytes, 108 * 512);
+        assert_eq!(d[1].merged_base_bytes, 1 << 20);
+        let hint = device_hint(f.path(), &opts).unwrap();
+        assert!(
+            hint.starts_with("2 devices; the busiest: 7 (3 requests"),
+            "{hint}"
+        );
+    }
+
+    #[test]
+    fn a_filter_that_keeps_nothing_names_the_devices_that_exist() {
+        let f = cbs(&[(0, 8, 7), (100, 8, 9)]);
+        let opts = TraceOptions {
+            device: Some(0),
+            ..TraceOptions::default()
+        };
+        let e = TraceReader::open(f.path(), &opts).unwrap_err();
+        let e = explain(NandlabError::Trace(e), f.path(), &opts).to_string();
+        assert!(
+            e.contains("device 0 is not in this trace") && e.contains("7 (1 request,"),
+            "{e}"
+        );
     }
 }

@@ -194,6 +194,20 @@ mod tests {
     }
 
     #[test]
+    fn an_unknown_first_line_is_quoted_short_and_binary_is_said() {
+        let elf: String = "\u{7f}ELF\u{2}\u{1}\u{1}"
+            .chars()
+            .chain(std::iter::repeat_n('\0', 500))
+            .collect();
+        let q = quote_first_line(&elf);
+        let inner = q.split('"').nth(1).unwrap();
+        assert!(inner.chars().count() <= QUOTE_CHARS + 1, "{q}");
+        assert!(inner.ends_with('…') && q.contains("binary data"), "{q}");
+        let text = quote_first_line("hello world");
+        assert_eq!(text, "\"hello world\"");
+    }
+
+    #[test]
     fn rules() {
         use TraceFormat::*;
         let cases: [(&[&str], Option<TraceFormat>); 12] = [
