@@ -736,7 +736,8 @@ def xia_diffecc(opts: CommonOptions, max_requests: int | None) -> None:
     df, st = run_planned(
         runs,
         opts,
-        label=f"xia-diffecc: {plural(len(sel.traces), 'trace')} ({', '.join(t.name for t in sel.traces)})",
+        label=f"xia-diffecc: {plural(len(sel.traces), 'trace')} "
+        f"({', '.join(t.name for t in sel.traces)})",
     )
     reports = reports_by_key(df)
     an = analyse(runs, reports, groups(load_plan, sel.traces))
