@@ -1769,9 +1769,6 @@ mod first_hour_tests {
         for k in ["device.device", "timing.timing", "reliability.codes[].bch"] {
             assert!(!keys.iter().any(|x| x == k), "{k} in {keys:?}");
         }
-        for k in ["seed"] {
-            assert!(keys.iter().any(|x| x == k), "{k} missing from {keys:?}");
-        }
         assert!(
             !keys.iter().any(|k| k.contains(PROBE) || k == "device"),
             "{keys:?}"
