@@ -1,7 +1,14 @@
-"""A rich progress bar fed by the core's ``(done, total)`` callback."""
+"""Progress reporting fed by the core's ``(done, total)`` callback.
+
+On a terminal: a transient rich progress bar. Elsewhere (a CI log, a file) a bar would print
+nothing useful, so ``--progress`` there prints one plain line every few seconds
+(:data:`LINE_INTERVAL_S`) and one at the end.
+"""
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -17,13 +24,76 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+#: Seconds between two progress lines when the console is not a terminal
+#: (``$NANDLAB_PROGRESS_INTERVAL_S`` overrides it).
+LINE_INTERVAL_S = 5.0
+
+
+def line_interval_s() -> float:
+    """:data:`LINE_INTERVAL_S`, or ``$NANDLAB_PROGRESS_INTERVAL_S`` when set to a number > 0."""
+    try:
+        v = float(os.environ.get("NANDLAB_PROGRESS_INTERVAL_S", ""))
+    except ValueError:
+        return LINE_INTERVAL_S
+    return v if v > 0 else LINE_INTERVAL_S
+
+
+class LineProgress:
+    """Plain progress lines (``what: 1,200 / 3,000 requests (40 %), 6 s, ETA 9 s``) at most
+    every ``interval_s`` seconds, for logs."""
+
+    def __init__(
+        self, console: Console, what: str, unit: str, interval_s: float | None = None
+    ) -> None:
+        self.console = console
+        self.what = what
+        self.unit = unit
+        self.interval_s = interval_s if interval_s is not None else line_interval_s()
+        self.t0 = time.monotonic()
+        self.last = self.t0
+        self.printed: tuple[int, int] | None = None
+
+    def line(self, done: int, total: int, extra: str = "") -> str:
+        el = time.monotonic() - self.t0
+        s = f"{self.what}: {done:,}"
+        if total > 0:
+            s += f" / {total:,} {self.unit} ({done / total:.0%})"
+        else:
+            s += f" {self.unit}"
+        s += f", {el:.0f} s"
+        if total > 0 and 0 < done < total:
+            s += f", ETA {el / done * (total - done):.0f} s"
+        return s + (f"; {extra}" if extra else "")
+
+    def update(self, done: int, total: int, extra: str = "", *, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self.last < self.interval_s:
+            return
+        if force and self.printed == (done, total):
+            return
+        self.last = now
+        self.printed = (done, total)
+        self.console.print(self.line(done, total, extra), markup=False, highlight=False)
+
 
 @contextmanager
 def progress_bar(
     description: str, console: Console | None = None
 ) -> Iterator[Callable[[int, int], None]]:
-    """Yield a ``(done, total)`` callback that drives a transient progress bar on stderr."""
+    """Yield a ``(done, total)`` callback: a transient progress bar on a terminal, else
+    :class:`LineProgress` lines."""
     console = console or Console(stderr=True)
+    if not console.is_terminal:
+        lp = LineProgress(console, description, "requests")
+        state = [0, 0]
+
+        def line(done: int, total: int) -> None:
+            state[:] = [done, total]
+            lp.update(done, total)
+
+        yield line
+        lp.update(state[0], state[1], force=True)
+        return
     with Progress(
         SpinnerColumn(),
         TextColumn("{task.description}"),

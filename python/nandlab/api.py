@@ -45,7 +45,8 @@ def simulate(
     ``config`` is a preset name (``"default"``), a TOML file, or a nested dict.
     ``trace`` defaults to the bundled :func:`nandlab.default_trace`. ``overrides`` are dotted
     keys (``{"device.channels": 4}`` or ``["device.channels=4"]``) applied before validation.
-    ``progress=True`` shows a progress bar on stderr; a callable gets ``(done, total)`` host
+    ``progress=True`` shows a progress bar on stderr (one line every few seconds when stderr
+    is not a terminal); a callable gets ``(done, total)`` host
     requests (``total`` is 0 when unknown) at most every 100 ms. An exception raised by the
     callback, or Ctrl-C, abandons the run and is re-raised.
 
@@ -65,9 +66,10 @@ def simulate(
         trace_options_json(trace_format, device),
     )
     if progress is True:
+        from nandlab._console import make_console
         from nandlab._progress import progress_bar
 
-        with progress_bar(f"replaying {trace_path.name}") as cb:
+        with progress_bar(f"replaying {trace_path.name}", make_console(stderr=True)) as cb:
             out = _core.run(*args, cb)
     elif callable(progress):
         out = _core.run(*args, progress)

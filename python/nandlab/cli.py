@@ -7,6 +7,7 @@ files print one red line on stderr and exit with status 2; no traceback.
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -20,7 +21,9 @@ from rich.console import Console
 from rich.table import Table
 
 from nandlab import _core
+from nandlab._console import make_console
 from nandlab._core import ConfigError, SimError, TraceError
+from nandlab._interrupt import kept, on_interrupt
 from nandlab.api import simulate, trace_options_json
 from nandlab.config import cli_override
 from nandlab.data import default_trace
@@ -50,8 +53,69 @@ _STATS_FIRST = (
     "overlapped_frac",
 )
 
-_out = Console(highlight=False)
-_err = Console(stderr=True, highlight=False)
+#: The declared unit of every `trace stats` field: values are formatted by it (a fraction as a
+#: percentage, bytes in binary units), never by what the key's name happens to contain.
+#: A field the core adds must be declared here (test_trace_stats checks every key).
+TRACE_STATS_UNITS: dict[str, str] = {
+    "file": "text",
+    "format": "text",
+    "requests": "count",
+    "reads": "count",
+    "writes": "count",
+    "read_ratio": "fraction",
+    "bytes_read": "bytes",
+    "bytes_written": "bytes",
+    "mean_size_kib": "KiB",
+    "mean_read_size_kib": "KiB",
+    "mean_write_size_kib": "KiB",
+    "min_offset_bytes": "bytes",
+    "max_end_bytes": "bytes",
+    "address_space_gib": "GiB",
+    "duration_s": "s",
+    "page_size_bytes": "bytes",
+    "pages_touched": "count",
+    "read_only_pages": "count",
+    "write_only_pages": "count",
+    "overlapped_pages": "count",
+    "read_only_frac": "fraction",
+    "write_only_frac": "fraction",
+    "overlapped_frac": "fraction",
+    "page_accesses": "count",
+    "read_only_access_frac": "fraction",
+    "write_only_access_frac": "fraction",
+    "overlapped_access_frac": "fraction",
+    "dense_page_map": "bool",
+    "counters.lines_read": "count",
+    "counters.requests_emitted": "count",
+    "counters.header_lines_skipped": "count",
+    "counters.comment_lines_skipped": "count",
+    "counters.blank_lines_skipped": "count",
+    "counters.non_request_skipped": "count",
+    "counters.zero_size_skipped": "count",
+    "counters.requests_reordered": "count",
+    "counters.requests_clamped": "count",
+    "counters.dropped_device_filter": "count",
+    "devices": "table",
+}
+
+#: Devices of a multi-device trace listed in the `trace stats` table (all are in --json).
+STATS_DEVICES_SHOWN = 20
+
+
+def unit_note(unit: str, v: Any) -> str:
+    """The note column of `trace stats`: a fraction as a percentage, bytes in binary units,
+    else the unit itself."""
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return ""
+    if unit == "fraction":
+        return f"{v * 100:.2f} %"
+    if unit == "bytes":
+        return _human_bytes(v)
+    return "" if unit in ("count", "text", "bool") else unit
+
+
+_out = make_console()
+_err = make_console(stderr=True)
 
 
 # --------------------------------------------------------------------------- errors
@@ -61,9 +125,16 @@ def _one_line(msg: str) -> str:
     return " ".join(part.strip() for part in str(msg).splitlines() if part.strip())
 
 
+def _keeps_lines(msg: str) -> bool:
+    """A TOML syntax error: its quoted line and the caret under the column only make sense
+    on their own lines."""
+    return "TOML parse error" in msg and "^" in msg
+
+
 def _error_message(e: BaseException) -> str:
     if isinstance(e, (TraceError, ConfigError, SimError)):
-        return f"{type(e).__name__}: {_one_line(str(e))}"
+        msg = str(e).rstrip() if _keeps_lines(str(e)) else _one_line(str(e))
+        return f"{type(e).__name__}: {msg}"
     if isinstance(e, FileNotFoundError) and e.filename is None:
         return _one_line(str(e))
     if isinstance(e, OSError) and e.filename is not None:
@@ -71,8 +142,24 @@ def _error_message(e: BaseException) -> str:
     return _one_line(str(e))
 
 
+#: Exit status after Ctrl-C (128 + SIGINT, as shells report it).
+EXIT_INTERRUPTED = 130
+
+_INTERRUPTED_PATH: list[str] = []
+
+
+def _short_help(cmd: click.Command) -> str:
+    """A command's first paragraph, whole: click's default stops at the first full stop,
+    which cuts "BCH decode latency (FlexECC eq. 4-5)" at "eq."."""
+    if cmd.short_help:
+        return cmd.short_help
+    text = (cmd.help or "").split("\f", 1)[0].strip()
+    return " ".join(text.split("\n\n", 1)[0].split())
+
+
 class _Group(click.Group):
-    """A click group that turns nandlab's user errors into one line and exit status 2."""
+    """A click group that turns nandlab's user errors into one line and exit status 2, Ctrl-C
+    into one line and status 130, and lists its commands with their whole first paragraph."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -80,6 +167,24 @@ class _Group(click.Group):
         except (TraceError, ConfigError, SimError, OSError) as e:
             click.secho(f"error: {_error_message(e)}", fg="red", err=True)
             raise click.exceptions.Exit(EXIT_USER_ERROR) from None
+        except KeyboardInterrupt:
+            _INTERRUPTED_PATH.insert(0, ctx.invoked_subcommand or "")
+            if ctx.parent is not None:  # the outermost group reports it
+                raise
+            what = " ".join(["nandlab", *filter(None, _INTERRUPTED_PATH)])
+            click.secho(f"interrupted: {what}; {kept()}", fg="yellow", err=True)
+            raise click.exceptions.Exit(EXIT_INTERRUPTED) from None
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            cmd = self.get_command(ctx, name)
+            if cmd is None or cmd.hidden:
+                continue
+            rows.append((name, _short_help(cmd)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
 
 def _require_file(path: Path, what: str) -> Path:
@@ -98,7 +203,14 @@ def _write_json(target: str | None, obj: Any) -> None:
     if target == "-":
         click.echo(text)
     else:
-        Path(target).write_text(text + "\n", encoding="utf-8")
+        # written whole or not at all: an interrupt never leaves a partial file behind
+        p = Path(target)
+        tmp = p.with_name(f".{p.name}.tmp-{os.getpid()}")
+        try:
+            tmp.write_text(text + "\n", encoding="utf-8")
+            os.replace(tmp, p)
+        finally:
+            tmp.unlink(missing_ok=True)
 
 
 # --------------------------------------------------------------------------- options
@@ -124,8 +236,8 @@ _device_opt = click.option(
     help="Keep only this device/ASU of a multi-device trace (default: merge all).",
 )
 
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B?|B)?\s*$", re.IGNORECASE)
-_SIZE_MULT = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGTP]i?B?|B)?\s*$", re.IGNORECASE)
+_SIZE_MULT = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
 
 
 class ByteSize(click.ParamType):
@@ -256,20 +368,25 @@ def summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
         if value is not None:
             rows.append((label, value if isinstance(value, str) else _fmt(value)))
 
+    _missing = object()
+
+    def add_key(label: str, dotted: str) -> None:
+        """A row for a report key; a statistic without samples (null) shows as "—"."""
+        v = lookup(report, dotted, _missing)
+        if v is not _missing:
+            rows.append((label, v if isinstance(v, str) else _fmt(v)))
+
+    add_key("scheme", "scheme")
     add("host requests", lookup(report, "host.requests"))
     reads, writes = lookup(report, "host.reads"), lookup(report, "host.writes")
     if reads is not None or writes is not None:
         add("reads / writes", f"{_fmt(reads)} / {_fmt(writes)}")
+    stats = ("mean", "p50", "p90", "p99", "p99.9", "max")
     for cls, label in (("", "all"), ("read", "read"), ("write", "write")):
-        vals = [
-            _first(report, _latency_candidates("response", cls, st))
-            for st in ("mean", "p50", "p99", "p99.9", "max")
-        ]
-        if any(v is not None for v in vals):
-            add(
-                f"response {label} µs (mean/p50/p99/p99.9/max)",
-                " / ".join(_fmt(v) for v in vals),
-            )
+        section = lookup(report, f"host.{cls or 'all'}")
+        vals = [_first(report, _latency_candidates("response", cls, st)) for st in stats]
+        if isinstance(section, dict) or any(v is not None for v in vals):
+            add(f"response {label} µs ({'/'.join(stats)})", " / ".join(_fmt(v) for v in vals))
     wait = _first(report, _latency_candidates("wait", "", "mean"))
     service = _first(report, _latency_candidates("service", "", "mean"))
     if wait is not None or service is not None:
@@ -279,7 +396,7 @@ def summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
         add("flash reads / programs / erases", f"{_fmt(fr)} / {_fmt(fp)} / {_fmt(fe)}")
     add("GC invocations", lookup(report, "gc.invocations"))
     add("GC pages moved", lookup(report, "gc.pages_moved"))
-    add("write amplification", lookup(report, "write_amplification"))
+    add_key("write amplification", "write_amplification")
     ec = _erase_distribution(report)
     if ec is not None:
         add(
@@ -372,7 +489,8 @@ def cli() -> None:
 @click.option(
     "--progress/--no-progress",
     default=None,
-    help="Force the progress bar on/off (default: on when stderr is a terminal).",
+    help="Progress on/off (default: on when stderr is a terminal). Forced on without a "
+    "terminal (a CI log), it prints one line every few seconds.",
 )
 def run(
     config: str,
@@ -387,6 +505,11 @@ def run(
 ) -> None:
     """Replay a trace on a simulated SSD and print a summary."""
     overrides = [cli_override(s) for s in sets]
+    on_interrupt(
+        "the run was abandoned: no report"
+        + (f" (nothing written to {json_out})" if json_out not in (None, "-") else "")
+        + "; a stats.request_log or stats.timeseries file being written is incomplete"
+    )
     trace_path = _require_file(trace, "trace file") if trace is not None else default_trace()
     show_progress = (not quiet) and (progress if progress is not None else _err.is_terminal)
     res = simulate(
@@ -439,17 +562,40 @@ def trace_stats(
     t.add_column("field", style="bold")
     t.add_column("value", justify="right")
     t.add_column("", style="dim")
+    devices = stats.pop("devices", None) or []
     flat = flatten(stats)
     ordered = [k for k in _STATS_FIRST if k in flat] + [k for k in flat if k not in _STATS_FIRST]
     for k in ordered:
         v = flat[k]
-        note = ""
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            if k.endswith("_bytes") or k.endswith("bytes"):
-                note = _human_bytes(v)
-            elif any(w in k for w in ("ratio", "frac", "share")) and 0 <= v <= 1:
-                note = f"{v * 100:.2f} %"
-        t.add_row(k, _fmt(v), note)
+        # an undeclared field gets no note (test_trace_stats requires every field declared)
+        t.add_row(k, _fmt(v), unit_note(TRACE_STATS_UNITS.get(k, "text"), v))
+    _out.print(t)
+    if devices:
+        print_devices(devices, file)
+
+
+def print_devices(devices: list[dict[str, Any]], file: Path) -> None:
+    """The devices of a multi-device trace, busiest first (the first
+    :data:`STATS_DEVICES_SHOWN`)."""
+    busiest = sorted(devices, key=lambda d: (-d["requests"], d["device"]))
+    shown = busiest[:STATS_DEVICES_SHOWN]
+    more = len(devices) - len(shown)
+    title = (
+        f"{len(devices)} devices (merged into one address space by default; replay one with "
+        f"--device ID)" + (f"; the {len(shown)} busiest shown, --json lists all" if more else "")
+    )
+    t = Table(title=title, title_justify="left")
+    for c in ("device (--device)", "requests", "reads", "writes", "size", "written"):
+        t.add_column(c, justify="right")
+    for d in shown:
+        t.add_row(
+            str(d["device"]),
+            _fmt(d["requests"]),
+            _fmt(d["reads"]),
+            _fmt(d["writes"]),
+            _human_bytes(d["size_bytes"]),
+            _human_bytes(d["bytes_written"]),
+        )
     _out.print(t)
 
 
@@ -847,9 +993,13 @@ def rber(
                 t.add_row(f"{p:g}", lv, *(f"{vals.get(r, float('nan')):.2e}" for r in rets))
         _out.print(t)
     soft = out.get("soft_sensing")
-    if soft:
+    if not soft:
+        _out.print("Guo Table 6 (extra LDPC soft-sensing levels) is of MLC: no comparison for TLC")
+    else:
+        # always Table 6's own grid, state and step, whatever --pe / --retention / --mode asked
         t = Table(
-            title="Extra LDPC soft-sensing levels (Guo Table 6 layout): model \\[thesis]; "
+            title="Extra LDPC soft-sensing levels on Guo Table 6's grid (normal state, ΔVpp "
+            f"{soft['dvpp_v']:g} V): model \\[thesis]; "
             f"{soft['exact']}/25 exact, {soft['within_one']}/25 within one level",
             title_justify="left",
         )
@@ -882,11 +1032,18 @@ def rber(
 @_json_opt
 def ecc(page_size_bytes: int, t_list: str, rber_list: str, json_out: str | None) -> None:
     """BCH decode latency (FlexECC eq. 4-5), CRC and LDPC costs, and UBER at given RBERs."""
-    req = {
-        "page_size_bytes": page_size_bytes,
-        "t": [int(x) for x in _floats(t_list, "--t")],
-        "rber": _floats(rber_list, "--rber"),
-    }
+    ts = _floats(t_list, "--t")
+    bad_t = [x for x in ts if x != int(x) or not 1 <= x <= 1000]
+    if bad_t:
+        raise click.BadParameter(
+            f"{bad_t[0]:g}: a BCH code corrects a whole number of bits, 1 to 1000",
+            param_hint="--t",
+        )
+    rbers = _floats(rber_list, "--rber")
+    bad_r = [x for x in rbers if not 0 <= x <= 0.5]
+    if bad_r:
+        raise click.BadParameter(f"{bad_r[0]:g}: an RBER is in 0 ..= 0.5", param_hint="--rber")
+    req = {"page_size_bytes": page_size_bytes, "t": [int(x) for x in ts], "rber": rbers}
     out = json.loads(_core.ecc_table(json.dumps(req)))
     _write_json(json_out, out)
     if json_out == "-":

@@ -272,6 +272,7 @@ def compare_command(
     flash time per request."""
     from rich.table import Table
 
+    from nandlab._interrupt import on_interrupt
     from nandlab.experiment import ExperimentError, RunOutputs
     from nandlab.reproduce.common import (
         EXIT_CHECK_FAILED,
@@ -280,6 +281,7 @@ def compare_command(
         out_console,
     )
 
+    on_interrupt(f"finished runs stay in {out / 'runs.parquet'}; the same command resumes")
     names = [s.strip() for s in schemes.split(",") if s.strip()]
     outputs = RunOutputs(
         request_log=request_log, timeseries_interval_ms=timeseries_ms, latency_cdf=True

@@ -754,6 +754,7 @@ class _GridProgress:
         self.console = console
         self._prog: Any = None
         self._task: Any = None
+        self._lines: Any = None
 
     def _status(self) -> str:
         st = self.st
@@ -769,6 +770,15 @@ class _GridProgress:
         if not self.enabled:
             return self
         from rich.console import Console
+
+        console = self.console or Console(stderr=True)
+        if not console.is_terminal:
+            # a log: one plain line every few seconds instead of a bar
+            from nandlab._progress import LineProgress
+
+            self._lines = LineProgress(console, "runs", "runs")
+            self._lines_status()
+            return self
         from rich.progress import (
             BarColumn,
             MofNCompleteColumn,
@@ -788,7 +798,7 @@ class _GridProgress:
             TextColumn("ETA"),
             TimeRemainingColumn(),
             TextColumn("[dim]{task.fields[last]}"),  # last: cut first on a narrow terminal
-            console=self.console or Console(stderr=True),
+            console=console,
             transient=False,
         )
         self._prog.__enter__()
@@ -801,7 +811,21 @@ class _GridProgress:
         )
         return self
 
+    def _lines_status(self, force: bool = False, last: str = "") -> None:
+        st = self.st
+        done = st.skipped + st.executed
+        left = st.total - done
+        running = min(self.runner.slots(), left)
+        extra = f"{st.failed} failed, {running} running" + (f"; last: {last}" if last else "")
+        self._lines.update(done, st.total, extra, force=force)
+
     def advance(self, row: Mapping[str, Any]) -> None:
+        if self._lines is not None:
+            last = f"{row.get('trace')} {row.get('label')}" + (
+                " (failed)" if row.get("error") else ""
+            )
+            self._lines_status(last=last)
+            return
         if self._prog is None:
             return
         last = f"{row.get('trace')} {row.get('label')}"
@@ -810,6 +834,8 @@ class _GridProgress:
         self._prog.update(self._task, advance=1, status=self._status(), last=last)
 
     def __exit__(self, *exc: object) -> None:
+        if self._lines is not None:
+            self._lines_status(force=True)
         if self._prog is not None:
             self._prog.__exit__(*exc)
 

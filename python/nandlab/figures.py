@@ -1,12 +1,26 @@
-"""Paper-style figures (matplotlib, Agg; each saved as PNG and SVG).
+"""Paper-style figures (matplotlib, Agg; each saved as PNG and SVG): the one figure style of
+every ``nandlab reproduce`` paper and of ``nandlab report``.
 
 * :func:`grouped_bars` -- a metric per trace x scheme normalised to a reference scheme, with an
   "Average" group (Xia & Xiao Figs. 7, 8, 10); several panels side by side.
 * :func:`stacked_bars` -- the share of operation classes per trace (Fig. 9).
 * :func:`sweep_lines` -- a metric against a parameter, one line per trace (Figs. 5, 6).
 
+The style, in one place:
+
+* every bar series has its colour and hatch (:data:`PALETTE`, :data:`HATCHES`), so figures read
+  in grey print;
+* a normalised plot gives each group's reference value with its unit (``reference_unit``);
+* a bar too short to see (near zero) carries its value as a label, so it is not mistaken for
+  missing data (:func:`label_small_bars`);
+* axes are never zoomed into noise: no offset labels ("+2.728e-1"), a nearly constant line is
+  drawn on a range that shows it is flat, integer parameters get integer ticks
+  (:func:`tidy_axis`);
+* legends sit outside the axes, above or to the right, never on the data (:func:`legend_outside`).
+
 The functions use :class:`matplotlib.figure.Figure` directly, so they neither need nor change
-pyplot's global backend, and are safe in worker processes and headless CI.
+pyplot's global backend, and are safe in worker processes and headless CI. Each ``*_figure``
+builder returns the figure (tests inspect it); the plain name builds and saves it.
 """
 
 from __future__ import annotations
@@ -44,6 +58,86 @@ def save(fig: Any, out_base: str | Path) -> list[Path]:
 
 def _finite(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+#: A bar shorter than this fraction of its axis' height gets its value as a label.
+SMALL_BAR_FRACTION = 0.02
+#: A line whose values vary by less than this fraction of their magnitude is drawn as flat:
+#: the axis spans at least ±5 % around it (never a zoom into rounding noise).
+FLAT_FRACTION = 1e-3
+
+
+def fmt_value(v: float) -> str:
+    """A value for a label: 3 significant digits, thousands separators, 0 as "0"."""
+    if v == 0:
+        return "0"
+    if abs(v) >= 1000:
+        return f"{v:,.0f}"
+    return f"{v:.3g}"
+
+
+def label_small_bars(ax: Any, bars: Any, values: Sequence[float]) -> None:
+    """Write the value above every bar of ``bars`` too short to see (below
+    :data:`SMALL_BAR_FRACTION` of the axis' height), so a zero reads as zero, not as a gap."""
+    lo, hi = ax.get_ylim()
+    span = hi - lo
+    if span <= 0:
+        return
+    for b, v in zip(bars, values):
+        if abs(v) < SMALL_BAR_FRACTION * span:
+            ax.annotate(
+                fmt_value(v),
+                (b.get_x() + b.get_width() / 2, max(v, 0.0)),
+                xytext=(0, 2),
+                textcoords="offset points",
+                ha="center",
+                va="bottom",
+                fontsize=6,
+                rotation=90,
+            )
+
+
+def tidy_axis(ax: Any, xs: Sequence[float] = (), ys: Sequence[float] = ()) -> None:
+    """Plain tick labels without an offset; integer ticks when every x is an integer; and for
+    values that are (nearly) constant, a y range of ±5 % around them instead of a zoom into
+    their last digits."""
+    from matplotlib.ticker import MaxNLocator, ScalarFormatter
+
+    for axis in (ax.xaxis, ax.yaxis):
+        if axis.get_scale() == "linear":
+            f = ScalarFormatter(useOffset=False)
+            f.set_scientific(False)
+            axis.set_major_formatter(f)
+    if xs and all(float(x).is_integer() for x in xs):
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ys = [float(y) for y in ys if _finite(y)]
+    if ys and ax.get_yscale() == "linear":
+        lo, hi = min(ys), max(ys)
+        mag = max(abs(lo), abs(hi))
+        if mag > 0 and hi - lo <= FLAT_FRACTION * mag:
+            mid = (lo + hi) / 2
+            ax.set_ylim(mid - 0.05 * mag, mid + 0.05 * mag)
+
+
+def legend_outside(fig: Any, ax: Any, *, where: str = "top", ncols: int = 1, **kw: Any) -> None:
+    """A legend outside the axes (``where``: "top" of the figure, or "right" of ``ax``), never
+    over the data."""
+    handles, names = ax.get_legend_handles_labels()
+    if not handles:
+        return
+    if where == "top":
+        fig.legend(
+            handles, names, loc="outside upper center", ncols=max(1, ncols), frameon=False, **kw
+        )
+    else:
+        ax.legend(
+            handles,
+            names,
+            loc="upper left",
+            bbox_to_anchor=(1.01, 1.0),
+            frameon=False,
+            **{"fontsize": 7, **kw},
+        )
 
 
 def normalise(
@@ -97,8 +191,36 @@ def grouped_bars(
     with ``reference_unit`` (e.g. ``"µs"``) each group's label also gives the reference's
     absolute value. ``average`` appends an "Average" group over the traces not in
     ``overloaded``; those are drawn faded and labelled "overloaded" (not comparable,
-    :mod:`nandlab.reproduce.load`). Missing values leave a gap.
+    :mod:`nandlab.reproduce.load`). Missing values leave a gap; near-zero bars carry their
+    value.
     """
+    fig = grouped_bars_figure(
+        panels,
+        schemes,
+        reference=reference,
+        scheme_labels=scheme_labels,
+        ylabel=ylabel,
+        title=title,
+        average=average,
+        overloaded=overloaded,
+        reference_unit=reference_unit,
+    )
+    return save(fig, out_base)
+
+
+def grouped_bars_figure(
+    panels: Mapping[str, Mapping[str, Mapping[str, Number | None]]],
+    schemes: Sequence[str],
+    *,
+    reference: str | None = None,
+    scheme_labels: Mapping[str, str] | None = None,
+    ylabel: str = "normalised",
+    title: str = "",
+    average: bool = True,
+    overloaded: Collection[str] = (),
+    reference_unit: str | None = None,
+) -> Any:
+    """The figure of :func:`grouped_bars`, not saved."""
     n = max(1, len(panels))
     traces = sorted({t for d in panels.values() for t in d}, key=_trace_order(panels))
     width = max(6.0, 0.55 * (len(traces) + 1) * max(1, len(schemes)) / 2 + 2)
@@ -113,6 +235,7 @@ def grouped_bars(
             vals = with_average(vals, schemes, avg_label, exclude=overloaded)
         groups = [t for t in traces if t in vals] + ([avg_label] if average else [])
         bw = 0.8 / max(1, len(schemes))
+        drawn: list[tuple[Any, list[float]]] = []
         for i, s in enumerate(schemes):
             xs, ys = [], []
             for g, t in enumerate(groups):
@@ -135,8 +258,12 @@ def grouped_bars(
             for b, g in zip(bars, kept):
                 if g in faded:
                     b.set_alpha(0.35)
+            drawn.append((bars, ys))
         if reference:
             ax.axhline(1.0, color="black", linestyle="--", linewidth=0.7)
+        tidy_axis(ax)
+        for bars, ys in drawn:
+            label_small_bars(ax, bars, ys)
         ticks = []
         for t in groups:
             label = t + ("\n(overloaded)" if t in overloaded else "")
@@ -152,11 +279,8 @@ def grouped_bars(
         ax.set_axisbelow(True)
     if title:
         fig.suptitle(title)
-    handles, names = axes[0].get_legend_handles_labels()
-    fig.legend(
-        handles, names, loc="outside upper center", ncols=max(1, len(schemes)), frameon=False
-    )
-    return save(fig, out_base)
+    legend_outside(fig, axes[0], ncols=len(schemes))
+    return fig
 
 
 def _fmt_abs(v: float) -> str:
@@ -185,6 +309,27 @@ def stacked_bars(
     title: str = "",
 ) -> list[Path]:
     """One stacked bar per trace of ``categories`` (as fractions of the bar's total)."""
+    fig = stacked_bars_figure(
+        data,
+        categories,
+        category_labels=category_labels,
+        fractions=fractions,
+        ylabel=ylabel,
+        title=title,
+    )
+    return save(fig, out_base)
+
+
+def stacked_bars_figure(
+    data: Mapping[str, Mapping[str, Number | None]],
+    categories: Sequence[str],
+    *,
+    category_labels: Mapping[str, str] | None = None,
+    fractions: bool = True,
+    ylabel: str | None = None,
+    title: str = "",
+) -> Any:
+    """The figure of :func:`stacked_bars`, not saved."""
     traces = list(data)
     fig = _figure(max(6.0, 0.7 * len(traces) + 3), 3.6)
     ax = fig.subplots()
@@ -216,10 +361,11 @@ def stacked_bars(
     ax.set_ylabel(ylabel or ("fraction of operations" if fractions else "operations"))
     if fractions:
         ax.set_ylim(0, 1.0)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+    tidy_axis(ax)
+    legend_outside(fig, ax, where="right", fontsize=8)
     if title:
         ax.set_title(title, fontsize=10)
-    return save(fig, out_base)
+    return fig
 
 
 def sweep_lines(
@@ -233,17 +379,35 @@ def sweep_lines(
 ) -> list[Path]:
     """Line plots of a parameter sweep: per panel, one line per trace of ``(x, y)`` points.
 
-    ``mark_x`` draws a dotted vertical line at the chosen default (e.g. m = -1).
+    ``mark_x`` draws a dotted vertical line at the chosen default (e.g. m = -1). Integer
+    parameters get integer ticks; a flat line is shown flat (:func:`tidy_axis`).
     """
+    fig = sweep_lines_figure(panels, xlabel=xlabel, ylabel=ylabel, title=title, mark_x=mark_x)
+    return save(fig, out_base)
+
+
+def sweep_lines_figure(
+    panels: Mapping[str, Mapping[str, Sequence[tuple[Number, Number | None]]]],
+    *,
+    xlabel: str,
+    ylabel: str = "normalised",
+    title: str = "",
+    mark_x: Number | None = None,
+) -> Any:
+    """The figure of :func:`sweep_lines`, not saved."""
     n = max(1, len(panels))
     fig = _figure(4.0 * n, 3.4)
     axes = fig.subplots(1, n, squeeze=False)[0]
     markers = "os^vD<>px*h"
     for ax, (ptitle, lines) in zip(axes, panels.items()):
+        all_x: list[float] = []
+        all_y: list[float] = []
         for i, (trace, pts) in enumerate(lines.items()):
             good = sorted((x, y) for x, y in pts if _finite(y))
             if not good:
                 continue
+            all_x += [float(p[0]) for p in good]
+            all_y += [float(p[1]) for p in good]  # type: ignore[arg-type]
             ax.plot(
                 [p[0] for p in good],
                 [p[1] for p in good],
@@ -259,8 +423,8 @@ def sweep_lines(
         ax.set_ylabel(ylabel)
         ax.set_title(ptitle, fontsize=10)
         ax.grid(alpha=0.3)
-    if axes[-1].get_legend_handles_labels()[0]:
-        axes[-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+        tidy_axis(ax, all_x, all_y)
+    legend_outside(fig, axes[-1], where="right")
     if title:
         fig.suptitle(title)
-    return save(fig, out_base)
+    return fig

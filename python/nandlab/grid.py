@@ -582,6 +582,12 @@ def sweep_command(
         raise click.exceptions.Exit(EXIT_USER_ERROR) from None
     out_dir = out if out is not None else Path("nandlab-out") / grid.stem
     quiet = json_out == "-"
+    from nandlab._interrupt import on_interrupt
+    from nandlab.reproduce.common import plural
+
+    on_interrupt(
+        f"finished runs stay in {out_dir / 'runs.parquet'}; the same command resumes the sweep"
+    )
     if dry_run:
         for s in g.specs:
             out_console.print(f"{s.trace_name}\t{s.label}\t{s.params_json()}")
@@ -590,8 +596,9 @@ def sweep_command(
     show = progress if progress is not None else err_console.is_terminal
     if not quiet:
         err_console.print(
-            f"sweep {grid}: {len(g.specs)} runs ({len(g.axes['traces'])} traces, "
-            f"{len(g.axes['schemes'])} schemes) -> {out_dir}"
+            f"sweep {grid}: {plural(len(g.specs), 'run')} "
+            f"({plural(len(g.axes['traces']), 'trace')}, "
+            f"{plural(len(g.axes['schemes']), 'scheme')}) -> {out_dir}"
         )
     st = GridStats()
     try:

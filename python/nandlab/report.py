@@ -169,16 +169,16 @@ def _by_trace(runs: Sequence[_Run]) -> dict[str, list[_Run]]:
 
 
 def _legend(ax: Any, n: int) -> None:
+    """Outside the axes, on the right (the shared figure style: never over the data)."""
     if n == 0:
         return
-    if n <= 8:
-        ax.legend(fontsize=7, loc="best")
-    else:
-        ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0), ncol=1 + n // 24)
+    from nandlab.figures import legend_outside
+
+    legend_outside(ax.figure, ax, where="right", fontsize=7 if n <= 8 else 6, ncol=1 + n // 24)
 
 
 def _fig_summary(by_trace: Mapping[str, list[_Run]], files: Path) -> Figure | None:
-    from nandlab.figures import _figure, save
+    from nandlab.figures import _figure, legend_outside, save
     from nandlab.result import lookup
 
     if not by_trace:
@@ -201,7 +201,7 @@ def _fig_summary(by_trace: Mapping[str, list[_Run]], files: Path) -> Figure | No
             ax.set_xscale("log")
             _plain_log_ticks(ax.xaxis)
         ax.grid(axis="x", alpha=0.3)
-        ax.legend(fontsize=7, loc="lower right")
+        legend_outside(fig, ax, where="right")
     base = files / "summary-response"
     png, svg = save(fig, base)
     return Figure(
@@ -648,6 +648,8 @@ def build_report(
         f"<p class=meta>{_e(d.resolve())} · nandlab {_e(__version__)} · generated "
         f"{_e(time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime()))}</p>",
     ]
+    from nandlab.reproduce.common import plural
+
     traces = list(dict.fromkeys(r.trace for r in runs))
     schemes = list(dict.fromkeys(str(r.row.get("scheme")) for r in runs))
     status = (
@@ -656,8 +658,8 @@ def build_report(
         else "<span class=ok>0 failed</span>"
     )
     parts.append(
-        f"<p>{len(runs)} runs ({status}) · {len(traces)} traces: {_e(', '.join(traces))} · "
-        f"schemes: {_e(', '.join(schemes))}</p>"
+        f"<p>{plural(len(runs), 'run')} ({status}) · {plural(len(traces), 'trace')}: "
+        f"{_e(', '.join(traces))} · schemes: {_e(', '.join(schemes))}</p>"
     )
     if other:
         parts.append(

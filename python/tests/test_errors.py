@@ -82,10 +82,17 @@ def test_unknown_config_preset(small_trace: Path) -> None:
 
 
 def test_bad_toml_config(tmp_path: Path, small_trace: Path) -> None:
+    """A TOML syntax error is the one error that keeps its lines: the quoted line with a caret
+    under the column (issue 19)."""
     cfg = tmp_path / "broken.toml"
     cfg.write_text("[device\nchannels = 4\n")
-    line = _one_error_line(run_cli("run", "--trace", small_trace, "--config", cfg))
-    assert "broken.toml" in line
+    res = run_cli("run", "--trace", small_trace, "--config", cfg)
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    lines = res.stderr.splitlines()
+    assert "broken.toml" in lines[0] and "line 1, column 8" in lines[0], res.stderr
+    assert "1 | [device" in res.stderr, res.stderr
+    caret = next(ln for ln in lines if ln.strip().endswith("^"))
+    assert caret.index("^") == lines[lines.index(caret) - 1].index("[device") + len("[device")
 
 
 def test_bad_generator_parameter(tmp_path: Path) -> None:

@@ -22,21 +22,25 @@ def test_select_traces_table_i_and_ours(tmp_path: Path) -> None:
     (tmp_path / "msr").mkdir()
     (tmp_path / "msr" / "hm_0.csv.gz").write_bytes(b"")
     (tmp_path / "CAM-01-SRV-lvm0.csv").write_text("")  # prxy_0
-    (tmp_path / "Financial2.spc").write_text("")  # OLTP2
+    (tmp_path / "Financial2.spc").write_text("")  # the paper's OLTP2
     sel = e.select_traces([tmp_path], quick=False, max_requests=None)
     names = {t.name: t for t in sel.traces}
     assert names["hm_0"].source == "Table I"
     assert names["prxy_0"].path.name == "CAM-01-SRV-lvm0.csv"
-    assert names["OLTP2"].path.name == "Financial2.spc"
+    assert names["Financial2"].path.name == "Financial2.spc"
     assert "hm_0 excerpt" not in names  # superseded by the full hm_0
-    assert "OLTP1 excerpt" in names and "WebSearch1 excerpt" in names
-    assert set(sel.missing_table_i) == set(e.TABLE_I) - {"hm_0", "prxy_0", "OLTP2"}
+    assert "Financial1 excerpt" in names and "WebSearch1 excerpt" in names
+    assert set(sel.missing_table_i) == set(e.TABLE_I) - {"hm_0", "prxy_0", "Financial2"}
     assert sel.study_traces == [t.name for t in sel.traces]
 
 
 def test_plan_runs_quick(tmp_path: Path) -> None:
     sel = e.select_traces([tmp_path], quick=True, max_requests=None)
-    assert [t.name for t in sel.traces] == ["OLTP1 excerpt", "hm_0 excerpt", "pgbench_rw slice"]
+    assert [t.name for t in sel.traces] == [
+        "Financial1 excerpt",
+        "hm_0 excerpt",
+        "pgbench_rw slice",
+    ]
     assert sel.traces[2].max_requests == e.QUICK_SLICE
     runs = e.plan_runs(sel)
     kinds = {

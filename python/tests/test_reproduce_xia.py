@@ -82,26 +82,27 @@ def test_select_traces_table_ii_and_ours(tmp_path: Path) -> None:
     (tmp_path / "CAMRESSDPA03-lvm0.csv").write_text("")  # src2_0, the paper's src0
     sel = xia.select_traces([tmp_path], quick=False, max_requests=None)
     names = {t.name: t for t in sel.traces}
-    assert names["hm0"].source == "Table II" and names["hm0"].path.name == "hm_0.csv.gz"
+    assert names["hm_0"].source == "Table II" and names["hm_0"].path.name == "hm_0.csv.gz"
     assert names["Financial1"].path.name == "Financial1.spc"
-    assert names["src0"].path.name == "CAMRESSDPA03-lvm0.csv"
-    assert names["hm0"].max_requests is None  # whole traces by default
+    assert names["src2_0"].path.name == "CAMRESSDPA03-lvm0.csv"
+    assert names["hm_0"].max_requests is None  # whole traces by default
     capped = xia.select_traces([tmp_path], quick=False, max_requests=500_000)
-    assert {t.name: t.max_requests for t in capped.traces}["hm0"] == 500_000
+    assert {t.name: t.max_requests for t in capped.traces}["hm_0"] == 500_000
     # excerpts of traces found in full are dropped; WebSearch1's is not in Table II and stays
-    assert "hm0 excerpt" not in names and "Financial1 excerpt" not in names
+    assert "hm_0 excerpt" not in names and "Financial1 excerpt" not in names
     assert names["WebSearch1 excerpt"].max_requests is None
     assert len(sel.missing_table_ii) == 12
-    assert "hm1" in sel.missing_table_ii and "hm0" not in sel.missing_table_ii
+    assert "hm_1" in sel.missing_table_ii and "hm_0" not in sel.missing_table_ii
+    # the MSR volumes' own names (the paper's hm0, src0 ...), as in every reproduction
     assert set(xia.TABLE_II) == {
-        "Financial1", "hm0", "hm1", "mds0", "proj0", "rsrch0", "rsrch2", "src0",
-        "stg0", "ts0", "wdev0", "wdev2", "web0", "web1", "web3",
+        "Financial1", "hm_0", "hm_1", "mds_0", "proj_0", "rsrch_0", "rsrch_2", "src2_0",
+        "stg_0", "ts_0", "wdev_0", "wdev_2", "web_0", "web_1", "web_3",
     }  # fmt: skip
 
 
 def test_select_traces_quick(traces_dir: Path) -> None:
     sel = xia.select_traces([traces_dir], quick=True, max_requests=None)
-    assert [t.name for t in sel.traces] == ["pgbench_wh", "Financial1 excerpt", "hm0 excerpt"]
+    assert [t.name for t in sel.traces] == ["pgbench_wh", "Financial1 excerpt", "hm_0 excerpt"]
     assert sel.traces[0].path == traces_dir / "pgbench_wh.csv"
     assert sel.traces[0].max_requests == xia.QUICK_MAX_REQUESTS
     assert sel.check_trace == "pgbench_wh"
@@ -178,7 +179,7 @@ def test_analyse_tables_and_headline(traces_dir: Path) -> None:
     assert [r["trace"] for r in an.rows] == [
         "pgbench_wh",
         "Financial1 excerpt",
-        "hm0 excerpt",
+        "hm_0 excerpt",
         "Average",
         "Geo. mean",
     ]

@@ -89,8 +89,8 @@ def test_cli_summary_rows_from_report_layout() -> None:
     rows = dict(summary_rows(rep))
     assert rows["host requests"] == "10"
     # mean and p99 come from the stable fields host.write_mean_us / host.write_p99_us
-    write_row = rows["response write µs (mean/p50/p99/p99.9/max)"].split(" / ")
-    assert write_row == ["134.000", "3.000", "300.000", "3.000", "3.000"]
+    write_row = rows["response write µs (mean/p50/p90/p99/p99.9/max)"].split(" / ")
+    assert write_row == ["134.000", "3.000", "3.000", "300.000", "3.000", "3.000"]
     assert rows["mean queue wait / service µs"] == "0.500 / 0.750"
     assert rows["flash reads / programs / erases"] == "5 / 12 / 1"
     assert rows["erase count min / mean / max"] == "0 / 0.500 / 2"

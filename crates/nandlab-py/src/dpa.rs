@@ -18,6 +18,10 @@ fn dpa_err(e: DpaError) -> PyErr {
 
 /// A DPA-PPU page codec (Guo §2.4): chunk size 4/8/16/32 B, polynomial order and count
 /// (default: Guo Table 4's 64 order-16 polynomials), kernel `auto`/`avx512`/`clmul`/`portable`.
+/// What `encode` returns to Python: (stored page, correlated?, per-chunk tags,
+/// ones after decorrelation, ones after scrambling).
+type EncodedPage<'py> = (Bound<'py, PyBytes>, bool, Bound<'py, PyBytes>, u64, u64);
+
 #[pyclass(name = "DpaCodec", module = "nandlab._core", frozen)]
 pub struct DpaCodec {
     codec: Codec,
@@ -67,7 +71,7 @@ impl DpaCodec {
         py: Python<'py>,
         page: &[u8],
         choice: Option<&Bound<'py, PyAny>>,
-    ) -> PyResult<(Bound<'py, PyBytes>, bool, Bound<'py, PyBytes>, u64, u64)> {
+    ) -> PyResult<EncodedPage<'py>> {
         let ch = match choice {
             None => Choice::Auto,
             Some(c) => {

@@ -179,6 +179,21 @@ fn check_config(
     })
 }
 
+/// Every key a configuration accepts, as dotted paths (`timing.ecc[].name` for entries of an
+/// array of tables).
+#[pyfunction]
+fn config_keys() -> Vec<String> {
+    api::config_keys()
+}
+
+/// The `[scheme.params]` keys of `scheme` when built on the configuration `config_toml`.
+#[pyfunction]
+fn scheme_param_keys(py: Python<'_>, config_toml: String, scheme: String) -> PyResult<Vec<String>> {
+    call_core(py, "scheme_param_keys", || {
+        api::scheme_param_keys(&config_toml, &scheme)
+    })
+}
+
 /// Names of the schemes the core knows.
 #[pyfunction]
 fn scheme_names() -> Vec<&'static str> {
@@ -263,6 +278,8 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ecc_table, m)?)?;
     m.add_function(wrap_pyfunction!(check_config, m)?)?;
     m.add_function(wrap_pyfunction!(scheme_names, m)?)?;
+    m.add_function(wrap_pyfunction!(config_keys, m)?)?;
+    m.add_function(wrap_pyfunction!(scheme_param_keys, m)?)?;
     dpa::register(m)?;
     Ok(())
 }

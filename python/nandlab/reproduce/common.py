@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import click
-from rich.console import Console
+
+from nandlab._console import make_console
 
 if TYPE_CHECKING:
     import polars as pl
@@ -21,11 +22,10 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: Tables go to stdout; when it is not a terminal (a log, CI) they get room to be wide.
-out_console = Console(highlight=False)
-if not out_console.is_terminal:
-    out_console = Console(highlight=False, width=160)
-err_console = Console(stderr=True, highlight=False)
+#: Tables go to stdout; when it is not a terminal (a log, CI) they are plain text at full width
+#: (:mod:`nandlab._console`).
+out_console = make_console()
+err_console = make_console(stderr=True)
 
 #: Exit status when the reproduction ran but its check failed (or runs failed).
 EXIT_CHECK_FAILED = 1
@@ -149,7 +149,13 @@ def common_options(paper: str) -> Callable[[F], F]:
                 progress=progress if progress is not None else err_console.is_terminal,
                 time_scales=time_scales,
             )
+            from nandlab._interrupt import on_interrupt
             from nandlab.experiment import ExperimentError
+
+            on_interrupt(
+                f"finished runs stay in {out / 'runs.parquet'}; the same command resumes; "
+                f"{RESULT_FILE} and the figures are written at the end"
+            )
 
             try:
                 return fn(opts=opts, **kw)
@@ -181,6 +187,9 @@ CAPTURED_PATTERNS: dict[str, list[str]] = {
     "pgbench_ro": ["pgbench_ro.part1.csv*", "pgbench_ro.csv*"],
     "devtree": ["devtree.csv*"],
 }
+#: The bundled excerpts' names: the same in every reproduction.
+HM0_EXCERPT_NAME = "hm_0 excerpt"
+FINANCIAL1_EXCERPT_NAME = "Financial1 excerpt"
 #: The bundled excerpts (``nandlab/data``) by file name.
 HM0_EXCERPT = ["msr_hm_0_sample1000.csv*"]
 FINANCIAL1_EXCERPT = ["Financial1_first10000*"]
@@ -283,6 +292,11 @@ def write_json(
     return obj
 
 
+def plural(n: int, noun: str, nouns: str | None = None) -> str:
+    """``1 trace``, ``2 traces`` (``nouns``: an irregular plural)."""
+    return f"{n:,} {noun if n == 1 else (nouns or noun + 's')}"
+
+
 def fmt_num(v: Any, digits: int = 3) -> str:
     """A table cell: ``—`` for missing, thousands separators, ``digits`` significant-ish."""
     if v is None or (isinstance(v, float) and not math.isfinite(v)):
@@ -364,7 +378,7 @@ def run_planned(
         r.key = run_key(r.spec, digests)
     digests.save()
     if label is not None and not opts.quiet:
-        err_console.print(f"{label}, {len({r.key for r in runs})} runs -> {opts.out}")
+        err_console.print(f"{label}, {plural(len({r.key for r in runs}), 'run')} -> {opts.out}")
     st = GridStats()
     df = run_grid(
         [r.spec for r in runs],
@@ -409,7 +423,7 @@ def runs_line(st: GridStats, t0: float, n_figs: int, out: Path) -> str:
     import time
 
     return (
-        f"runs: {st.total} ({st.executed} executed, {st.skipped} already done, "
+        f"{plural(st.total, 'run')} ({st.executed} executed, {st.skipped} already done, "
         f"{st.failed} failed) in {time.perf_counter() - t0:.1f} s; "
-        f"results {out / 'runs.parquet'}; {n_figs} figure files in {out}"
+        f"results {out / 'runs.parquet'}; {plural(n_figs, 'figure file')} in {out}"
     )

@@ -52,6 +52,7 @@ from nandlab.reproduce.common import (
     grid_json,
     msr_patterns,
     out_console,
+    plural,
     reports_by_key,
     run_planned,
     runs_line,
@@ -630,7 +631,7 @@ def ida(opts: CommonOptions, max_requests: int | None) -> None:
     df, st = run_planned(
         runs,
         opts,
-        label=f"ida: {len(sel.traces)} traces ({', '.join(t.name for t in sel.traces)})",
+        label=f"ida: {plural(len(sel.traces), 'trace')} ({', '.join(t.name for t in sel.traces)})",
     )
     an = analyse(runs, reports_by_key(df), groups(load_plan, sel.traces))
     figs = make_figures(an, opts.out)

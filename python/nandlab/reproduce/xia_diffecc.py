@@ -28,7 +28,9 @@ from rich.table import Table
 from nandlab.reproduce.common import (
     CAPTURED_PATTERNS,
     FINANCIAL1_EXCERPT,
+    FINANCIAL1_EXCERPT_NAME,
     HM0_EXCERPT,
+    HM0_EXCERPT_NAME,
     PGBENCH_RW_SLICE,
     WEBSEARCH1_EXCERPT,
     CommonOptions,
@@ -40,6 +42,7 @@ from nandlab.reproduce.common import (
     grid_json,
     msr_patterns,
     out_console,
+    plural,
     reports_by_key,
     run_planned,
     runs_line,
@@ -85,10 +88,11 @@ PAPER_HEADLINE = {
 }
 
 
-#: The 15 workloads of Table II, by the file names they usually have. The MSR host names are
-#: those of the SNIA IOTTA msr-cambridge archive (hm = CAMRESHMSA01, mds = CAMRESWMSA03, ...).
-#: The paper's "src0" is MSR src2_0: its Table II row (1,557,814 requests, 11.34 % reads) is
-#: src2_0's, src1_0 being a much larger volume.
+#: The 15 workloads of Table II, by the file names they usually have, named as the MSR volumes
+#: are in every nandlab reproduction (the paper writes hm0 for hm_0, and so on). The MSR host
+#: names are those of the SNIA IOTTA msr-cambridge archive (hm = CAMRESHMSA01, mds =
+#: CAMRESWMSA03, ...). The paper's "src0" is MSR src2_0: its Table II row (1,557,814 requests,
+#: 11.34 % reads) is src2_0's, src1_0 being a much larger volume.
 TABLE_II: dict[str, list[str]] = {
     "Financial1": [
         "Financial1.spc*",
@@ -96,28 +100,28 @@ TABLE_II: dict[str, list[str]] = {
         "Financial1.ascii*",
         "Financial1.trace*",
     ],
-    "hm0": msr_patterns("hm", 0, "CAMRESHMSA01"),
-    "hm1": msr_patterns("hm", 1, "CAMRESHMSA01"),
-    "mds0": msr_patterns("mds", 0, "CAMRESWMSA03"),
-    "proj0": msr_patterns("proj", 0, "CAM-02-SRV"),
-    "rsrch0": msr_patterns("rsrch", 0, "CAMRESIRA01"),
-    "rsrch2": msr_patterns("rsrch", 2, "CAMRESIRA01"),
-    "src0": msr_patterns("src2", 0, "CAMRESSDPA03", "src0", "src_0"),
-    "stg0": msr_patterns("stg", 0, "CAMRESSTGA01"),
-    "ts0": msr_patterns("ts", 0, "CAMRESTSA01"),
-    "wdev0": msr_patterns("wdev", 0, "CAMWEBDEV"),
-    "wdev2": msr_patterns("wdev", 2, "CAMWEBDEV"),
-    "web0": msr_patterns("web", 0, "CAMRESWEBA03"),
-    "web1": msr_patterns("web", 1, "CAMRESWEBA03"),
-    "web3": msr_patterns("web", 3, "CAMRESWEBA03"),
+    "hm_0": msr_patterns("hm", 0, "CAMRESHMSA01"),
+    "hm_1": msr_patterns("hm", 1, "CAMRESHMSA01"),
+    "mds_0": msr_patterns("mds", 0, "CAMRESWMSA03"),
+    "proj_0": msr_patterns("proj", 0, "CAM-02-SRV"),
+    "rsrch_0": msr_patterns("rsrch", 0, "CAMRESIRA01"),
+    "rsrch_2": msr_patterns("rsrch", 2, "CAMRESIRA01"),
+    "src2_0": msr_patterns("src2", 0, "CAMRESSDPA03", "src0", "src_0"),
+    "stg_0": msr_patterns("stg", 0, "CAMRESSTGA01"),
+    "ts_0": msr_patterns("ts", 0, "CAMRESTSA01"),
+    "wdev_0": msr_patterns("wdev", 0, "CAMWEBDEV"),
+    "wdev_2": msr_patterns("wdev", 2, "CAMWEBDEV"),
+    "web_0": msr_patterns("web", 0, "CAMRESWEBA03"),
+    "web_1": msr_patterns("web", 1, "CAMRESWEBA03"),
+    "web_3": msr_patterns("web", 3, "CAMRESWEBA03"),
 }
 
 #: Real traces we have: captured block-layer traces (capped) and bundled excerpts.
 CAPTURED = CAPTURED_PATTERNS
 #: Excerpt name -> (file patterns, the Table II trace that supersedes it when found).
 EXCERPTS: dict[str, tuple[list[str], str | None]] = {
-    "hm0 excerpt": (HM0_EXCERPT, "hm0"),
-    "Financial1 excerpt": (FINANCIAL1_EXCERPT, "Financial1"),
+    HM0_EXCERPT_NAME: (HM0_EXCERPT, "hm_0"),
+    FINANCIAL1_EXCERPT_NAME: (FINANCIAL1_EXCERPT, "Financial1"),
     "WebSearch1 excerpt": (WEBSEARCH1_EXCERPT, None),
 }
 #: ``--quick`` falls back to the bundled pgbench_rw slice when pgbench_wh is not found.
@@ -148,7 +152,7 @@ def select_traces(dirs: Sequence[Path], *, quick: bool, max_requests: int | None
         qcap = max_requests if max_requests is not None else QUICK_MAX_REQUESTS
         found, _ = find_traces(search, {"pgbench_wh": CAPTURED["pgbench_wh"]})
         excerpts, _ = find_traces(
-            search, {k: EXCERPTS[k][0] for k in ("Financial1 excerpt", "hm0 excerpt")}
+            search, {k: EXCERPTS[k][0] for k in (FINANCIAL1_EXCERPT_NAME, HM0_EXCERPT_NAME)}
         )
         sel = Selection([], [], search)
         if "pgbench_wh" in found:
@@ -732,7 +736,8 @@ def xia_diffecc(opts: CommonOptions, max_requests: int | None) -> None:
     df, st = run_planned(
         runs,
         opts,
-        label=f"xia-diffecc: {len(sel.traces)} traces ({', '.join(t.name for t in sel.traces)})",
+        label=f"xia-diffecc: {plural(len(sel.traces), 'trace')} "
+        f"({', '.join(t.name for t in sel.traces)})",
     )
     reports = reports_by_key(df)
     an = analyse(runs, reports, groups(load_plan, sel.traces))

@@ -7,9 +7,11 @@ use std::path::{Path, PathBuf};
 
 use std::time::Instant;
 
+mod devices;
 mod dpa;
 pub use dpa::{dpa_analyze, dpa_lifetime, dpa_polynomials, dpa_summarize};
 mod reliability;
+pub use devices::{device_hint, devices, DeviceSummary};
 pub use reliability::{
     ecc_table, rber_table, GUO_TABLE6_LEVELS, GUO_TABLE6_PE, GUO_TABLE6_RETENTION_S,
 };
@@ -66,10 +68,12 @@ pub fn run(req: &RunRequest, progress: &mut ProgressFn<'_>) -> Result<String, Na
                 &req.trace_options,
             )?))
         };
-        simulate_source(cfg, &mut open, serde_json::Value::Null, progress)?
+        simulate_source(cfg, &mut open, serde_json::Value::Null, progress)
+            .map_err(|e| devices::explain(e, &req.trace_path, &req.trace_options))?
     } else {
         let mut open = || Ok(TraceReader::open(&req.trace_path, &req.trace_options)?);
-        simulate_source(cfg, &mut open, serde_json::Value::Null, progress)?
+        simulate_source(cfg, &mut open, serde_json::Value::Null, progress)
+            .map_err(|e| devices::explain(e, &req.trace_path, &req.trace_options))?
     };
     serde_json::to_string_pretty(&report).map_err(|e| NandlabError::Sim(e.to_string()))
 }
@@ -102,6 +106,44 @@ pub fn check_config(
         cfg.ftl.streams,
     )?;
     Ok(cfg.scheme.name)
+}
+
+/// Every key a configuration file accepts (see [`crate::config::accepted_keys`]).
+pub fn config_keys() -> Vec<String> {
+    crate::config::accepted_keys()
+}
+
+/// The `[scheme.params]` keys scheme `scheme` reads, found by building it on the configuration
+/// `config_toml` with an unknown probe parameter (the scheme's error lists the keys it knows).
+///
+/// # Errors
+/// [`NandlabError::Config`] when the configuration is invalid or the scheme cannot be built on
+/// it for another reason (e.g. it needs program modes the configuration lacks).
+pub fn scheme_param_keys(config_toml: &str, scheme: &str) -> Result<Vec<String>, NandlabError> {
+    let cfg = crate::config::load(config_toml, "<config>", &[])?;
+    let mut params = toml::Table::new();
+    params.insert("__nandlab_probe__".into(), toml::Value::Integer(0));
+    let err = match crate::scheme::registry(scheme, &params, &cfg.timing()?, cfg.ftl.streams) {
+        Ok(_) => return Ok(Vec::new()),
+        Err(e) => e,
+    };
+    match &err {
+        crate::config::ConfigError::Invalid { key, msg, .. }
+            if key == "scheme.params.__nandlab_probe__" =>
+        {
+            let known = msg
+                .split("(known: ")
+                .nth(1)
+                .map(|r| r.trim_end_matches(')'))
+                .unwrap_or("");
+            Ok(known
+                .split(", ")
+                .filter(|k| !k.is_empty() && *k != "__nandlab_probe__")
+                .map(str::to_string)
+                .collect())
+        }
+        _ => Err(err.into()),
+    }
 }
 
 /// Run a simulation of `cfg` over the requests `open()` yields. When the device is sized from
@@ -209,7 +251,8 @@ pub fn simulate_source<S: RequestSource>(
 /// (the baseline of the `bench` ratio).
 pub fn parse_only(path: &Path, opts: &TraceOptions) -> Result<String, NandlabError> {
     let t0 = Instant::now();
-    let mut r = TraceReader::open(path, opts)?;
+    let mut r =
+        TraceReader::open(path, opts).map_err(|e| devices::explain(e.into(), path, opts))?;
     let mut n = 0u64;
     let mut bytes = 0u64;
     while let Some(q) = r.next_request()? {
@@ -228,14 +271,19 @@ pub fn parse_only(path: &Path, opts: &TraceOptions) -> Result<String, NandlabErr
     .to_string())
 }
 
-/// Table-II-style statistics of a trace (see `trace::stats`), as JSON.
+/// Table-II-style statistics of a trace (see `trace::stats`), as JSON, plus `devices`: the
+/// devices of a multi-device trace (ids, requests, sizes; see [`devices`]), `[]` otherwise.
 pub fn trace_stats(
     path: &Path,
     opts: &TraceOptions,
     page_size_bytes: u64,
 ) -> Result<String, NandlabError> {
-    let s = crate::trace::stats(path, opts, page_size_bytes)?;
-    serde_json::to_string_pretty(&s).map_err(|e| NandlabError::Sim(e.to_string()))
+    let s = crate::trace::stats(path, opts, page_size_bytes)
+        .map_err(|e| devices::explain(e.into(), path, opts))?;
+    let mut v = serde_json::to_value(&s).map_err(|e| NandlabError::Sim(e.to_string()))?;
+    v["devices"] =
+        serde_json::to_value(devices(path, opts)?).map_err(|e| NandlabError::Sim(e.to_string()))?;
+    serde_json::to_string_pretty(&v).map_err(|e| NandlabError::Sim(e.to_string()))
 }
 
 /// Convert a trace to canonical CSV (gzip when `output` ends in `.gz`); returns requests written.
@@ -244,7 +292,7 @@ pub fn trace_convert(
     opts: &TraceOptions,
     output: &Path,
 ) -> Result<u64, NandlabError> {
-    Ok(crate::trace::convert(input, opts, output)?)
+    crate::trace::convert(input, opts, output).map_err(|e| devices::explain(e.into(), input, opts))
 }
 
 /// Generate a synthetic trace from `GenParams` given as JSON (missing keys take defaults);

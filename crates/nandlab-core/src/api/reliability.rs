@@ -19,6 +19,9 @@ pub use crate::reliability::table6::{
     AGE_S as GUO_TABLE6_RETENTION_S, LEVELS as GUO_TABLE6_LEVELS, PE as GUO_TABLE6_PE,
 };
 
+/// ISPP step of Guo's Table 6 (the normal program mode, §3.2), V.
+const TABLE6_DVPP_V: f64 = 0.15;
+
 fn bad(key: &str, value: impl std::fmt::Display, msg: impl Into<String>) -> NandlabError {
     NandlabError::Config(ConfigError::Invalid {
         key: key.into(),
@@ -140,37 +143,51 @@ pub fn rber_table(req_json: &str) -> Result<String, NandlabError> {
             }
         }
     }
-    // Guo Table 6 layout: soft-sensing levels at the normal state, first ΔVpp, with thresholds
-    // fitted (hard limit fixed at 4e-3) to Table 6 over the model's RBER at Table 6's cells.
-    let soft = match req.levels.iter().position(|l| l == "normal") {
-        None => serde_json::Value::Null,
-        Some(l) => {
-            let mut pts = Vec::new();
-            for (p, &pe) in GUO_TABLE6_PE.iter().enumerate() {
-                for (r, &ret) in GUO_TABLE6_RETENTION_S.iter().enumerate() {
-                    pts.push((table.rber(pe, ret, 0, l), GUO_TABLE6_LEVELS[p][r]));
-                }
+    // Guo Table 6: soft-sensing levels of MLC pages at the normal state and ΔVpp 0.15 V
+    // (Guo §3.2), always on the thesis's full grid (P/E 2000–6000 × age 0–1 month) whatever
+    // grid, modes and levels were asked for, with thresholds fitted (hard limit fixed at
+    // 4e-3) to Table 6 over the model's RBER at Table 6's cells. Only the cell type and the
+    // read-reference margin (the model itself) change it.
+    let soft = if req.cell != "mlc" {
+        serde_json::Value::Null
+    } else {
+        // Its own table (normal level, Table 6's grid, ΔVpp 0.15), never the request's: the
+        // Monte-Carlo draws of a table depend on its whole spec, so sharing the request's
+        // table would make the comparison depend on the grid asked for.
+        let mut s6 = spec.clone();
+        s6.pe = GUO_TABLE6_PE.to_vec();
+        s6.retention_s = GUO_TABLE6_RETENTION_S.to_vec();
+        s6.modes_dvpp = vec![TABLE6_DVPP_V];
+        s6.levels = vec![LevelConfig::Normal];
+        let (t6, _) = RberTable::load_or_build(&s6, &dir)
+            .map_err(|e| bad("rber", dir.display(), e.to_string()))?;
+        let (t6, l) = (&t6, 0);
+        let mut pts = Vec::new();
+        for (p, &pe) in GUO_TABLE6_PE.iter().enumerate() {
+            for (r, &ret) in GUO_TABLE6_RETENTION_S.iter().enumerate() {
+                pts.push((t6.rber(pe, ret, 0, l), GUO_TABLE6_LEVELS[p][r]));
             }
-            let th = Ldpc::fit_thresholds(&pts, LDPC_HARD_LIMIT, 6)
-                .map_err(|e| bad("thresholds", "", e.to_string()))?;
-            let ldpc = Ldpc::new(8 * 4608, 0.0, 0.0, th.clone())
-                .map_err(|e| bad("thresholds", "", e.to_string()))?;
-            let mut cells = Vec::new();
-            let (mut exact, mut within1) = (0, 0);
-            for (p, &pe) in GUO_TABLE6_PE.iter().enumerate() {
-                for (r, &ret) in GUO_TABLE6_RETENTION_S.iter().enumerate() {
-                    let rb = table.rber(pe, ret, 0, l);
-                    let lv = ldpc.levels_for(rb).map_or(-1, i64::from);
-                    let want = i64::from(GUO_TABLE6_LEVELS[p][r]);
-                    exact += usize::from(lv == want);
-                    within1 += usize::from((lv - want).abs() <= 1);
-                    cells.push(json!({"pe": pe, "retention_s": ret, "rber": rb,
-                        "levels": lv, "guo_levels": want}));
-                }
-            }
-            json!({"thresholds": th, "hard_limit": LDPC_HARD_LIMIT,
-                   "exact": exact, "within_one": within1, "cells": cells})
         }
+        let th = Ldpc::fit_thresholds(&pts, LDPC_HARD_LIMIT, 6)
+            .map_err(|e| bad("thresholds", "", e.to_string()))?;
+        let ldpc = Ldpc::new(8 * 4608, 0.0, 0.0, th.clone())
+            .map_err(|e| bad("thresholds", "", e.to_string()))?;
+        let mut cells = Vec::new();
+        let (mut exact, mut within1) = (0, 0);
+        for (p, &pe) in GUO_TABLE6_PE.iter().enumerate() {
+            for (r, &ret) in GUO_TABLE6_RETENTION_S.iter().enumerate() {
+                let rb = t6.rber(pe, ret, 0, l);
+                let lv = ldpc.levels_for(rb).map_or(-1, i64::from);
+                let want = i64::from(GUO_TABLE6_LEVELS[p][r]);
+                exact += usize::from(lv == want);
+                within1 += usize::from((lv - want).abs() <= 1);
+                cells.push(json!({"pe": pe, "retention_s": ret, "rber": rb,
+                    "levels": lv, "guo_levels": want}));
+            }
+        }
+        json!({"thresholds": th, "hard_limit": LDPC_HARD_LIMIT,
+               "dvpp_v": TABLE6_DVPP_V, "level": "normal",
+               "exact": exact, "within_one": within1, "cells": cells})
     };
     Ok(json!({
         "cell": req.cell,

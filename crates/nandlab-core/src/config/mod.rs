@@ -842,22 +842,295 @@ impl StatsConfig {
 /// [`ConfigError::Syntax`] for TOML errors and unknown keys, [`ConfigError::Invalid`] for
 /// out-of-range values.
 pub fn load(text: &str, origin: &str, overrides: &[String]) -> Result<Config, ConfigError> {
+    // A TOML syntax error keeps its line breaks: the quoted line and the caret under the
+    // column are the useful part.
     let mut table: toml::Table =
         text.parse()
             .map_err(|e: toml::de::Error| ConfigError::Syntax {
                 file: origin.to_string(),
-                msg: e.to_string().trim().replace('\n', " "),
+                msg: e.to_string().trim_end().to_string(),
             })?;
+    drop_replaced_alternatives(&mut table, overrides);
+    let base = table.clone();
     for o in overrides {
         apply_override(&mut table, o)?;
     }
+    sizes_to_bytes(&mut table, "")?;
     let cfg: Config =
         Config::deserialize(toml::Value::Table(table)).map_err(|e| ConfigError::Syntax {
-            file: origin.to_string(),
+            file: blame(&base, origin, overrides),
             msg: e.to_string().trim().replace('\n', " "),
         })?;
     cfg.validate()?;
     Ok(cfg)
+}
+
+/// Keys that are alternatives to each other: an override of one replaces the other when the
+/// file sets it (`--set device.op_percent_of_physical=10` on a file that gives the logical
+/// definition). Giving both in the file, or both as overrides, is still an error.
+const ALTERNATIVES: &[(&str, &str)] = &[(
+    "device.op_percent_of_logical",
+    "device.op_percent_of_physical",
+)];
+
+fn drop_replaced_alternatives(table: &mut toml::Table, overrides: &[String]) {
+    let set: Vec<&str> = overrides
+        .iter()
+        .filter_map(|o| o.split_once('=').map(|(k, _)| k.trim()))
+        .collect();
+    for &(a, b) in ALTERNATIVES {
+        for (given, other) in [(a, b), (b, a)] {
+            if set.contains(&given) && !set.contains(&other) {
+                remove_dotted(table, other);
+            }
+        }
+    }
+}
+
+fn remove_dotted(table: &mut toml::Table, dotted: &str) {
+    let parts: Vec<&str> = dotted.split('.').collect();
+    let mut cur = table;
+    for p in &parts[..parts.len() - 1] {
+        match cur.get_mut(*p) {
+            Some(toml::Value::Table(t)) => cur = t,
+            _ => return,
+        }
+    }
+    cur.remove(parts[parts.len() - 1]);
+}
+
+/// The source to name in a deserialization error: the first override that turns a valid
+/// base into an invalid one (`--set key=value`), else the file.
+fn blame(base: &toml::Table, origin: &str, overrides: &[String]) -> String {
+    let ok = |t: &toml::Table| {
+        let mut t = t.clone();
+        sizes_to_bytes(&mut t, "").is_ok() && Config::deserialize(toml::Value::Table(t)).is_ok()
+    };
+    if overrides.is_empty() || !ok(base) {
+        return origin.to_string();
+    }
+    let mut t = base.clone();
+    for o in overrides {
+        if apply_override(&mut t, o).is_err() || !ok(&t) {
+            return format!("--set {}", o.trim());
+        }
+    }
+    origin.to_string()
+}
+
+/// Parse a byte size: an integer or decimal number with an optional binary suffix (`K`, `KB`,
+/// `KiB` = 2^10; `M…`, `G…`, `T…`, `P…` likewise; `B` = 1), case-insensitive, spaces allowed:
+/// `4096`, `64KiB`, `16 GiB`, `1.5M`. The result must be a whole number of bytes.
+///
+/// The same grammar as the command line's size options (`nandlab trace generate --span-bytes`).
+pub fn parse_size_bytes(text: &str) -> Option<u64> {
+    let s = text.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    if num.is_empty() {
+        return None;
+    }
+    let x: f64 = num.parse().ok()?;
+    let unit = unit.trim().to_ascii_lowercase();
+    let unit = unit.strip_suffix('b').unwrap_or(&unit);
+    let unit = unit.strip_suffix('i').unwrap_or(unit);
+    let mult: u64 = match unit {
+        "" => 1,
+        "k" => 1 << 10,
+        "m" => 1 << 20,
+        "g" => 1 << 30,
+        "t" => 1 << 40,
+        "p" => 1 << 50,
+        _ => return None,
+    };
+    let v = x * mult as f64;
+    if !v.is_finite() || v < 0.0 || v.fract() != 0.0 || v >= u64::MAX as f64 {
+        return None;
+    }
+    Some(v as u64)
+}
+
+/// Every `*_bytes` key given as a string with a unit (`"64GiB"`) becomes its integer byte
+/// count, in tables and arrays of tables alike.
+fn sizes_to_bytes(table: &mut toml::Table, prefix: &str) -> Result<(), ConfigError> {
+    for (k, v) in table.iter_mut() {
+        let key = if prefix.is_empty() {
+            k.clone()
+        } else {
+            format!("{prefix}.{k}")
+        };
+        match v {
+            toml::Value::String(s) if k.ends_with("_bytes") => {
+                let n = parse_size_bytes(s).ok_or_else(|| {
+                    invalid(
+                        &key,
+                        format!("{s:?}"),
+                        "expected a whole number of bytes, optionally with a binary unit \
+                         (4096, \"64KiB\", \"16GiB\")",
+                    )
+                })?;
+                let n = i64::try_from(n)
+                    .map_err(|_| invalid(&key, format!("{s:?}"), "too large (at most 2^63 B)"))?;
+                *v = toml::Value::Integer(n);
+            }
+            toml::Value::Table(t) => sizes_to_bytes(t, &key)?,
+            toml::Value::Array(a) => {
+                for x in a.iter_mut() {
+                    if let toml::Value::Table(t) = x {
+                        sizes_to_bytes(t, &key)?;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Every key a configuration accepts, as dotted paths in file order of the structs:
+/// `device.channels`; entries of arrays of tables as `timing.ecc[].name`; the fields of each
+/// variant of a tagged table (`[[reliability.codes]]`) once each; a free-form table (each
+/// scheme's `scheme.params`) as its own path. Found by asking the deserializer itself (an
+/// unknown probe key makes it list the fields it expects), so a field added to a config struct
+/// is listed without editing anything here.
+pub fn accepted_keys() -> Vec<String> {
+    let mut out = Vec::new();
+    probe_struct(&[], &mut out);
+    // variants of a tagged table may share fields: keep the first of each
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|k| seen.insert(k.clone()));
+    out
+}
+
+const PROBE: &str = "__nandlab_probe__";
+
+/// What a config with `value` at `path` makes the deserializer say (`None`: accepted).
+fn probe_error(path: &[PathPart], value: toml::Value) -> Option<String> {
+    let mut v = value;
+    for part in path.iter().rev() {
+        v = match part {
+            PathPart::Key(k) => {
+                let mut t = toml::Table::new();
+                t.insert(k.clone(), v);
+                toml::Value::Table(t)
+            }
+            PathPart::Entry => toml::Value::Array(vec![v]),
+            PathPart::Tag(tag, variant) => {
+                if let toml::Value::Table(mut t) = v {
+                    t.insert(tag.clone(), toml::Value::String(variant.clone()));
+                    toml::Value::Table(t)
+                } else {
+                    v
+                }
+            }
+        };
+    }
+    Config::deserialize(v).err().map(|e| e.to_string())
+}
+
+#[derive(Clone)]
+enum PathPart {
+    Key(String),
+    Entry,
+    Tag(String, String),
+}
+
+fn backticked_after(msg: &str, marker: &str) -> Vec<String> {
+    let Some(i) = msg.find(marker) else {
+        return Vec::new();
+    };
+    let mut rest = &msg[i + marker.len()..];
+    // the deserializer ends its message with the path: "… in `device`" (after a space or a
+    // line break)
+    if let Some(j) = rest.rfind("in `") {
+        if rest[..j].ends_with(char::is_whitespace) {
+            rest = &rest[..j];
+        }
+    }
+    rest.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(str::to_string)
+        .collect()
+}
+
+fn dotted(path: &[PathPart]) -> String {
+    let mut s = String::new();
+    for p in path {
+        match p {
+            PathPart::Key(k) => {
+                if !s.is_empty() {
+                    s.push('.');
+                }
+                s.push_str(k);
+            }
+            PathPart::Entry => s.push_str("[]"),
+            PathPart::Tag(..) => {}
+        }
+    }
+    s
+}
+
+fn probe_table() -> toml::Value {
+    let mut t = toml::Table::new();
+    t.insert(PROBE.into(), toml::Value::Integer(0));
+    toml::Value::Table(t)
+}
+
+/// Collect the keys of the struct at `path` (a table there is known to be a struct).
+fn probe_struct(path: &[PathPart], out: &mut Vec<String>) {
+    let Some(msg) = probe_error(path, probe_table()) else {
+        return;
+    };
+    let fields = if msg.contains("there are no fields") {
+        Vec::new()
+    } else {
+        backticked_after(&msg, "expected")
+    };
+    for f in fields {
+        let mut p = path.to_vec();
+        p.push(PathPart::Key(f.clone()));
+        probe_value(&p, out);
+    }
+}
+
+/// Classify the value at `path`: struct, array of structs, tagged union, free table or leaf.
+fn probe_value(path: &[PathPart], out: &mut Vec<String>) {
+    let unknown_probe = |m: &str| m.contains(&format!("unknown field `{PROBE}`"));
+    match probe_error(path, probe_table()) {
+        None => {
+            out.push(dotted(path));
+            return;
+        }
+        Some(m) if unknown_probe(&m) => return probe_struct(path, out),
+        Some(_) => {}
+    }
+    let mut entry = path.to_vec();
+    entry.push(PathPart::Entry);
+    match probe_error(&entry, probe_table()) {
+        Some(m) if unknown_probe(&m) => return probe_struct(&entry, out),
+        Some(m) if m.contains("missing field `") => {
+            let tag = backticked_after(&m, "missing field").into_iter().next();
+            if let Some(tag) = tag {
+                let mut t = toml::Table::new();
+                t.insert(tag.clone(), toml::Value::String(PROBE.into()));
+                let variants = probe_error(&entry, toml::Value::Table(t))
+                    .map(|m| backticked_after(&m, "expected"))
+                    .unwrap_or_default();
+                out.push(format!("{}.{tag}", dotted(&entry)));
+                for v in variants {
+                    let mut p = entry.clone();
+                    p.push(PathPart::Tag(tag.clone(), v));
+                    probe_struct(&p, out);
+                }
+                return;
+            }
+        }
+        _ => {}
+    }
+    out.push(dotted(path));
 }
 
 /// Load a config file.
@@ -896,6 +1169,23 @@ pub fn apply_override(table: &mut toml::Table, kv: &str) -> Result<(), ConfigErr
     }
     cur.insert(parts[parts.len() - 1].to_string(), parsed);
     Ok(())
+}
+
+/// `n` bytes in binary units with 3 significant digits (`1.50 GiB`).
+pub fn human_bytes(n: u64) -> String {
+    let mut x = n as f64;
+    for unit in ["B", "KiB", "MiB", "GiB", "TiB", "PiB"] {
+        if x < 1024.0 || unit == "PiB" {
+            return match unit {
+                "B" => format!("{n} B"),
+                _ if x >= 100.0 => format!("{x:.0} {unit}"),
+                _ if x >= 10.0 => format!("{x:.1} {unit}"),
+                _ => format!("{x:.2} {unit}"),
+            };
+        }
+        x /= 1024.0;
+    }
+    format!("{n} B")
 }
 
 fn check_range<T: PartialOrd + std::fmt::Display + Copy>(
@@ -1341,14 +1631,35 @@ impl Config {
         }
         let total_pages = bpp * stripe_pages;
         if total_pages >= u32::MAX as u64 {
-            return Err(invalid(
-                "device.blocks_per_plane",
-                bpp,
-                format!(
-                    "the device would have {total_pages} pages; at most {} fit the 32-bit PPN",
-                    u32::MAX - 1
-                ),
-            ));
+            let max = u32::MAX as u64 - 1;
+            let fits = format!(
+                "the device would have {total_pages} pages of {ps} B; at most {max} \
+                 ({}) fit the 32-bit PPN",
+                human_bytes(max * ps)
+            );
+            return Err(if d.blocks_per_plane > 0 {
+                invalid("device.blocks_per_plane", bpp, fits)
+            } else if d.logical_capacity_bytes > 0 {
+                invalid(
+                    "device.logical_capacity_bytes",
+                    d.logical_capacity_bytes,
+                    fits,
+                )
+            } else {
+                invalid(
+                    "device.logical_capacity_bytes",
+                    format!(
+                        "0 (auto: the trace's address space, {})",
+                        human_bytes(trace_max_end_bytes)
+                    ),
+                    format!(
+                        "{fits}. Replay part of the address space (set \
+                         device.logical_capacity_bytes and ftl.wrap_offsets = true), use larger \
+                         pages (device.page_size_bytes), or for a multi-device trace one device \
+                         (--device ID; `nandlab trace stats` lists them)"
+                    ),
+                )
+            });
         }
         if bpp > u32::MAX as u64 / 2 {
             return Err(invalid("device.blocks_per_plane", bpp, "too many blocks"));
@@ -1450,6 +1761,138 @@ mod tests {
         let e = c.size_device(100 * 4096).unwrap_err().to_string();
         assert!(
             e.contains("op_percent_of_logical") && e.contains("at least"),
+            "{e}"
+        );
+    }
+}
+
+#[cfg(test)]
+mod first_hour_tests {
+    //! Issue 19: what a new user trips over.
+    use super::*;
+
+    #[test]
+    fn an_override_of_one_op_definition_replaces_the_other() {
+        let base = "[device]\nop_percent_of_logical = 15.0\n";
+        let c = load(base, "d.toml", &["device.op_percent_of_physical=10".into()]).unwrap();
+        assert_eq!(c.device.op_percent_of_logical, None);
+        assert_eq!(c.device.op_percent_of_physical, Some(10.0));
+        let c = load(
+            "[device]\nop_percent_of_physical = 10\n",
+            "d.toml",
+            &["device.op_percent_of_logical=20".into()],
+        )
+        .unwrap();
+        assert_eq!(c.device.op_percent_of_physical, None);
+        // both in the file, or both as overrides: still an error
+        let both = [
+            "device.op_percent_of_physical=10".to_string(),
+            "device.op_percent_of_logical=10".to_string(),
+        ];
+        assert!(load(base, "d.toml", &both)
+            .unwrap_err()
+            .to_string()
+            .contains("not both"));
+    }
+
+    #[test]
+    fn a_bad_override_is_named_as_the_source_not_the_file() {
+        let e = load(
+            "[device]\nchannels = 8\n",
+            "/pkg/default.toml",
+            &["host.time_scale=2".into(), "device.channels=-3".into()],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("--set device.channels=-3: "), "{e}");
+        assert!(!e.contains("default.toml"), "{e}");
+        // an error in the file itself still names the file
+        let e = load(
+            "[device]\nchannels = -1\n",
+            "/pkg/x.toml",
+            &["seed=1".into()],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.starts_with("/pkg/x.toml: "), "{e}");
+    }
+
+    #[test]
+    fn sizes_with_units_are_accepted_for_every_bytes_key() {
+        let c = load(
+            "[device]\nlogical_capacity_bytes = \"64GiB\"\npage_size_bytes = \"4 KiB\"\n",
+            "x",
+            &["timing.channel_width_bytes=1".into()],
+        )
+        .unwrap();
+        assert_eq!(c.device.logical_capacity_bytes, 64 << 30);
+        assert_eq!(c.device.page_size_bytes, 4096);
+        let c = load("", "x", &["device.logical_capacity_bytes=1.5G".into()]).unwrap();
+        assert_eq!(c.device.logical_capacity_bytes, 3 << 29);
+        let e = load("", "x", &["device.logical_capacity_bytes=64GB/s".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("device.logical_capacity_bytes") && e.contains("64KiB"),
+            "{e}"
+        );
+        assert_eq!(parse_size_bytes("16GiB"), Some(16 << 30));
+        assert_eq!(parse_size_bytes("64k"), Some(65536));
+        assert_eq!(parse_size_bytes("0.5KiB"), Some(512));
+        assert_eq!(parse_size_bytes("0.3B"), None);
+        assert_eq!(parse_size_bytes("GiB"), None);
+    }
+
+    #[test]
+    fn a_toml_syntax_error_keeps_its_line_breaks_and_caret() {
+        let e = load("[device\nchannels = 3\n", "bad.toml", &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("bad.toml: TOML parse error at line 1"), "{e}");
+        assert!(e.contains('\n') && e.contains('^'), "{e}");
+    }
+
+    #[test]
+    fn accepted_keys_come_from_the_deserializer() {
+        let keys = accepted_keys();
+        for k in [
+            "seed",
+            "device.channels",
+            "device.op_percent_of_physical",
+            "timing.program_modes[].program_us",
+            "timing.ecc[].extra_sense_us",
+            "reliability.codes[].code",
+            "reliability.codes[].t",
+            "reliability.codes[].level_cost",
+            "stats.request_log",
+            "stats.latency_cdf",
+            "refresh.period_s",
+            "regions.read_latency",
+            "scheme.params",
+        ] {
+            assert!(keys.iter().any(|x| x == k), "{k} missing from {keys:?}");
+        }
+        for k in ["device.device", "timing.timing", "reliability.codes[].bch"] {
+            assert!(!keys.iter().any(|x| x == k), "{k} in {keys:?}");
+        }
+        assert!(
+            !keys.iter().any(|k| k.contains(PROBE) || k == "device"),
+            "{keys:?}"
+        );
+        // every listed key is accepted by a real load (tables and leaves alike)
+        assert!(keys.len() > 60, "{}", keys.len());
+    }
+
+    #[test]
+    fn a_trace_too_large_for_the_ppn_says_so_and_how_to_shrink_it() {
+        let c = load("", "x", &[]).unwrap();
+        let e = c.size_device(80 << 40).unwrap_err().to_string();
+        assert!(
+            e.contains("device.logical_capacity_bytes") && e.contains("32-bit PPN"),
+            "{e}"
+        );
+        assert!(
+            e.contains("trace's address space, 80.0 TiB") && e.contains("--device"),
             "{e}"
         );
     }

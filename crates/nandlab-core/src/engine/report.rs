@@ -46,7 +46,7 @@ impl Engine {
                     "table_s": m.table_s,
                     "mode_dvpp_v": m.mode_dvpp_v,
                     "reads": r.reads,
-                    "mean_rber": if r.reads == 0 { 0.0 } else { r.rber_sum / r.reads as f64 },
+                    "mean_rber": (r.reads > 0).then(|| r.rber_sum / r.reads as f64),
                     "reads_by_soft_level": &r.reads_by_soft_level[..=last],
                     "read_retries": r.read_retries,
                     "uncorrectable_reads": r.uncorrectable,
@@ -62,12 +62,9 @@ impl Engine {
         let s = &self.stats;
         let g = &self.ftl.geo;
         let host = host_report(s);
-        let host_page_programs = s.flash_programs.host.max(1);
-        let wa = if s.flash_programs.host == 0 {
-            0.0
-        } else {
-            s.flash_programs.total() as f64 / host_page_programs as f64
-        };
+        // No host page was programmed (a read-only trace): write amplification is undefined.
+        let wa = (s.flash_programs.host > 0)
+            .then(|| s.flash_programs.total() as f64 / s.flash_programs.host as f64);
         let span_ns = self.now_ns();
         let per_source = |b: &crate::stats::BySource| {
             let mut m = serde_json::Map::new();
@@ -162,8 +159,8 @@ impl Engine {
                 "invocations": s.gc_invocations,
                 "pages_moved": s.gc_pages_moved,
                 "moves_cancelled": s.gc_moves_cancelled,
-                "victim_valid_mean": if s.gc_invocations == 0 { 0.0 } else {
-                    s.gc_victim_valid_sum as f64 / s.gc_invocations as f64 },
+                "victim_valid_mean": (s.gc_invocations > 0).then(||
+                    s.gc_victim_valid_sum as f64 / s.gc_invocations as f64),
             },
             "rewrites": s.rewrites,
             "reliability": self.reliability_report(),
@@ -179,9 +176,8 @@ impl Engine {
                 // Host throughput over the simulated time to the last completion (the span
                 // may run on past it with background work such as refresh checks).
                 "last_completion_s": s.last_completion_ns as f64 / 1e9,
-                "host_throughput_rps": if s.last_completion_ns > 0 {
-                    requests as f64 / (s.last_completion_ns as f64 / 1e9)
-                } else { 0.0 },
+                "host_throughput_rps": (s.last_completion_ns > 0).then(||
+                    requests as f64 / (s.last_completion_ns as f64 / 1e9)),
                 "events": s.events,
             },
             "wall_s": wall_s,
@@ -316,7 +312,8 @@ impl Engine {
 
     fn refresh_report(&self) -> Value {
         let r = &self.stats.refresh;
-        let n = r.blocks_refreshed.max(1) as f64;
+        let per_block =
+            |x: u64| (r.blocks_refreshed > 0).then(|| x as f64 / r.blocks_refreshed as f64);
         let types = ["lsb", "csb", "msb", "tsb"];
         let mut adj = serde_json::Map::new();
         for (i, t) in types.iter().enumerate() {
@@ -338,8 +335,8 @@ impl Engine {
             "pages_rewritten": r.pages_rewritten,
             // IDA §III-C / Table IV: extra reads (N_target read-backs) and writes (N_error)
             // per refreshed block, relative to the baseline refresh.
-            "extra_reads_per_block": r.readbacks as f64 / n,
-            "extra_writes_per_block": r.pages_rewritten as f64 / n,
+            "extra_reads_per_block": per_block(r.readbacks),
+            "extra_writes_per_block": per_block(r.pages_rewritten),
             "adjusted_reads_by_type": Value::Object(adj),
             "moves_by_page_type": crate::stats::page_type_matrix_json(
                 &r.moves_by_page_type, self.ftl.geo.cell.bits()),

@@ -3,7 +3,9 @@
 //!
 //! Latencies are recorded in ns into `hdrhistogram` histograms (3 significant digits, 1 ns …
 //! 1 hour; larger values are clamped to 1 hour and counted in `clamped`), and reported in µs:
-//! mean (exact, from the sum), p50, p90, p99, p99.9 and max.
+//! mean (exact, from the sum), p50, p90, p99, p99.9 and max. A distribution without samples
+//! (the writes of a read-only trace) has no mean, percentiles or max: they are `None`, `null`
+//! in the JSON report, never 0.
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
@@ -37,23 +39,23 @@ impl Default for Latency {
     }
 }
 
-/// Summary of a [`Latency`], µs.
+/// Summary of a [`Latency`], µs; the statistics are `None` (JSON `null`) without samples.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct LatencySummary {
     /// Samples.
     pub count: u64,
     /// Exact mean, µs.
-    pub mean_us: f64,
+    pub mean_us: Option<f64>,
     /// Median, µs.
-    pub p50_us: f64,
+    pub p50_us: Option<f64>,
     /// 90th percentile, µs.
-    pub p90_us: f64,
+    pub p90_us: Option<f64>,
     /// 99th percentile, µs.
-    pub p99_us: f64,
+    pub p99_us: Option<f64>,
     /// 99.9th percentile, µs.
-    pub p999_us: f64,
+    pub p999_us: Option<f64>,
     /// Maximum, µs.
-    pub max_us: f64,
+    pub max_us: Option<f64>,
     /// Samples above 1 hour (recorded as 1 hour).
     pub clamped: u64,
 }
@@ -97,27 +99,18 @@ impl Latency {
         }
     }
 
-    /// Summary in µs.
+    /// Summary in µs (statistics `None` without samples).
     pub fn summary(&self) -> LatencySummary {
-        let q = |p: f64| {
-            if self.count == 0 {
-                0.0
-            } else {
-                self.hist.value_at_quantile(p) as f64 / 1000.0
-            }
-        };
+        let some = self.count > 0;
+        let q = |p: f64| some.then(|| self.hist.value_at_quantile(p) as f64 / 1000.0);
         LatencySummary {
             count: self.count,
-            mean_us: self.mean_us(),
+            mean_us: some.then(|| self.mean_us()),
             p50_us: q(0.5),
             p90_us: q(0.9),
             p99_us: q(0.99),
             p999_us: q(0.999),
-            max_us: if self.count == 0 {
-                0.0
-            } else {
-                self.hist.max() as f64 / 1000.0
-            },
+            max_us: some.then(|| self.hist.max() as f64 / 1000.0),
             clamped: self.clamped,
         }
     }
@@ -409,15 +402,15 @@ pub struct HostReport {
     /// Requests that waited in the host for a free queue slot (`host.max_outstanding`).
     pub throttled_requests: u64,
     /// Mean response of all requests, µs.
-    pub mean_us: f64,
+    pub mean_us: Option<f64>,
     /// Mean read response, µs.
-    pub read_mean_us: f64,
+    pub read_mean_us: Option<f64>,
     /// Mean write response, µs.
-    pub write_mean_us: f64,
+    pub write_mean_us: Option<f64>,
     /// p99 read response, µs.
-    pub read_p99_us: f64,
+    pub read_p99_us: Option<f64>,
     /// p99 write response, µs.
-    pub write_p99_us: f64,
+    pub write_p99_us: Option<f64>,
     /// Response distribution of all requests.
     pub all: LatencySummary,
     /// Response distribution of reads.
@@ -490,10 +483,23 @@ mod tests {
         }
         let s = l.summary();
         assert_eq!(s.count, 1000);
-        assert!((s.mean_us - 500.5).abs() < 1e-9);
-        assert!((s.p50_us - 500.0).abs() <= 1.0, "{}", s.p50_us);
-        assert!((s.p99_us - 990.0).abs() <= 1.0, "{}", s.p99_us);
-        assert!((s.max_us - 1000.0).abs() <= 1.0);
+        let (mean, p50) = (s.mean_us.unwrap(), s.p50_us.unwrap());
+        assert!((mean - 500.5).abs() < 1e-9);
+        assert!((p50 - 500.0).abs() <= 1.0, "{p50}");
+        assert!((s.p99_us.unwrap() - 990.0).abs() <= 1.0, "{:?}", s.p99_us);
+        assert!((s.max_us.unwrap() - 1000.0).abs() <= 1.0);
+    }
+
+    #[test]
+    fn a_distribution_without_samples_has_no_statistics() {
+        let s = Latency::default().summary();
+        assert_eq!(s.count, 0);
+        assert_eq!(
+            (s.mean_us, s.p50_us, s.p99_us, s.max_us),
+            (None, None, None, None)
+        );
+        let j = serde_json::to_value(&s).unwrap();
+        assert!(j["mean_us"].is_null() && j["p90_us"].is_null(), "{j}");
     }
 
     #[test]

@@ -180,9 +180,10 @@ pub enum TraceError {
     /// The file holds no requests (empty, only header/comments, or all filtered out).
     #[error("{file}: no requests: {detail}")]
     NoRequests { file: PathBuf, detail: String },
-    /// The format could not be sniffed from the file's first lines.
+    /// The format could not be sniffed from the file's first lines. `first_line` is quoted,
+    /// escaped and cut to 40 characters.
     #[error(
-        "{file}: unrecognised trace format; first line: {first_line:?}; known formats: \
+        "{file}: unrecognised trace format; first line: {first_line}; known formats: \
          {known} (set the format explicitly to override sniffing)"
     )]
     UnknownFormat {

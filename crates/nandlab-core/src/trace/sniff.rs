@@ -37,14 +37,44 @@ pub fn sniff_format(path: &Path) -> Result<TraceFormat, TraceError> {
             ),
         });
     }
-    sniff_lines(&lines).ok_or_else(|| {
-        let first: String = lines[0].chars().take(160).collect();
-        TraceError::UnknownFormat {
-            file: path.to_path_buf(),
-            first_line: first,
-            known: TraceFormat::known_list(),
-        }
+    sniff_lines(&lines).ok_or_else(|| TraceError::UnknownFormat {
+        file: path.to_path_buf(),
+        first_line: quote_first_line(&lines[0]),
+        known: TraceFormat::known_list(),
     })
+}
+
+/// At most this many characters of an unrecognised first line are quoted in the error.
+pub const QUOTE_CHARS: usize = 40;
+
+/// The first line for an error message: escaped (`\0`, `\u{7f}`), cut to [`QUOTE_CHARS`]
+/// characters of output with `…`, and marked when it looks binary (a NUL or many control
+/// characters), so that a wrong file gives one short line, not a screen of bytes.
+fn quote_first_line(line: &str) -> String {
+    let mut out = String::new();
+    let mut cut = false;
+    for c in line.chars() {
+        let esc: String = c.escape_debug().collect();
+        if out.chars().count() + esc.chars().count() > QUOTE_CHARS {
+            cut = true;
+            break;
+        }
+        out.push_str(&esc);
+    }
+    let controls = line
+        .chars()
+        .filter(|c| c.is_control() && *c != '\t')
+        .count();
+    let binary = line.contains('\0') || controls * 10 > line.chars().count().max(1);
+    format!(
+        "\"{out}{}\"{}",
+        if cut { "…" } else { "" },
+        if binary {
+            " (binary data: not a text trace)"
+        } else {
+            ""
+        }
+    )
 }
 
 fn is_int(s: &str) -> bool {
@@ -161,6 +191,20 @@ mod tests {
 
     fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn an_unknown_first_line_is_quoted_short_and_binary_is_said() {
+        let elf: String = "\u{7f}ELF\u{2}\u{1}\u{1}"
+            .chars()
+            .chain(std::iter::repeat_n('\0', 500))
+            .collect();
+        let q = quote_first_line(&elf);
+        let inner = q.split('"').nth(1).unwrap();
+        assert!(inner.chars().count() <= QUOTE_CHARS + 1, "{q}");
+        assert!(inner.ends_with('…') && q.contains("binary data"), "{q}");
+        let text = quote_first_line("hello world");
+        assert_eq!(text, "\"hello world\"");
     }
 
     #[test]
