@@ -390,5 +390,9 @@ fn table11_ordering_nunma1_nunma2_nunma3() {
 fn nunma3_stays_below_the_hard_decision_limit_at_6000_pe_one_month() {
     const HARD_DECISION_LIMIT: f64 = 4e-3;
     let n3 = point(&LevelConfig::nunma(3).unwrap(), 6000.0, 30.0 * DAY_S);
-    assert!(n3.rber < HARD_DECISION_LIMIT, "NUNMA 3 RBER {:.3e}", n3.rber);
+    assert!(
+        n3.rber < HARD_DECISION_LIMIT,
+        "NUNMA 3 RBER {:.3e}",
+        n3.rber
+    );
 }
