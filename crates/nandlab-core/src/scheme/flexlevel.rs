@@ -52,7 +52,7 @@
 //! `threshold` (4), `compare` (`ge`), `lf_high` (4), `lf_low` (3), `lf_top_fraction` (0.2),
 //! `identifier` (`iwfr` | `mbf`), `mbf_read_hotness` (2.0), `track_identification` (false),
 //! `fill_region` (−1 = the normal region).
-//! Memory: ≈ 40 bytes per pool entry; 8 bytes per logical page with `track_identification`.
+//! Memory: ≈ 30 bytes per pool entry (a 16-byte list node and its index entry); 8 bytes per logical page with `track_identification`.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
