@@ -161,3 +161,18 @@ fn msr_without_response_time_is_msr() {
     );
     assert_eq!(requests(&p).unwrap(), vec![(3154464768, 4096), (0, 512)]);
 }
+
+/// Item 5: a response above the histogram's 1-hour range keeps its true value in the max and
+/// the mean (the max used to be clamped below the mean); the clamp is counted.
+#[test]
+fn latencies_beyond_an_hour_keep_their_true_max() {
+    let mut l = nandlab_core::stats::Latency::default();
+    let hour_ns = 3_600_000_000_000u64;
+    l.record(1_000);
+    l.record(2 * hour_ns);
+    let s = l.summary();
+    assert_eq!(s.clamped, 1);
+    assert_eq!(s.max_us, Some(2.0 * hour_ns as f64 / 1000.0));
+    assert!(s.mean_us.unwrap() <= s.max_us.unwrap());
+    assert!(s.p99_us.unwrap() <= hour_ns as f64 / 1000.0 * 1.001);
+}
