@@ -499,6 +499,29 @@ def _mp_context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context()
 
 
+def _exit_with_parent(parent_pid: int, interval_s: float = 0.5) -> None:
+    """Worker initializer: end this worker when the process that started the pool is gone.
+
+    Workers are forked from the forkserver, not from that process, so they would otherwise
+    finish their run after a SIGKILL/SIGTERM of ``nandlab reproduce`` or ``sweep`` and then
+    block forever, holding its stdout/stderr (a ``| tee`` never ends). A daemon thread checks
+    the parent every ``interval_s`` seconds and exits hard when it has disappeared.
+    """
+    import threading
+
+    def watch() -> None:
+        while True:
+            time.sleep(interval_s)
+            try:
+                os.kill(parent_pid, 0)
+            except ProcessLookupError:
+                os._exit(1)
+            except PermissionError:  # the pid was reused by another user's process
+                os._exit(1)
+
+    threading.Thread(target=watch, name="nandlab-parent-watch", daemon=True).start()
+
+
 def _lost_row(payload: Mapping[str, Any], e: BaseException) -> dict[str, Any]:
     """The row of a run whose worker died (killed, out of memory) or was lost."""
     row = {k: payload[k] for k in _TEXT_COLUMNS if k in payload}
@@ -560,7 +583,10 @@ class _LocalRunner(_Runner):
                 yield _execute(p)
             return
         ex = cf.ProcessPoolExecutor(
-            max_workers=min(self.processes, len(payloads)), mp_context=_mp_context()
+            max_workers=min(self.processes, len(payloads)),
+            mp_context=_mp_context(),
+            initializer=_exit_with_parent,
+            initargs=(os.getpid(),),
         )
         try:
             # the workers start during the submits

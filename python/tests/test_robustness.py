@@ -3,6 +3,8 @@ memory budget, in a subprocess; a clamped latency is said next to its numbers.""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import resource
 import subprocess
 import sys
@@ -65,3 +67,70 @@ def test_clamped_latencies_are_said_beside_the_numbers() -> None:
     rows = dict(summary_rows({"host": {"requests": 2, "all": section}}))
     row = next(v for k, v in rows.items() if k.startswith("response all"))
     assert "1 over 1 h" in row, row
+
+
+def _group(pgid: int) -> list[int]:
+    """Live processes in process group ``pgid`` (Linux /proc)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            stat = (d / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            out.append(int(d.name))
+    return out
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
+def test_workers_die_with_a_killed_reproduce(tmp_path: Path) -> None:
+    """Item 6: after SIGKILL of ``nandlab reproduce``, its forkserver, workers and resource
+    tracker end within seconds and release its stdout (they used to finish their runs and then
+    block forever, so a ``| tee`` hung)."""
+    import signal
+
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "nandlab",
+            "reproduce",
+            "efm",
+            "--quick",
+            "-j",
+            "2",
+            "--out",
+            str(tmp_path / "out"),
+            "--no-progress",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 120
+    while len(_group(p.pid)) < 4 and time.monotonic() < deadline and p.poll() is None:
+        time.sleep(0.2)  # main + forkserver + 2 workers (+ resource tracker)
+    if p.poll() is not None:
+        pytest.skip("the reproduction finished before its workers could be seen")
+    assert len(_group(p.pid)) >= 4, _group(p.pid)
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait()
+    assert p.stdout is not None
+    import threading
+
+    reader = threading.Thread(target=p.stdout.read, daemon=True)
+    reader.start()  # returns once every holder of the pipe has exited
+    reader.join(timeout=30)
+    left = _group(p.pid)
+    deadline = time.monotonic() + 10
+    while left and time.monotonic() < deadline:
+        time.sleep(0.2)
+        left = _group(p.pid)
+    if left:  # clean up what the failure left behind
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(p.pid, signal.SIGKILL)
+    assert not reader.is_alive(), "the killed command's stdout stayed open"
+    assert not left, f"left behind: {left}"
