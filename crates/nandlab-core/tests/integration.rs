@@ -21,6 +21,8 @@ mod efm;
 mod engine_validation;
 #[path = "flexlevel.rs"]
 mod flexlevel;
+#[path = "fuzz.rs"]
+mod fuzz;
 #[path = "periods_history.rs"]
 mod periods_history;
 #[path = "refresh_ida.rs"]
