@@ -99,12 +99,14 @@ pub fn check_config(
         ));
     }
     let cfg = crate::config::load(config_toml, &origin, &overrides)?;
-    crate::scheme::registry(
+    let timing = cfg.timing()?;
+    let scheme = crate::scheme::registry(
         &cfg.scheme.name,
         &cfg.scheme.params,
-        &cfg.timing()?,
+        &timing,
         cfg.ftl.streams,
     )?;
+    scheme.validate_device(&crate::scheme::DeviceInfo::new(&cfg, &timing))?;
     Ok(cfg.scheme.name)
 }
 

@@ -272,6 +272,7 @@ impl Engine {
         };
         scheme.set_regions(&region_info);
         scheme.validate(&region_info)?;
+        scheme.validate_device(&crate::scheme::DeviceInfo::new(&cfg, &timing))?;
         let mut e = Engine {
             placement_limit: Placement {
                 stream: cfg.ftl.streams.min(255) as u8,

@@ -395,6 +395,10 @@ impl Scheme for Efm {
         self.name
     }
 
+    fn validate_device(&self, dev: &super::DeviceInfo) -> Result<(), ConfigError> {
+        dev.need_regions(self.name, 2)
+    }
+
     fn set_regions(&mut self, info: &RegionInfo) {
         self.regions = info.clone();
         let n = info.n;
