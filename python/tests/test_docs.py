@@ -147,6 +147,8 @@ def _real_reports() -> tuple[dict[str, Any], ...]:
                 "stats.latency_cdf": True,
             },
         ),
+        # the device features of issue 13, each reported only when on
+        nandlab.simulate("default", overrides={**cut, "ftl.read_modify_write": True}),
     ]
     return tuple(r.report for r in runs)
 

@@ -99,3 +99,98 @@ fn each_scheme_runs_on_its_own_preset() {
     let e = check_config(&preset("ida-tlc"), None, &off, Some("ida")).unwrap_err();
     assert!(e.to_string().contains("refresh"), "{e}");
 }
+
+// ----- shared helpers for the latency tests -------------------------------------------------
+
+use nandlab_core::api::simulate_source;
+use nandlab_core::config::load;
+use nandlab_core::host::VecSource;
+use nandlab_core::trace::{HostRequest, Op};
+use serde_json::Value;
+
+fn run(toml: &str, overrides: &[&str], reqs: Vec<HostRequest>) -> Value {
+    let ov: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+    let cfg = load(toml, "<test>", &ov).expect("config");
+    let mut open = || Ok(VecSource::new(reqs.clone()));
+    simulate_source(cfg, &mut open, Value::Null, &mut |_, _| {}).expect("run")
+}
+
+fn f(v: &Value, path: &str) -> f64 {
+    let mut cur = v;
+    for k in path.split('.') {
+        cur = &cur[k];
+    }
+    cur.as_f64()
+        .unwrap_or_else(|| panic!("{path} missing in report"))
+}
+
+fn rq(t_ns: u64, op: Op, offset_bytes: u64, len_bytes: u64) -> HostRequest {
+    HostRequest {
+        arrival_ns: t_ns,
+        op,
+        offset_bytes,
+        len_bytes,
+    }
+}
+
+/// 4 dies on 4 channels, 8 KiB pages, fixed latencies; nothing pre-written.
+const LAT: &str = r#"
+[device]
+channels = 4
+pages_per_block = 64
+page_size_bytes = 8192
+logical_capacity_bytes = 268435456
+[timing]
+read_us = [45.0]
+program_us = [1300.0]
+erase_us = 3800.0
+channel_mt_s = 400.0
+ecc_decode_us = 12.5
+[precondition]
+fill = "none"
+"#;
+const PS: u64 = 8192;
+/// One page over the channel: 8192 B at 400 MT/s, ns.
+const XFER: u64 = 20_480;
+const READ: u64 = 45_000 + XFER + 12_500;
+const PROG: u64 = XFER + 1_300_000;
+
+// ----- item 4: read-modify-write --------------------------------------------------------------
+
+#[test]
+fn rmw_write_costs_a_read_and_a_program_only_into_a_mapped_page() {
+    // Page 0 written whole; 100 ms later 512 B into it (mapped: read + program); then 512 B
+    // into page 40 (unmapped: program only), then a page-aligned full write (program only).
+    let reqs = vec![
+        rq(0, Op::Write, 0, PS),
+        rq(100_000_000, Op::Write, 1024, 512),
+        rq(200_000_000, Op::Write, 40 * PS + 512, 512),
+        rq(300_000_000, Op::Write, 8 * PS, PS),
+    ];
+    let on = run(LAT, &["ftl.read_modify_write=true"], reqs.clone());
+    assert_eq!(f(&on, "sim.rmw_reads"), 1.0);
+    assert_eq!(f(&on, "sim.rmw_unmapped_writes"), 1.0);
+    assert_eq!(f(&on, "flash.reads_by_source.host"), 1.0);
+    let mean = (3 * PROG + READ + PROG) as f64 / 4.0;
+    assert_eq!(f(&on, "host.write_mean_us") * 1000.0, mean);
+    // Off: a partial write programs the whole page at once, no read, no rmw keys.
+    let off = run(LAT, &[], reqs);
+    assert_eq!(f(&off, "host.write_mean_us") * 1000.0, PROG as f64);
+    assert_eq!(f(&off, "flash.reads"), 0.0);
+    assert!(off["sim"].get("rmw_reads").is_none());
+}
+
+#[test]
+fn rmw_reads_both_partial_ends_of_a_multi_page_write() {
+    // Pages 0..4 written; then bytes [4096, 3·8192 + 4096) = partial page 0, full 1 and 2,
+    // partial page 3: two RMW reads (pages 0 and 3), on two dies, in parallel.
+    let reqs = vec![
+        rq(0, Op::Write, 0, 4 * PS),
+        rq(100_000_000, Op::Write, 4096, 3 * PS),
+    ];
+    let r = run(LAT, &["ftl.read_modify_write=true"], reqs);
+    assert_eq!(f(&r, "sim.rmw_reads"), 2.0);
+    assert_eq!(f(&r, "flash.programs"), 8.0);
+    let mean = (PROG + READ + PROG) as f64 / 2.0;
+    assert_eq!(f(&r, "host.write_mean_us") * 1000.0, mean);
+}

@@ -629,6 +629,11 @@ pub struct FtlConfig {
     pub wrap_offsets: bool,
     /// Number of write streams (open blocks per plane). Stream 0 = host, 1 = GC by default.
     pub streams: u32,
+    /// Read-modify-write: a host write that covers part of a page whose LPN is mapped reads
+    /// the page first and programs the merged page after the read (and its decode) ends, as
+    /// SSD firmware and MQSim do; a partial write to an unmapped page programs at once.
+    /// `false` (every paper preset): a partial write programs the full page at once.
+    pub read_modify_write: bool,
 }
 
 impl Default for FtlConfig {
@@ -640,6 +645,7 @@ impl Default for FtlConfig {
             copyback: false,
             wrap_offsets: false,
             streams: 2,
+            read_modify_write: false,
         }
     }
 }

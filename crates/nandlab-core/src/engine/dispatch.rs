@@ -80,7 +80,13 @@ impl Engine {
                     self.exec.push_phase(die, Phase::Array(sense));
                     self.exec.push_phase(die, Phase::Bus(bus));
                     self.exec.stage_mut(die, 0).placement.ecc = ecc;
-                    tail = decode;
+                    if t.source == Source::Host && self.is_rmw_read(t.owner) {
+                        // The merge needs the decoded data: the die waits for the decode, as
+                        // for a GC move, and the program is queued when the run ends.
+                        self.exec.push_phase(die, Phase::Ctrl(decode));
+                    } else {
+                        tail = decode;
+                    }
                 }
                 TxnKind::Program => {
                     let Some((ppn, pt, mode, changed)) = self.program_page(&t, None) else {
@@ -209,7 +215,11 @@ impl Engine {
             TxnKind::Read => {
                 let end = self.now + done.tail_ns;
                 if t.source == Source::Host {
-                    self.host_page_done(t.owner, end, end - done.start_ns);
+                    if self.is_rmw_read(t.owner) {
+                        self.rmw_program(t.lpn, t.owner, die);
+                    } else {
+                        self.host_page_done(t.owner, end, end - done.start_ns);
+                    }
                 } else if t.source == Source::Refresh {
                     self.refresh_step_done(t.plane);
                 } else if self.ftl.lookup(t.lpn) == t.ppn {

@@ -192,6 +192,8 @@ pub struct Engine {
     table6: Option<Vec<bool>>,
     /// Regions (`[regions]`); `None` without.
     rg: Option<RegionRuntime>,
+    /// `ftl.read_modify_write`.
+    rmw_on: bool,
 }
 impl Engine {
     /// Build an engine for a sized device. `logical_pages` is the host-visible capacity.
@@ -330,6 +332,7 @@ impl Engine {
                     .collect()
             }),
             rg,
+            rmw_on: cfg.ftl.read_modify_write,
             cfg,
         };
         if let Some(w) = e.log.as_mut() {
@@ -667,9 +670,12 @@ impl Engine {
         };
         self.scheme
             .on_request(r.op, first, span.pages as u32, &ctx, &mut self.actions);
+        // Read-modify-write: the first and last pages of a write may be partial.
+        let head_partial = offset % self.page_size != 0;
+        let tail_partial = (offset + r.len_bytes) % self.page_size != 0;
         // LPNs from `first`, wrapping at the logical capacity.
         let mut next_lpn = first;
-        for _ in 0..span.pages {
+        for k in 0..span.pages {
             let lpn = next_lpn;
             next_lpn += 1;
             if next_lpn as u64 == self.logical_pages {
@@ -708,31 +714,23 @@ impl Engine {
                         timing: &self.timing,
                     };
                     self.scheme.on_host_write(lpn, &ctx);
+                    if self.rmw_on
+                        && ((k == 0 && head_partial) || (k + 1 == span.pages && tail_partial))
+                        && self.rmw_read(lpn, slot)
+                    {
+                        continue;
+                    }
+                    let ctx = Ctx {
+                        now_ns: self.now,
+                        ftl: &self.ftl,
+                        timing: &self.timing,
+                    };
                     let pl = self.scheme.placement(lpn, Source::Host, &ctx);
                     if !self.placement_ok(pl) {
                         continue;
                     }
-                    let plane = match self.cfg.ftl.allocation {
-                        Allocation::Static => self.ftl.plane_for_write_in(lpn, pl.region),
-                        Allocation::Dynamic => NONE,
-                    };
                     self.slots[slot as usize].pending += 1;
-                    let die = self.sched.enqueue(
-                        TxnKind::Program,
-                        Source::Host,
-                        lpn,
-                        NONE,
-                        plane,
-                        slot,
-                        pl,
-                    );
-                    if die == NONE {
-                        for d in 0..self.exec.dies() {
-                            self.dispatch(d);
-                        }
-                    } else {
-                        self.dispatch(die);
-                    }
+                    self.queue_host_program(lpn, slot, pl, NONE);
                 }
             }
         }
@@ -742,6 +740,77 @@ impl Engine {
             self.finish_host(slot);
         }
         Ok(())
+    }
+
+    /// Queue the program of host page `lpn` of request `slot` (whose `pending` already counts
+    /// it) and dispatch the die(s) that may take it, except `skip` (a die that dispatches
+    /// itself next).
+    #[inline]
+    fn queue_host_program(&mut self, lpn: u32, slot: u32, pl: Placement, skip: u32) {
+        let plane = match self.cfg.ftl.allocation {
+            Allocation::Static => self.ftl.plane_for_write_in(lpn, pl.region),
+            Allocation::Dynamic => NONE,
+        };
+        let die = self
+            .sched
+            .enqueue(TxnKind::Program, Source::Host, lpn, NONE, plane, slot, pl);
+        if die == NONE {
+            for d in 0..self.exec.dies() {
+                if d != skip {
+                    self.dispatch(d);
+                }
+            }
+        } else if die != skip {
+            self.dispatch(die);
+        }
+    }
+
+    /// Read-modify-write of a partial host write to page `lpn` of request `slot`: when the
+    /// page is mapped, queue a host-priority read of it (its completion queues the program,
+    /// [`Engine::rmw_program`]) and return `true`; an unmapped page has nothing to merge
+    /// (`false`: program at once).
+    fn rmw_read(&mut self, lpn: u32, slot: u32) -> bool {
+        let ppn = self.ftl.lookup(lpn);
+        if ppn == UNMAPPED {
+            self.stats.device.rmw_unmapped += 1;
+            return false;
+        }
+        self.stats.device.rmw_reads += 1;
+        self.slots[slot as usize].pending += 1;
+        let plane = self.ftl.plane_of_ppn(ppn);
+        let die = self.sched.enqueue(
+            TxnKind::Read,
+            Source::Host,
+            lpn,
+            ppn,
+            plane,
+            slot,
+            Placement::NONE,
+        );
+        self.dispatch(die);
+        true
+    }
+
+    /// The read of a read-modify-write (on die `die`) ended and its data is decoded: program
+    /// the merged page. The placement is asked now, when the data to program exists.
+    fn rmw_program(&mut self, lpn: u32, slot: u32, die: u32) {
+        let ctx = Ctx {
+            now_ns: self.now,
+            ftl: &self.ftl,
+            timing: &self.timing,
+        };
+        let pl = self.scheme.placement(lpn, Source::Host, &ctx);
+        if !self.placement_ok(pl) {
+            self.host_page_done(slot, self.now, 0);
+            return;
+        }
+        self.queue_host_program(lpn, slot, pl, die);
+    }
+
+    /// Whether a host-sourced read of request `owner` is the read of a read-modify-write.
+    #[inline]
+    fn is_rmw_read(&self, owner: u32) -> bool {
+        self.rmw_on && self.slots[owner as usize].op == Op::Write
     }
 
     #[inline]

@@ -228,10 +228,22 @@ impl Engine {
             // Only runs with synchronous scheme rewrites carry it (other reports unchanged).
             report["sync_rewrites"] = json!(s.sync_rewrites);
         }
+        self.device_features_report(&mut report);
         if self.config().stats.latency_cdf {
             report["host"]["cdf"] = crate::stats::cdf::cdf_report(s);
         }
         report
+    }
+
+    /// Counters of the device features of issue 13, in `sim`, each only when its feature is
+    /// on (reports without them stay byte-identical).
+    fn device_features_report(&self, report: &mut Value) {
+        let d = &self.stats.device;
+        let sim = report["sim"].as_object_mut().expect("sim section");
+        if self.rmw_on {
+            sim.insert("rmw_reads".into(), json!(d.rmw_reads));
+            sim.insert("rmw_unmapped_writes".into(), json!(d.rmw_unmapped));
+        }
     }
 
     /// The `regions` section (only with `[regions]`): layout, latencies, wear stages, per-region
