@@ -148,7 +148,7 @@ def _real_reports() -> tuple[dict[str, Any], ...]:
             },
         ),
         # the device features of issue 13, each reported only when on
-        nandlab.simulate("default", overrides={**cut, "ftl.read_modify_write": True}),
+        nandlab.simulate("default", overrides={**cut, "ftl.read_modify_write": True, "ftl.trim": True}),
     ]
     return tuple(r.report for r in runs)
 

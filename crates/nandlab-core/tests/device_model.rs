@@ -194,3 +194,111 @@ fn rmw_reads_both_partial_ends_of_a_multi_page_write() {
     let mean = (PROG + READ + PROG) as f64 / 2.0;
     assert_eq!(f(&r, "host.write_mean_us") * 1000.0, mean);
 }
+
+// ----- item 5: TRIM / discard -------------------------------------------------------------
+
+#[test]
+fn readers_yield_discards_only_when_asked() {
+    use nandlab_core::trace::{TraceOptions, TraceReader};
+    let dir = std::env::temp_dir().join(format!("nandlab-trim-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let canon = dir.join("t.csv");
+    std::fs::write(
+        &canon,
+        "time_ns,op,offset_bytes,size_bytes\n0,W,0,8192\n10,D,0,8192\n20,trim,8192,8192\n",
+    )
+    .unwrap();
+    let blk = dir.join("b.blktrace.txt");
+    std::fs::write(
+        &blk,
+        "  8,0    1        1     0.000000000  100  D   W 0 + 16 [fio]\n  \
+         8,0    1        2     0.000001000  100  D   D 16 + 16 [fstrim]\n",
+    )
+    .unwrap();
+    for (path, fmt) in [
+        (&canon, nandlab_core::trace::TraceFormat::Canonical),
+        (&blk, nandlab_core::trace::TraceFormat::Blkparse),
+    ] {
+        for discards in [false, true] {
+            let opts = TraceOptions {
+                format: Some(fmt),
+                discards,
+                ..TraceOptions::default()
+            };
+            let mut r = TraceReader::open(path, &opts).unwrap();
+            let mut ops = Vec::new();
+            while let Some(q) = r.next_request().unwrap() {
+                ops.push(q.op);
+            }
+            let trims = ops.iter().filter(|&&o| o == Op::Trim).count() as u64;
+            if discards {
+                assert!(trims >= 1, "{fmt:?}: {ops:?}");
+                assert_eq!(r.counters().non_request_skipped, 0);
+            } else {
+                assert_eq!(trims, 0);
+                assert!(r.counters().non_request_skipped >= 1, "{fmt:?}");
+            }
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_trimmed_page_reads_as_unmapped_and_is_free_space_to_gc() {
+    // Whole pages 0..4 written, then a discard of [4096, 3·8192 + 4096): pages 1 and 2 are
+    // covered whole (unmapped), pages 0 and 3 partly (kept). Reads of 0..4 then touch flash
+    // for pages 0 and 3 only.
+    let mut reqs = vec![
+        rq(0, Op::Write, 0, 4 * PS),
+        rq(10_000_000, Op::Trim, 4096, 3 * PS),
+    ];
+    for p in 0..4 {
+        reqs.push(rq(20_000_000 + p * 10_000_000, Op::Read, p * PS, PS));
+    }
+    let r = run(LAT, &["ftl.trim=true"], reqs);
+    assert_eq!(f(&r, "sim.trim_requests"), 1.0);
+    assert_eq!(f(&r, "sim.trimmed_pages"), 2.0);
+    assert_eq!(f(&r, "flash.reads"), 2.0);
+    assert_eq!(f(&r, "host.unmapped_read_pages"), 2.0);
+    assert_eq!(f(&r, "host.reads"), 4.0);
+
+    // GC: a small device filled, then half its logical space trimmed, then random
+    // overwrites of the other half: the trimmed half's blocks hold no valid data, so GC moves
+    // fewer pages than when the same half is left valid.
+    let small = r#"
+[device]
+channels = 1
+pages_per_block = 32
+page_size_bytes = 8192
+blocks_per_plane = 64
+logical_capacity_bytes = 14680064
+[precondition]
+fill = "none"
+"#;
+    let pages = 1700;
+    let mut base = vec![rq(0, Op::Write, 0, pages * PS)];
+    let mut rng = 12345u64;
+    // The fill takes 1700 × 1.32 ms ≈ 2.2 s on the one die; the trim comes after it.
+    let mut t = 6_000_000_000u64;
+    let mut writes = Vec::new();
+    for _ in 0..4000 {
+        rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        let p = pages / 2 + (rng >> 33) % (pages / 2);
+        writes.push(rq(t, Op::Write, p * PS, PS));
+        t += 5_000_000;
+    }
+    let mut trimmed = base.clone();
+    trimmed.push(rq(5_000_000_000, Op::Trim, 0, pages / 2 * PS));
+    trimmed.extend(writes.iter().copied());
+    base.extend(writes);
+    let with = run(small, &["ftl.trim=true"], trimmed);
+    let without = run(small, &["ftl.trim=true"], base);
+    assert_eq!(f(&with, "sim.trimmed_pages"), (pages / 2) as f64);
+    assert!(f(&with, "flash.erases") > 0.0);
+    assert!(
+        f(&with, "gc.pages_moved") < f(&without, "gc.pages_moved"),
+        "{} vs {}",
+        f(&with, "gc.pages_moved"),
+        f(&without, "gc.pages_moved")
+    );
+}

@@ -634,6 +634,10 @@ pub struct FtlConfig {
     /// SSD firmware and MQSim do; a partial write to an unmapped page programs at once.
     /// `false` (every paper preset): a partial write programs the full page at once.
     pub read_modify_write: bool,
+    /// TRIM / discard: traces' discards (blkparse `D`, op `D` in the canonical CSV and
+    /// SYSTOR) unmap the pages they cover whole; `false`: readers skip them and count them in
+    /// `trace.non_request_skipped`, as before.
+    pub trim: bool,
 }
 
 impl Default for FtlConfig {
@@ -646,6 +650,7 @@ impl Default for FtlConfig {
             wrap_offsets: false,
             streams: 2,
             read_modify_write: false,
+            trim: false,
         }
     }
 }

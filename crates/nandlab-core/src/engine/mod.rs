@@ -639,6 +639,10 @@ impl Engine {
                 )));
             }
         }
+        if r.op == Op::Trim {
+            self.trim(offset, r.len_bytes);
+            return Ok(());
+        }
         let span = self.pager.span(offset, r.len_bytes);
         let slot = self.alloc_slot(HostSlot {
             arrival_ns: r.arrival_ns.min(self.now),
@@ -659,6 +663,7 @@ impl Engine {
                 self.stats.write_bytes += r.len_bytes;
                 self.stats.write_pages += span.pages;
             }
+            Op::Trim => {}
         }
         self.actions.clear();
         let first = (span.first_lpn % self.logical_pages) as u32;
@@ -732,8 +737,10 @@ impl Engine {
                     self.slots[slot as usize].pending += 1;
                     self.queue_host_program(lpn, slot, pl, NONE);
                 }
+                Op::Trim => {}
             }
         }
+        // (Trims returned above.)
         // Synchronous rewrites join the request before it can complete.
         self.run_actions(slot);
         if self.slots[slot as usize].pending == 0 {
@@ -813,6 +820,29 @@ impl Engine {
         self.rmw_on && self.slots[owner as usize].op == Op::Write
     }
 
+    /// A discard of `len_bytes` at `offset_bytes` (already wrapped): unmap every page it
+    /// covers whole (a partial page keeps its data, as SSDs do); the invalidated pages are
+    /// free space to GC. Takes no flash time and completes at once (not in the latency
+    /// classes); counted in `sim.trim_*`. It applies to the mapping at its arrival: a write to
+    /// the range still queued then lands after it (hosts order a discard after the writes it
+    /// covers have completed).
+    fn trim(&mut self, offset_bytes: u64, len_bytes: u64) {
+        let ps = self.page_size;
+        let first = offset_bytes.div_ceil(ps);
+        let end = (offset_bytes + len_bytes) / ps;
+        self.stats.device.trim_requests += 1;
+        self.stats.device.trim_bytes += len_bytes;
+        for lpn in first..end {
+            let lpn = (lpn % self.logical_pages) as u32;
+            if self.ftl.trim(lpn) {
+                self.stats.device.trimmed_pages += 1;
+            }
+        }
+        if self.cfg.host.mode == ReplayMode::Closed {
+            self.to_issue += 1;
+        }
+    }
+
     #[inline]
     fn placement_ok(&mut self, pl: Placement) -> bool {
         let l = self.placement_limit;
@@ -877,7 +907,8 @@ impl Engine {
         }
         let class = match s.op {
             Op::Read => &mut self.stats.read,
-            Op::Write => &mut self.stats.write,
+            // Trims never hold a slot (`on_arrival` serves them at once).
+            Op::Write | Op::Trim => &mut self.stats.write,
         };
         class.response.record(response);
         class.wait.record(wait);

@@ -244,6 +244,11 @@ impl Engine {
             sim.insert("rmw_reads".into(), json!(d.rmw_reads));
             sim.insert("rmw_unmapped_writes".into(), json!(d.rmw_unmapped));
         }
+        if self.config().ftl.trim {
+            sim.insert("trim_requests".into(), json!(d.trim_requests));
+            sim.insert("trim_bytes".into(), json!(d.trim_bytes));
+            sim.insert("trimmed_pages".into(), json!(d.trimmed_pages));
+        }
     }
 
     /// The `regions` section (only with `[regions]`): layout, latencies, wear stages, per-region

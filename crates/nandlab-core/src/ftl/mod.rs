@@ -857,6 +857,18 @@ impl Ftl {
         self.l2p[lpn as usize] = ppn + 1;
     }
 
+    /// Unmap `lpn` (TRIM / discard): its page becomes invalid, space GC reclaims. Returns
+    /// whether it was mapped.
+    pub fn trim(&mut self, lpn: u32) -> bool {
+        let old = self.lookup(lpn);
+        if old == UNMAPPED {
+            return false;
+        }
+        self.invalidate(old);
+        self.l2p[lpn as usize] = 0;
+        true
+    }
+
     /// Move the data of valid page `src` to `dst` (from [`Ftl::allocate`]): `src` becomes
     /// invalid, `dst` valid, and the LPN maps to `dst`. The same state change as
     /// [`Ftl::program`] of `src`'s LPN, without reading the L2P (a valid page is its LPN's

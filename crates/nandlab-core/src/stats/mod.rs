@@ -185,6 +185,12 @@ pub struct DeviceStats {
     pub rmw_reads: u64,
     /// Partial-page host writes to unmapped pages (programmed without a read).
     pub rmw_unmapped: u64,
+    /// Discard (TRIM) requests replayed.
+    pub trim_requests: u64,
+    /// Bytes they covered.
+    pub trim_bytes: u64,
+    /// Mapped pages they unmapped.
+    pub trimmed_pages: u64,
 }
 
 /// Counters the engine keeps while replaying.
