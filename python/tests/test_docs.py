@@ -148,7 +148,16 @@ def _real_reports() -> tuple[dict[str, Any], ...]:
             },
         ),
         # the device features of issue 13, each reported only when on
-        nandlab.simulate("default", overrides={**cut, "ftl.read_modify_write": True, "ftl.trim": True}),
+        nandlab.simulate(
+            "default",
+            overrides={
+                **cut,
+                "ftl.read_modify_write": True,
+                "ftl.trim": True,
+                "sched.multi_plane": True,
+                "device.planes_per_die": 2,
+            },
+        ),
     ]
     return tuple(r.report for r in runs)
 

@@ -302,3 +302,91 @@ fill = "none"
         f(&without, "gc.pages_moved")
     );
 }
+
+// ----- item 1: multi-plane operations ---------------------------------------------------------
+
+/// One die on one channel with two planes.
+const TWO_PLANES: &str = r#"
+[device]
+channels = 1
+planes_per_die = 2
+pages_per_block = 64
+page_size_bytes = 8192
+logical_capacity_bytes = 67108864
+[timing]
+read_us = [45.0]
+program_us = [1300.0]
+erase_us = 3800.0
+channel_mt_s = 400.0
+ecc_decode_us = 12.5
+[precondition]
+fill = "none"
+"#;
+
+#[test]
+fn a_multi_plane_program_takes_one_program_time_and_a_read_one_sense() {
+    // LPNs 0 and 1 stripe to planes 0 and 1 of the die, both at page offset 0.
+    let reqs = vec![
+        rq(0, Op::Write, 0, 2 * PS),
+        rq(100_000_000, Op::Read, 0, 2 * PS),
+    ];
+    let on = run(TWO_PLANES, &["sched.multi_plane=true"], reqs.clone());
+    assert_eq!(f(&on, "sim.multi_plane_programs"), 1.0);
+    assert_eq!(f(&on, "sim.multi_plane_reads"), 1.0);
+    assert_eq!(f(&on, "sim.multi_plane_planes"), 4.0);
+    // Both transfers on the channel, then one program.
+    assert_eq!(
+        f(&on, "host.write_mean_us") * 1000.0,
+        (2 * XFER + 1_300_000) as f64
+    );
+    // One sense, both transfers, then the decode.
+    assert_eq!(
+        f(&on, "host.read_mean_us") * 1000.0,
+        (45_000 + 2 * XFER + 12_500) as f64
+    );
+    // Off: one plane at a time.
+    let off = run(TWO_PLANES, &[], reqs);
+    assert_eq!(f(&off, "host.write_mean_us") * 1000.0, (2 * PROG) as f64);
+    assert_eq!(
+        f(&off, "host.read_mean_us") * 1000.0,
+        (2 * (45_000 + XFER) + 12_500) as f64
+    );
+    assert!(off["sim"].get("multi_plane_reads").is_none());
+}
+
+#[test]
+fn multi_plane_runs_gc_deterministically() {
+    let cfg = r#"
+[device]
+channels = 1
+planes_per_die = 2
+pages_per_block = 32
+page_size_bytes = 8192
+blocks_per_plane = 64
+logical_capacity_bytes = 29360128
+[precondition]
+fill = "none"
+"#;
+    let pages = 3400u64;
+    let mut reqs = vec![rq(0, Op::Write, 0, pages * PS)];
+    let mut rng = 99u64;
+    let mut t = 6_000_000_000u64;
+    for _ in 0..6000 {
+        rng = rng
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        reqs.push(rq(t, Op::Write, ((rng >> 33) % pages) * PS, 2 * PS));
+        t += 3_000_000;
+    }
+    let r = run(cfg, &["sched.multi_plane=true"], reqs.clone());
+    assert!(f(&r, "flash.erases") > 0.0);
+    assert!(f(&r, "sim.multi_plane_programs") > 0.0);
+    let a = run(cfg, &["sched.multi_plane=true"], reqs);
+    let strip = |mut v: Value| {
+        for k in ["wall_s", "replay_wall_s", "host_requests_per_s", "replay_requests_per_s"] {
+            v.as_object_mut().unwrap().remove(k);
+        }
+        v
+    };
+    assert_eq!(strip(r), strip(a), "deterministic");
+}

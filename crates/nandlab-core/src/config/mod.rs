@@ -671,12 +671,17 @@ pub enum Priority {
 pub struct SchedConfig {
     /// `read_first` or `fifo`.
     pub priority: Priority,
+    /// Multi-plane operations: reads of the same page offset, programs at the same page
+    /// offset and erases on different planes of a die run as one operation (one array time,
+    /// the transfers back to back); `false` (every paper preset): one plane at a time.
+    pub multi_plane: bool,
 }
 
 impl Default for SchedConfig {
     fn default() -> Self {
         SchedConfig {
             priority: Priority::ReadFirst,
+            multi_plane: false,
         }
     }
 }
@@ -1253,6 +1258,14 @@ impl Config {
         check_range("device.dies_per_chip", d.dies_per_chip, 1, 64)?;
         check_range("device.planes_per_die", d.planes_per_die, 1, 64)?;
         check_range("device.pages_per_block", d.pages_per_block, 1, 65536)?;
+        if self.sched.multi_plane && !self.regions.is_off() {
+            return Err(invalid(
+                "sched.multi_plane",
+                true,
+                "multi-plane operations are not modelled on a [regions] device (each region's \
+                 blocks fill apart); set sched.multi_plane = false or remove [regions]",
+            ));
+        }
         check_range("device.page_size_bytes", d.page_size_bytes, 512, 65536)?;
         if !d.page_size_bytes.is_multiple_of(512) {
             return Err(invalid(

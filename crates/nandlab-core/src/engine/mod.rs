@@ -194,6 +194,13 @@ pub struct Engine {
     rg: Option<RegionRuntime>,
     /// `ftl.read_modify_write`.
     rmw_on: bool,
+    /// `sched.multi_plane` on a device with more than one plane per die.
+    mp_on: bool,
+    /// Multi-plane: dies whose dispatch waits until every page of the arriving request is
+    /// queued (so its pages can pair).
+    mp_dies: Vec<u32>,
+    /// Multi-plane: the transactions of the run being completed.
+    mp_done: Vec<crate::exec::Txn>,
 }
 impl Engine {
     /// Build an engine for a sized device. `logical_pages` is the host-visible capacity.
@@ -296,7 +303,15 @@ impl Engine {
             layout,
             scheme,
             stats,
-            exec: Executor::new(dies, geo.channels, 1),
+            exec: Executor::new(
+                dies,
+                geo.channels,
+                if cfg.sched.multi_plane {
+                    geo.planes_per_die
+                } else {
+                    1
+                },
+            ),
             now: 0,
             slots: Vec::with_capacity(1024),
             free_slots: Vec::with_capacity(1024),
@@ -333,6 +348,9 @@ impl Engine {
             }),
             rg,
             rmw_on: cfg.ftl.read_modify_write,
+            mp_on: cfg.sched.multi_plane && geo.planes_per_die > 1,
+            mp_dies: Vec::with_capacity(64),
+            mp_done: Vec::with_capacity(geo.planes_per_die as usize),
             cfg,
         };
         if let Some(w) = e.log.as_mut() {
@@ -710,7 +728,11 @@ impl Engine {
                         slot,
                         Placement::NONE,
                     );
-                    self.dispatch(die);
+                    if self.mp_on {
+                        self.mp_dies.push(die);
+                    } else {
+                        self.dispatch(die);
+                    }
                 }
                 Op::Write => {
                     let ctx = Ctx {
@@ -740,7 +762,12 @@ impl Engine {
                 Op::Trim => {}
             }
         }
-        // (Trims returned above.)
+        // (Trims returned above.) Multi-plane: dispatch once every page is queued.
+        if self.mp_on {
+            while let Some(d) = self.mp_dies.pop() {
+                self.dispatch(d);
+            }
+        }
         // Synchronous rewrites join the request before it can complete.
         self.run_actions(slot);
         if self.slots[slot as usize].pending == 0 {
@@ -768,7 +795,11 @@ impl Engine {
                 }
             }
         } else if die != skip {
-            self.dispatch(die);
+            if self.mp_on && skip == NONE {
+                self.mp_dies.push(die);
+            } else {
+                self.dispatch(die);
+            }
         }
     }
 

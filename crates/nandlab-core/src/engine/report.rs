@@ -244,6 +244,12 @@ impl Engine {
             sim.insert("rmw_reads".into(), json!(d.rmw_reads));
             sim.insert("rmw_unmapped_writes".into(), json!(d.rmw_unmapped));
         }
+        if self.mp_on {
+            sim.insert("multi_plane_reads".into(), json!(d.multi_plane_ops[0]));
+            sim.insert("multi_plane_programs".into(), json!(d.multi_plane_ops[1]));
+            sim.insert("multi_plane_erases".into(), json!(d.multi_plane_ops[2]));
+            sim.insert("multi_plane_planes".into(), json!(d.multi_plane_txns));
+        }
         if self.config().ftl.trim {
             sim.insert("trim_requests".into(), json!(d.trim_requests));
             sim.insert("trim_bytes".into(), json!(d.trim_bytes));

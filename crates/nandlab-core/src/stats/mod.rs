@@ -185,6 +185,10 @@ pub struct DeviceStats {
     pub rmw_reads: u64,
     /// Partial-page host writes to unmapped pages (programmed without a read).
     pub rmw_unmapped: u64,
+    /// Multi-plane reads, programs and erases (operations of ≥ 2 planes).
+    pub multi_plane_ops: [u64; 3],
+    /// Transactions those operations served.
+    pub multi_plane_txns: u64,
     /// Discard (TRIM) requests replayed.
     pub trim_requests: u64,
     /// Bytes they covered.
