@@ -155,6 +155,7 @@ def _real_reports() -> tuple[dict[str, Any], ...]:
                 "ftl.read_modify_write": True,
                 "ftl.trim": True,
                 "sched.multi_plane": True,
+                "sched.suspension": True,
                 "device.planes_per_die": 2,
             },
         ),

@@ -390,3 +390,60 @@ fill = "none"
     };
     assert_eq!(strip(r), strip(a), "deterministic");
 }
+
+// ----- item 2: program/erase suspension -----------------------------------------------------
+
+#[test]
+fn a_read_that_suspends_a_program_waits_suspend_plus_its_read_and_delays_the_program() {
+    // Page 1 pre-written at t = 0 (done by 1.32 ms); a program of page 0 (die 0) starts at
+    // 10 ms; 500 µs later a read of page 4 (same die: 4 channels, LPN 4 -> die 0) arrives.
+    let reqs = vec![
+        rq(0, Op::Write, 4 * PS, PS),
+        rq(10_000_000, Op::Write, 0, PS),
+        rq(10_500_000, Op::Read, 4 * PS, PS),
+    ];
+    let ov = [
+        "sched.suspension=true",
+        "sched.suspend_program_us=20",
+        "sched.resume_us=10",
+    ];
+    let on = run(LAT, &ov, reqs.clone());
+    assert_eq!(f(&on, "sim.suspensions_program"), 1.0);
+    let (susp, resume) = (20_000u64, 10_000u64);
+    // The read: suspend latency, then its own sense + transfer + decode.
+    assert_eq!(f(&on, "host.read_mean_us") * 1000.0, (susp + READ) as f64);
+    // The program ends later by the suspend latency, the read's die time and the resume.
+    let write0 = PROG + susp + (45_000 + XFER) + resume;
+    assert_eq!(
+        f(&on, "host.write_mean_us") * 1000.0,
+        (PROG + write0) as f64 / 2.0
+    );
+    // Off: the read waits for the program.
+    let off = run(LAT, &[], reqs);
+    let read_off = PROG - 500_000 + READ;
+    assert_eq!(f(&off, "host.read_mean_us") * 1000.0, read_off as f64);
+    assert!(off["sim"].get("suspensions_program").is_none());
+}
+
+#[test]
+fn suspensions_per_operation_are_capped() {
+    // Three reads 100 µs apart during one program: with a cap of 1 only the first suspends;
+    // the later ones find the program running again and wait for it.
+    let mut reqs = vec![rq(0, Op::Write, 4 * PS, PS), rq(10_000_000, Op::Write, 0, PS)];
+    for k in 0..3u64 {
+        reqs.push(rq(10_300_000 + k * 200_000, Op::Read, 4 * PS, PS));
+    }
+    let r = run(
+        LAT,
+        &["sched.suspension=true", "sched.max_suspends_per_op=1"],
+        reqs.clone(),
+    );
+    assert_eq!(f(&r, "sim.suspensions_program"), 1.0);
+    let r3 = run(
+        LAT,
+        &["sched.suspension=true", "sched.max_suspends_per_op=3"],
+        reqs,
+    );
+    assert_eq!(f(&r3, "sim.suspensions_program"), 3.0);
+    assert!(f(&r3, "host.read_mean_us") < f(&r, "host.read_mean_us"));
+}

@@ -675,6 +675,18 @@ pub struct SchedConfig {
     /// offset and erases on different planes of a die run as one operation (one array time,
     /// the transfers back to back); `false` (every paper preset): one plane at a time.
     pub multi_plane: bool,
+    /// Program/erase suspension: a host read queued at a die busy programming or erasing
+    /// suspends the operation (after `suspend_program_us` / `suspend_erase_us`), runs, and the
+    /// operation resumes (`resume_us`) with the array time it had left. Needs `read_first`.
+    pub suspension: bool,
+    /// Most suspensions of one program or erase (1 … 255).
+    pub max_suspends_per_op: u32,
+    /// Time to suspend a program before the read can start, µs.
+    pub suspend_program_us: f64,
+    /// Time to suspend an erase before the read can start, µs.
+    pub suspend_erase_us: f64,
+    /// Time to resume the suspended operation, µs (added to its remaining array time).
+    pub resume_us: f64,
 }
 
 impl Default for SchedConfig {
@@ -682,6 +694,11 @@ impl Default for SchedConfig {
         SchedConfig {
             priority: Priority::ReadFirst,
             multi_plane: false,
+            suspension: false,
+            max_suspends_per_op: 1,
+            suspend_program_us: 0.0,
+            suspend_erase_us: 0.0,
+            resume_us: 0.0,
         }
     }
 }
@@ -1258,6 +1275,25 @@ impl Config {
         check_range("device.dies_per_chip", d.dies_per_chip, 1, 64)?;
         check_range("device.planes_per_die", d.planes_per_die, 1, 64)?;
         check_range("device.pages_per_block", d.pages_per_block, 1, 65536)?;
+        let s = &self.sched;
+        check_range("sched.max_suspends_per_op", s.max_suspends_per_op, 1, 255)?;
+        for (k, v) in [
+            ("sched.suspend_program_us", s.suspend_program_us),
+            ("sched.suspend_erase_us", s.suspend_erase_us),
+            ("sched.resume_us", s.resume_us),
+        ] {
+            if !(v.is_finite() && (0.0..=1e9).contains(&v)) {
+                return Err(invalid(k, v, "must be between 0 and 1e9 µs"));
+            }
+        }
+        if s.suspension && s.priority != Priority::ReadFirst {
+            return Err(invalid(
+                "sched.suspension",
+                true,
+                "program/erase suspension serves host reads first: it needs sched.priority = \
+                 \"read_first\"",
+            ));
+        }
         if self.sched.multi_plane && !self.regions.is_off() {
             return Err(invalid(
                 "sched.multi_plane",

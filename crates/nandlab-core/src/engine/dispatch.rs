@@ -54,6 +54,19 @@ impl Engine {
     pub(super) fn dispatch(&mut self, die: u32) {
         loop {
             if self.exec.busy(die) {
+                if self.susp_on && !self.maybe_suspend(die) {
+                    return;
+                }
+                if self.exec.busy(die) {
+                    return;
+                }
+            }
+            if self.susp_on
+                && self.exec.has_suspended(die)
+                && !self.sched.has_host_read(die)
+            {
+                // The reads that suspended the operation are served: resume it.
+                self.exec.resume(die, self.now);
                 return;
             }
             let Some(picked) = self.sched.pick(die, &self.ftl) else {
@@ -63,6 +76,11 @@ impl Engine {
             // fields dispatch decides (ECC read, page programmed) are written to the slot.
             let t = picked;
             self.exec.stage(die, 0, t);
+            if self.susp_prefix_ns > 0 {
+                // The read that suspended a program/erase waits for the suspension first.
+                self.exec
+                    .push_phase(die, Phase::Array(std::mem::take(&mut self.susp_prefix_ns)));
+            }
             if self.mp_on && self.multi_plane(die, &t) {
                 self.prefetch_next(die, &t);
                 return;
@@ -205,6 +223,27 @@ impl Engine {
                 TxnKind::Erase | TxnKind::Adjust => {}
             }
         }
+    }
+
+    /// Program/erase suspension (`sched.suspension`): a host read is queued at busy `die`;
+    /// when the die is programming or erasing (in the array phase) and the operation has been
+    /// suspended fewer than `sched.max_suspends_per_op` times, suspend it and return `true`
+    /// (the die is then free for the read, which starts with the suspend latency).
+    fn maybe_suspend(&mut self, die: u32) -> bool {
+        if !self.sched.has_host_read(die) || self.exec.suspends(die) >= self.susp_cap {
+            return false;
+        }
+        let k = match self.exec.txn(die, 0).kind {
+            TxnKind::Program => 0,
+            TxnKind::Erase => 1,
+            _ => return false,
+        };
+        if !self.exec.suspend(die, self.now, self.susp_ns[2]) {
+            return false;
+        }
+        self.stats.device.suspensions[k] += 1;
+        self.susp_prefix_ns = self.susp_ns[k];
+        true
     }
 
     /// Multi-plane operation (`sched.multi_plane`): with `t` (staged as transaction 0 of idle

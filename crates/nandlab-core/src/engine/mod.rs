@@ -201,6 +201,13 @@ pub struct Engine {
     mp_dies: Vec<u32>,
     /// Multi-plane: the transactions of the run being completed.
     mp_done: Vec<crate::exec::Txn>,
+    /// `sched.suspension`.
+    susp_on: bool,
+    /// Suspend latency of a program and of an erase, resume latency, ns; the cap.
+    susp_ns: [u64; 3],
+    susp_cap: u8,
+    /// Suspend latency the next run staged on a die starts with (the read that suspended).
+    susp_prefix_ns: u64,
 }
 impl Engine {
     /// Build an engine for a sized device. `logical_pages` is the host-visible capacity.
@@ -351,6 +358,14 @@ impl Engine {
             mp_on: cfg.sched.multi_plane && geo.planes_per_die > 1,
             mp_dies: Vec::with_capacity(64),
             mp_done: Vec::with_capacity(geo.planes_per_die as usize),
+            susp_on: cfg.sched.suspension,
+            susp_ns: [
+                (cfg.sched.suspend_program_us * 1000.0).round() as u64,
+                (cfg.sched.suspend_erase_us * 1000.0).round() as u64,
+                (cfg.sched.resume_us * 1000.0).round() as u64,
+            ],
+            susp_cap: cfg.sched.max_suspends_per_op.min(255) as u8,
+            susp_prefix_ns: 0,
             cfg,
         };
         if let Some(w) = e.log.as_mut() {

@@ -250,6 +250,10 @@ impl Engine {
             sim.insert("multi_plane_erases".into(), json!(d.multi_plane_ops[2]));
             sim.insert("multi_plane_planes".into(), json!(d.multi_plane_txns));
         }
+        if self.config().sched.suspension {
+            sim.insert("suspensions_program".into(), json!(d.suspensions[0]));
+            sim.insert("suspensions_erase".into(), json!(d.suspensions[1]));
+        }
         if self.config().ftl.trim {
             sim.insert("trim_requests".into(), json!(d.trim_requests));
             sim.insert("trim_bytes".into(), json!(d.trim_bytes));

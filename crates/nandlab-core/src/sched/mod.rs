@@ -276,6 +276,12 @@ impl Sched {
         qs.iter().filter_map(|q| q.front())
     }
 
+    /// Whether a host read is queued on `die`.
+    #[inline]
+    pub fn has_host_read(&self, die: u32) -> bool {
+        !self.queues[die as usize][Q_READ].is_empty()
+    }
+
     /// Transactions still queued (all dies and the shared write queue).
     #[inline]
     pub fn queued(&self) -> usize {

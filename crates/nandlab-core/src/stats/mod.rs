@@ -189,6 +189,8 @@ pub struct DeviceStats {
     pub multi_plane_ops: [u64; 3],
     /// Transactions those operations served.
     pub multi_plane_txns: u64,
+    /// Suspensions of programs and of erases by host reads.
+    pub suspensions: [u64; 2],
     /// Discard (TRIM) requests replayed.
     pub trim_requests: u64,
     /// Bytes they covered.
