@@ -156,6 +156,8 @@ def _real_reports() -> tuple[dict[str, Any], ...]:
                 "ftl.trim": True,
                 "sched.multi_plane": True,
                 "sched.suspension": True,
+                "dram.capacity_bytes": 1 << 20,
+                "dram.access_us": 2.0,
                 "device.planes_per_die": 2,
             },
         ),

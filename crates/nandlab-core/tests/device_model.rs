@@ -447,3 +447,52 @@ fn suspensions_per_operation_are_capped() {
     assert_eq!(f(&r3, "sim.suspensions_program"), 3.0);
     assert!(f(&r3, "host.read_mean_us") < f(&r, "host.read_mean_us"));
 }
+
+// ----- item 3: controller DRAM write cache ------------------------------------------------------
+
+#[test]
+fn dram_cache_acknowledges_writes_and_serves_read_hits_in_the_dram_time() {
+    let reqs = vec![
+        rq(0, Op::Write, 0, PS),
+        rq(100_000_000, Op::Write, 0, PS),
+        rq(200_000_000, Op::Read, 0, PS),
+        rq(300_000_000, Op::Read, 8 * PS, PS),
+    ];
+    let ov = ["dram.capacity_bytes=\"1MiB\"", "dram.access_us=5"];
+    let r = run(LAT, &ov, reqs.clone());
+    assert_eq!(f(&r, "host.write_mean_us") * 1000.0, 5_000.0);
+    assert_eq!(f(&r, "sim.dram_write_misses"), 1.0);
+    assert_eq!(f(&r, "sim.dram_write_hits"), 1.0);
+    assert_eq!(f(&r, "sim.dram_read_hits"), 1.0);
+    assert_eq!(f(&r, "sim.dram_read_misses"), 1.0);
+    assert_eq!(f(&r, "sim.dram_flushes"), 2.0);
+    assert_eq!(f(&r, "flash.programs"), 2.0);
+    // The hit costs the DRAM time; the miss of an unwritten page reads nothing.
+    assert_eq!(f(&r, "flash.reads"), 0.0);
+    assert_eq!(f(&r, "host.read.max_us").round(), 5.0);
+    let off = run(LAT, &[], reqs);
+    assert_eq!(f(&off, "host.write_mean_us") * 1000.0, PROG as f64);
+    assert!(off["sim"].get("dram_flushes").is_none());
+}
+
+#[test]
+fn dram_rewrites_during_a_flush_coalesce_and_a_full_cache_pushes_back() {
+    // Page 0 written at 0 and rewritten twice while its flush runs: one more flush.
+    let ov = ["dram.capacity_bytes=\"1MiB\"", "dram.access_us=5"];
+    let reqs = vec![
+        rq(0, Op::Write, 0, PS),
+        rq(100_000, Op::Write, 0, PS),
+        rq(200_000, Op::Write, 0, PS),
+    ];
+    let r = run(LAT, &ov, reqs);
+    assert_eq!(f(&r, "sim.dram_flushes"), 2.0);
+    assert_eq!(f(&r, "flash.programs"), 2.0);
+    // Two entries, three pages in one request (three dies): the third waits for the first
+    // flush to end, then takes 5 µs.
+    let ov = ["dram.capacity_bytes=16384", "dram.access_us=5"];
+    let r = run(LAT, &ov, vec![rq(0, Op::Write, 0, 3 * PS)]);
+    assert_eq!(f(&r, "sim.dram_backpressure_waits"), 1.0);
+    assert_eq!(f(&r, "sim.dram_evictions"), 1.0);
+    assert_eq!(f(&r, "host.write_mean_us") * 1000.0, (PROG + 5_000) as f64);
+    assert_eq!(f(&r, "flash.programs"), 3.0);
+}

@@ -84,6 +84,33 @@ pub struct Config {
     /// while at their defaults, so reports of runs without DPA are unchanged).
     #[serde(skip_serializing_if = "crate::dpa::DpaConfig::is_default")]
     pub dpa: crate::dpa::DpaConfig,
+    /// Controller DRAM data cache (issue 13; off by default: `capacity_bytes = 0`).
+    pub dram: DramConfig,
+}
+
+/// The controller's DRAM data cache (`[dram]`): a write-back cache of host pages. A host
+/// write page is acknowledged once in DRAM (`access_us`) and flushed to flash at once in the
+/// background (the flash program of a page rewritten while its flush runs is issued again when
+/// that flush ends: rewrites coalesce); a host read of a cached page is served from DRAM.
+/// Flushed pages stay cached (clean) until evicted, least recently used first. A write that
+/// finds every entry dirty waits until a flush ends (back-pressure). Off (`capacity_bytes =
+/// 0`, every paper preset): writes complete when their program ends, as before.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct DramConfig {
+    /// Cache size in bytes (whole pages; 0 = no cache).
+    pub capacity_bytes: u64,
+    /// Time to move one page between the host interface and DRAM, µs (a hit's service time).
+    pub access_us: f64,
+}
+
+impl Default for DramConfig {
+    fn default() -> Self {
+        DramConfig {
+            capacity_bytes: 0,
+            access_us: 0.0,
+        }
+    }
 }
 
 /// Where a region's read latency comes from.
@@ -469,6 +496,7 @@ impl Default for Config {
             refresh: RefreshConfig::default(),
             regions: RegionsConfig::default(),
             dpa: crate::dpa::DpaConfig::default(),
+            dram: DramConfig::default(),
         }
     }
 }
@@ -1275,6 +1303,24 @@ impl Config {
         check_range("device.dies_per_chip", d.dies_per_chip, 1, 64)?;
         check_range("device.planes_per_die", d.planes_per_die, 1, 64)?;
         check_range("device.pages_per_block", d.pages_per_block, 1, 65536)?;
+        if !(self.dram.access_us.is_finite() && (0.0..=1e9).contains(&self.dram.access_us)) {
+            return Err(invalid(
+                "dram.access_us",
+                self.dram.access_us,
+                "must be between 0 and 1e9 µs",
+            ));
+        }
+        if self.dram.capacity_bytes > 0 && self.dram.capacity_bytes < d.page_size_bytes as u64 {
+            return Err(invalid(
+                "dram.capacity_bytes",
+                self.dram.capacity_bytes,
+                format!(
+                    "holds no page of device.page_size_bytes = {}: use 0 (no cache) or at \
+                     least one page",
+                    d.page_size_bytes
+                ),
+            ));
+        }
         let s = &self.sched;
         check_range("sched.max_suspends_per_op", s.max_suspends_per_op, 1, 255)?;
         for (k, v) in [

@@ -441,7 +441,9 @@ impl Engine {
                 }
             }
             TxnKind::Program => {
-                if t.source == Source::Host {
+                if t.source == Source::Host && self.dram.is_some() && t.owner & super::dram::FLUSH != 0 {
+                    self.dram_flushed(t.owner & !super::dram::FLUSH, die);
+                } else if t.source == Source::Host {
                     self.host_page_done(t.owner, self.now, service);
                 } else {
                     self.stats.rewrites += 1;

@@ -41,6 +41,7 @@
 //! ([`crate::host::spill`], [`crate::host::threaded`]). None of this changes a report.
 
 mod dispatch;
+mod dram;
 mod gc;
 mod precondition;
 mod read_cost;
@@ -208,6 +209,8 @@ pub struct Engine {
     susp_cap: u8,
     /// Suspend latency the next run staged on a die starts with (the read that suspended).
     susp_prefix_ns: u64,
+    /// Controller DRAM data cache (`[dram]`); `None` without.
+    dram: Option<Box<dram::Dram>>,
 }
 impl Engine {
     /// Build an engine for a sized device. `logical_pages` is the host-visible capacity.
@@ -366,6 +369,16 @@ impl Engine {
             ],
             susp_cap: cfg.sched.max_suspends_per_op.min(255) as u8,
             susp_prefix_ns: 0,
+            dram: (cfg.dram.capacity_bytes >= geo.page_size_bytes as u64).then(|| {
+                let entries = (cfg.dram.capacity_bytes / geo.page_size_bytes as u64)
+                    .min(logical_pages)
+                    .min(u32::MAX as u64 >> 2) as u32;
+                Box::new(dram::Dram::new(
+                    entries,
+                    logical_pages,
+                    (cfg.dram.access_us * 1000.0).round() as u64,
+                ))
+            }),
             cfg,
         };
         if let Some(w) = e.log.as_mut() {
@@ -721,6 +734,13 @@ impl Engine {
             }
             match r.op {
                 Op::Read => {
+                    if let Some(d) = self.dram.as_mut() {
+                        if d.read(lpn) {
+                            let t = self.now + d.access_ns;
+                            self.slot_done_at(slot, t);
+                            continue;
+                        }
+                    }
                     let ppn = self.ftl.lookup(lpn);
                     if ppn == UNMAPPED {
                         self.stats.unmapped_read_pages += 1;
@@ -758,8 +778,13 @@ impl Engine {
                     self.scheme.on_host_write(lpn, &ctx);
                     if self.rmw_on
                         && ((k == 0 && head_partial) || (k + 1 == span.pages && tail_partial))
+                        && !self.dram.as_ref().is_some_and(|d| d.cached(lpn))
                         && self.rmw_read(lpn, slot)
                     {
+                        continue;
+                    }
+                    if self.dram.is_some() {
+                        self.dram_write(lpn, slot, false);
                         continue;
                     }
                     let ctx = Ctx {
@@ -786,7 +811,13 @@ impl Engine {
         // Synchronous rewrites join the request before it can complete.
         self.run_actions(slot);
         if self.slots[slot as usize].pending == 0 {
-            self.finish_host(slot);
+            let done = self.slots[slot as usize].done_ns;
+            if done > self.now {
+                // Served from the DRAM cache: done after its access time.
+                self.push(done, EV_HOST | slot as u64);
+            } else {
+                self.finish_host(slot);
+            }
         }
         Ok(())
     }
@@ -852,12 +883,94 @@ impl Engine {
             ftl: &self.ftl,
             timing: &self.timing,
         };
+        if self.dram.is_some() {
+            // The merged page enters the DRAM cache.
+            self.dram_write(lpn, slot, true);
+            return;
+        }
         let pl = self.scheme.placement(lpn, Source::Host, &ctx);
         if !self.placement_ok(pl) {
             self.host_page_done(slot, self.now, 0);
             return;
         }
         self.queue_host_program(lpn, slot, pl, die);
+    }
+
+    /// A page of request `slot` is served at `t_ns` without a flash operation (a DRAM hit
+    /// while the request is still being split: its `pending` is not involved).
+    #[inline]
+    fn slot_done_at(&mut self, slot: u32, t_ns: u64) {
+        let s = &mut self.slots[slot as usize];
+        s.done_ns = s.done_ns.max(t_ns);
+        s.service_ns = s.service_ns.max(t_ns - self.now);
+    }
+
+    /// Host write of page `lpn` of request `slot` into the DRAM cache ([`dram`]); `counted`:
+    /// the request's `pending` already counts the page (after an RMW read), else it is being
+    /// split now.
+    fn dram_write(&mut self, lpn: u32, slot: u32, counted: bool) {
+        let d = self.dram.as_mut().expect("dram on");
+        let access = d.access_ns;
+        match d.write(lpn) {
+            Some(e) => {
+                if counted {
+                    self.host_page_done(slot, self.now + access, access);
+                } else {
+                    self.slot_done_at(slot, self.now + access);
+                }
+                if e != NONE {
+                    // While a request is split (not `counted`) its dies dispatch after it;
+                    // after an RMW read (`counted`) every die is dispatched now (no die of
+                    // that number exists to skip).
+                    self.queue_flush(e, if counted { NONE - 1 } else { NONE });
+                }
+            }
+            None => {
+                d.backpressure_waits += 1;
+                d.waiting.push_back((lpn, slot));
+                if !counted {
+                    self.slots[slot as usize].pending += 1;
+                }
+            }
+        }
+    }
+
+    /// Queue the flash program of DRAM entry `e` (owner `FLUSH | e`); `skip` as in
+    /// [`Engine::queue_host_program`].
+    fn queue_flush(&mut self, e: u32, skip: u32) {
+        let lpn = self.dram.as_ref().expect("dram on").lpn_of(e);
+        let ctx = Ctx {
+            now_ns: self.now,
+            ftl: &self.ftl,
+            timing: &self.timing,
+        };
+        let pl = self.scheme.placement(lpn, Source::Host, &ctx);
+        if !self.placement_ok(pl) {
+            return;
+        }
+        self.queue_host_program(lpn, dram::FLUSH | e, pl, skip);
+    }
+
+    /// The flush of DRAM entry `e` ended on die `die`: flush it again if it was rewritten,
+    /// and give freed entries to writes waiting for one.
+    pub(super) fn dram_flushed(&mut self, e: u32, die: u32) {
+        let mut d = self.dram.as_mut().expect("dram on");
+        if d.flushed(e) {
+            self.queue_flush(e, die);
+            return;
+        }
+        while let Some(&(lpn, slot)) = d.waiting.front() {
+            let Some(x) = d.write(lpn) else {
+                break;
+            };
+            d.waiting.pop_front();
+            let access = d.access_ns;
+            self.host_page_done(slot, self.now + access, access);
+            if x != NONE {
+                self.queue_flush(x, die);
+            }
+            d = self.dram.as_mut().expect("dram on");
+        }
     }
 
     /// Whether a host-sourced read of request `owner` is the read of a read-modify-write.
@@ -880,6 +993,9 @@ impl Engine {
         self.stats.device.trim_bytes += len_bytes;
         for lpn in first..end {
             let lpn = (lpn % self.logical_pages) as u32;
+            if let Some(d) = self.dram.as_mut() {
+                d.trim(lpn);
+            }
             if self.ftl.trim(lpn) {
                 self.stats.device.trimmed_pages += 1;
             }

@@ -254,6 +254,20 @@ impl Engine {
             sim.insert("suspensions_program".into(), json!(d.suspensions[0]));
             sim.insert("suspensions_erase".into(), json!(d.suspensions[1]));
         }
+        if let Some(dr) = self.dram.as_ref() {
+            for (k, v) in [
+                ("dram_entries", dr.entries() as u64),
+                ("dram_write_hits", dr.write_hits),
+                ("dram_write_misses", dr.write_misses),
+                ("dram_read_hits", dr.read_hits),
+                ("dram_read_misses", dr.read_misses),
+                ("dram_flushes", dr.flushes),
+                ("dram_evictions", dr.evictions),
+                ("dram_backpressure_waits", dr.backpressure_waits),
+            ] {
+                sim.insert(k.into(), json!(v));
+            }
+        }
         if self.config().ftl.trim {
             sim.insert("trim_requests".into(), json!(d.trim_requests));
             sim.insert("trim_bytes".into(), json!(d.trim_bytes));
