@@ -496,3 +496,40 @@ fn dram_rewrites_during_a_flush_coalesce_and_a_full_cache_pushes_back() {
     assert_eq!(f(&r, "host.write_mean_us") * 1000.0, (PROG + 5_000) as f64);
     assert_eq!(f(&r, "flash.programs"), 3.0);
 }
+
+// ----- item 6: the default drive ------------------------------------------------------------
+
+#[test]
+fn the_default_drive_runs_a_one_request_trace_in_steady_state() {
+    let cfg = preset("default");
+    let r = run(&cfg, &[], vec![rq(0, Op::Write, 0, 4096)]);
+    assert_eq!(f(&r, "host.writes"), 1.0);
+    assert!(f(&r, "device.logical_bytes") >= (1u64 << 30) as f64);
+    // Whole logical space filled, aged until GC ran and WA settled.
+    assert_eq!(f(&r, "precondition.filled_pages"), f(&r, "device.logical_pages"));
+    assert!(f(&r, "precondition.aging_last_round_wa") > 1.0);
+    let method = r["precondition"]["method"].as_str().expect("method");
+    assert!(method.contains("SNIA"), "{method}");
+    // Every device feature is on and reported.
+    for k in [
+        "sim.dram_flushes",
+        "sim.suspensions_program",
+        "sim.multi_plane_programs",
+        "sim.rmw_reads",
+        "sim.trim_requests",
+    ] {
+        f(&r, k);
+    }
+    // The 4 KiB write into a filled 8 KiB page lands in DRAM (merging needs a read first).
+    assert_eq!(f(&r, "sim.rmw_reads"), 1.0);
+}
+
+#[test]
+fn every_paper_preset_keeps_the_device_features_off() {
+    for p in ["xia-diffecc", "efm", "ida-tlc", "dpa", "flexlevel"] {
+        let cfg = load(&preset(p), "<test>", &[]).unwrap();
+        assert!(!cfg.sched.multi_plane && !cfg.sched.suspension, "{p}");
+        assert!(!cfg.ftl.read_modify_write && !cfg.ftl.trim, "{p}");
+        assert_eq!(cfg.dram.capacity_bytes, 0, "{p}");
+    }
+}

@@ -525,6 +525,10 @@ pub struct DeviceConfig {
     /// Logical capacity in bytes; 0 = the trace's address space rounded up to a block stripe.
     /// Ignored when `blocks_per_plane` is set (then logical = physical / (1 + ρ)).
     pub logical_capacity_bytes: u64,
+    /// Smallest logical capacity in bytes when it follows the trace's address space
+    /// (`blocks_per_plane` and `logical_capacity_bytes` both 0): a trace touching a few pages
+    /// still gets a device GC can work on. 0 = no minimum.
+    pub min_logical_capacity_bytes: u64,
     /// Over-provisioning ρ = (T − U)/U in percent (see module doc). Default 15.
     pub op_percent_of_logical: Option<f64>,
     /// Over-provisioning (T − U)/T in percent (MQSim's definition). Exclusive with the above.
@@ -545,6 +549,7 @@ impl Default for DeviceConfig {
             page_size_bytes: 8192,
             blocks_per_plane: 0,
             logical_capacity_bytes: 0,
+            min_logical_capacity_bytes: 0,
             op_percent_of_logical: None,
             op_percent_of_physical: None,
             page_order: PageOrder::Sequential,
@@ -1660,7 +1665,7 @@ impl Config {
             let bytes = if d.logical_capacity_bytes > 0 {
                 d.logical_capacity_bytes
             } else {
-                trace_max_end_bytes.max(1)
+                trace_max_end_bytes.max(1).max(d.min_logical_capacity_bytes)
             };
             let pages = bytes.div_ceil(ps);
             let lbpp = pages.div_ceil(stripe_pages).max(1);
