@@ -87,7 +87,11 @@ fn each_scheme_runs_on_its_own_preset() {
         ("agcr", "xia-diffecc", None),
         ("diffecc_wa", "xia-diffecc", None),
         ("ida", "ida-tlc", Some("refresh.period_s=20.0")),
-        ("ida", "ida-tlc", Some("precondition.refresh_before_replay=true")),
+        (
+            "ida",
+            "ida-tlc",
+            Some("precondition.refresh_before_replay=true"),
+        ),
         ("baseline", "default", None),
     ] {
         let ov: Vec<String> = extra.into_iter().map(String::from).collect();
@@ -282,7 +286,9 @@ fill = "none"
     let mut t = 6_000_000_000u64;
     let mut writes = Vec::new();
     for _ in 0..4000 {
-        rng = rng.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        rng = rng
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         let p = pages / 2 + (rng >> 33) % (pages / 2);
         writes.push(rq(t, Op::Write, p * PS, PS));
         t += 5_000_000;
@@ -383,7 +389,12 @@ fill = "none"
     assert!(f(&r, "sim.multi_plane_programs") > 0.0);
     let a = run(cfg, &["sched.multi_plane=true"], reqs);
     let strip = |mut v: Value| {
-        for k in ["wall_s", "replay_wall_s", "host_requests_per_s", "replay_requests_per_s"] {
+        for k in [
+            "wall_s",
+            "replay_wall_s",
+            "host_requests_per_s",
+            "replay_requests_per_s",
+        ] {
             v.as_object_mut().unwrap().remove(k);
         }
         v
@@ -429,7 +440,10 @@ fn a_read_that_suspends_a_program_waits_suspend_plus_its_read_and_delays_the_pro
 fn suspensions_per_operation_are_capped() {
     // Three reads 100 µs apart during one program: with a cap of 1 only the first suspends;
     // the later ones find the program running again and wait for it.
-    let mut reqs = vec![rq(0, Op::Write, 4 * PS, PS), rq(10_000_000, Op::Write, 0, PS)];
+    let mut reqs = vec![
+        rq(0, Op::Write, 4 * PS, PS),
+        rq(10_000_000, Op::Write, 0, PS),
+    ];
     for k in 0..3u64 {
         reqs.push(rq(10_300_000 + k * 200_000, Op::Read, 4 * PS, PS));
     }
@@ -506,7 +520,10 @@ fn the_default_drive_runs_a_one_request_trace_in_steady_state() {
     assert_eq!(f(&r, "host.writes"), 1.0);
     assert!(f(&r, "device.logical_bytes") >= (1u64 << 30) as f64);
     // Whole logical space filled, aged until GC ran and WA settled.
-    assert_eq!(f(&r, "precondition.filled_pages"), f(&r, "device.logical_pages"));
+    assert_eq!(
+        f(&r, "precondition.filled_pages"),
+        f(&r, "device.logical_pages")
+    );
     assert!(f(&r, "precondition.aging_last_round_wa") > 1.0);
     let method = r["precondition"]["method"].as_str().expect("method");
     assert!(method.contains("SNIA"), "{method}");

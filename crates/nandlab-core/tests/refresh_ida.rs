@@ -350,7 +350,12 @@ fn refresh_off_leaves_the_report_unchanged() {
     assert_eq!(a, b);
     // The ida scheme without refresh would place like the baseline: an error naming the
     // preset (issue 13, item 7), not a silent baseline run.
-    let cfg = load(&format!("{base}\n[scheme]\nname = \"ida\"\n"), "<test>", &[]).unwrap();
+    let cfg = load(
+        &format!("{base}\n[scheme]\nname = \"ida\"\n"),
+        "<test>",
+        &[],
+    )
+    .unwrap();
     let mut open = || Ok(VecSource::new(reqs.clone()));
     let err = simulate_source(cfg, &mut open, Value::Null, &mut |_, _| {}).unwrap_err();
     assert!(err.to_string().contains("`ida-tlc`"), "{err}");

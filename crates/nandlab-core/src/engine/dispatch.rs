@@ -61,10 +61,7 @@ impl Engine {
                     return;
                 }
             }
-            if self.susp_on
-                && self.exec.has_suspended(die)
-                && !self.sched.has_host_read(die)
-            {
+            if self.susp_on && self.exec.has_suspended(die) && !self.sched.has_host_read(die) {
                 // The reads that suspended the operation are served: resume it.
                 self.exec.resume(die, self.now);
                 return;
@@ -276,7 +273,9 @@ impl Engine {
                 if !self.ftl.can_start(t) {
                     return false;
                 }
-                match self.ftl.next_page_offset(t.plane, t.placement.region, t.placement.stream)
+                match self
+                    .ftl
+                    .next_page_offset(t.plane, t.placement.region, t.placement.stream)
                 {
                     Some(o) => o,
                     None => return false,
@@ -441,7 +440,10 @@ impl Engine {
                 }
             }
             TxnKind::Program => {
-                if t.source == Source::Host && self.dram.is_some() && t.owner & super::dram::FLUSH != 0 {
+                if t.source == Source::Host
+                    && self.dram.is_some()
+                    && t.owner & super::dram::FLUSH != 0
+                {
                     self.dram_flushed(t.owner & !super::dram::FLUSH, die);
                 } else if t.source == Source::Host {
                     self.host_page_done(t.owner, self.now, service);

@@ -204,7 +204,6 @@ impl DieRun {
     };
 }
 
-
 /// A finished run, as [`Executor::advance`] hands it back.
 #[derive(Clone, Copy, Debug)]
 pub struct Done {
@@ -318,8 +317,7 @@ impl Executor {
             return false;
         };
         let r = self.runs[d];
-        if r.i != r.n || end <= now_ns || !matches!(r.phases[r.n as usize - 1], Phase::Array(_))
-        {
+        if r.i != r.n || end <= now_ns || !matches!(r.phases[r.n as usize - 1], Phase::Array(_)) {
             return false;
         }
         // The last phase is the one running: every earlier phase ended by now.

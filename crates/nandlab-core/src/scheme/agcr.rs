@@ -167,11 +167,10 @@ impl Scheme for Agcr {
 
     fn validate_device(&self, dev: &super::DeviceInfo) -> Result<(), ConfigError> {
         if self.tos18 {
-            return dev.need_regions("tos18", 2);
+            return dev.need_regions("tos18", 1);
         }
         let same = |a: &Placement, b: &Placement| a.mode == b.mode && a.ecc == b.ecc;
-        if dev.regions >= 2 || !same(&self.high, &self.medium) || !same(&self.medium, &self.low)
-        {
+        if dev.regions >= 2 || !same(&self.high, &self.medium) || !same(&self.medium, &self.low) {
             return Ok(());
         }
         Err(super::DeviceInfo::mismatch(

@@ -399,7 +399,7 @@ impl Scheme for Efm {
     }
 
     fn validate_device(&self, dev: &super::DeviceInfo) -> Result<(), ConfigError> {
-        dev.need_regions(self.name, 2)
+        dev.need_regions(self.name, 1)
     }
 
     fn set_regions(&mut self, info: &RegionInfo) {

@@ -153,7 +153,7 @@ impl Scheme for Hotis {
     }
 
     fn validate_device(&self, dev: &super::DeviceInfo) -> Result<(), ConfigError> {
-        dev.need_regions("hotis", 2)
+        dev.need_regions("hotis", 1)
     }
 
     fn set_regions(&mut self, info: &RegionInfo) {

@@ -121,12 +121,13 @@ impl Scheme for Ida {
     }
 
     fn validate_device(&self, dev: &super::DeviceInfo) -> Result<(), ConfigError> {
-        // IDA acts at data refresh (§III-B) on TLC word lines (Table I's LSB/CSB/MSB cases).
-        if dev.bits_per_cell != 3 || !dev.refresh {
+        // IDA acts at data refresh (§III-B) on the word lines of multi-bit cells (Table I's
+        // TLC cases; MLC in §V-G).
+        if dev.bits_per_cell < 2 || !dev.refresh {
             return Err(super::DeviceInfo::mismatch(
                 "ida",
                 &format!(
-                    "a TLC device (device.cell = \"tlc\"; this one has {} bit(s) per cell) with \
+                    "an MLC or TLC device (device.cell = \"tlc\"; this one has {} bit(s) per cell) with \
                      data refresh (refresh.period_s > 0 or \
                      precondition.refresh_before_replay = true; this one has {})",
                     dev.bits_per_cell,

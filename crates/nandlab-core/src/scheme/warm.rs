@@ -193,7 +193,7 @@ impl Scheme for Warm {
     }
 
     fn validate_device(&self, dev: &super::DeviceInfo) -> Result<(), ConfigError> {
-        dev.need_regions("warm", 2)
+        dev.need_regions("warm", 1)
     }
 
     fn set_regions(&mut self, info: &RegionInfo) {
