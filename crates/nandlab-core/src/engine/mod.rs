@@ -722,8 +722,8 @@ impl Engine {
         self.scheme
             .on_request(r.op, first, span.pages as u32, &ctx, &mut self.actions);
         // Read-modify-write: the first and last pages of a write may be partial.
-        let head_partial = offset % self.page_size != 0;
-        let tail_partial = (offset + r.len_bytes) % self.page_size != 0;
+        let head_partial = !offset.is_multiple_of(self.page_size);
+        let tail_partial = !(offset + r.len_bytes).is_multiple_of(self.page_size);
         // LPNs from `first`, wrapping at the logical capacity.
         let mut next_lpn = first;
         for k in 0..span.pages {
