@@ -147,6 +147,20 @@ def _real_reports() -> tuple[dict[str, Any], ...]:
                 "stats.latency_cdf": True,
             },
         ),
+        # the device features of issue 13, each reported only when on
+        nandlab.simulate(
+            "default",
+            overrides={
+                **cut,
+                "ftl.read_modify_write": True,
+                "ftl.trim": True,
+                "sched.multi_plane": True,
+                "sched.suspension": True,
+                "dram.capacity_bytes": 1 << 20,
+                "dram.access_us": 2.0,
+                "device.planes_per_die": 2,
+            },
+        ),
     ]
     return tuple(r.report for r in runs)
 

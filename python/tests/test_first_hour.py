@@ -314,7 +314,8 @@ def test_counts_are_pluralised() -> None:
 
 
 def test_run_table_shows_p90_and_the_scheme(small_trace: Path) -> None:
-    out = CliRunner().invoke(cli, ["run", "-t", str(small_trace), "-s", "diffecc_wa"]).output
+    args = ["run", "-t", str(small_trace), "-c", "xia-diffecc", "-s", "diffecc_wa"]
+    out = CliRunner().invoke(cli, args).output
     assert "p90" in out
     assert any("scheme" in ln and "diffecc_wa" in ln for ln in out.splitlines()), out
 

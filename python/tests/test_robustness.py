@@ -46,7 +46,9 @@ def test_huge_address_is_a_one_line_error_in_little_memory(
     wall = time.monotonic() - t0
     assert p.returncode == 2, p.stderr
     err = [ln for ln in p.stderr.splitlines() if ln.strip()]
-    assert len(err) == 1 and err[0].startswith("error:") and name in err[0], p.stderr
+    assert len(err) == 1 and err[0].startswith("error:"), p.stderr
+    # A trace error names the file; a device too large for the page numbers names the key.
+    assert name in err[0] or "device.logical_capacity_bytes" in err[0], p.stderr
     assert "Traceback" not in p.stderr
     # The budget is 1 s and 100 MB (measured: ~0.3 s and ~32 MB RSS including the
     # interpreter); a loaded CI machine gets slack on time, never on the address-space cap.

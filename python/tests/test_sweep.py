@@ -73,6 +73,7 @@ def test_grid_axes_product_zip_seeds_and_labels(tmp_path: Path) -> None:
         write_grid(
             tmp_path,
             """
+configs = ["xia-diffecc"]
 schemes = ["baseline", "agcr"]
 traces = ["tr/*.csv*", "msr_hm_0_sample1000"]
 seeds = [1, 2]

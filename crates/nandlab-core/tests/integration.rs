@@ -9,6 +9,8 @@
 //! **Adding a test file:** add a `#[path]` line below, or `every_test_file_is_listed` fails
 //! (Cargo.toml sets `autotests = false`, so an unlisted file would silently not run).
 
+#[path = "device_model.rs"]
+mod device_model;
 #[path = "dpa_analyze.rs"]
 mod dpa_analyze;
 #[path = "dpa_codec.rs"]

@@ -348,14 +348,17 @@ fn refresh_off_leaves_the_report_unchanged() {
     ));
     assert!(a.get("refresh").is_none());
     assert_eq!(a, b);
-    // The ida scheme without refresh places like the baseline.
-    let c = strip_wall(run(
+    // The ida scheme without refresh would place like the baseline: an error naming the
+    // preset (issue 13, item 7), not a silent baseline run.
+    let cfg = load(
         &format!("{base}\n[scheme]\nname = \"ida\"\n"),
+        "<test>",
         &[],
-        reqs,
-    ));
-    assert_eq!(a["host"], c["host"]);
-    assert_eq!(a["flash"], c["flash"]);
+    )
+    .unwrap();
+    let mut open = || Ok(VecSource::new(reqs.clone()));
+    let err = simulate_source(cfg, &mut open, Value::Null, &mut |_, _| {}).unwrap_err();
+    assert!(err.to_string().contains("`ida-tlc`"), "{err}");
 }
 
 #[test]

@@ -332,6 +332,8 @@ const CASES: &[Case] = &[
         preset: "default",
         trace: PGB,
         overrides: &[
+            // Suspension serves host reads first: FIFO runs without it.
+            "sched.suspension=false",
             "precondition.fill=\"fraction\"",
             "precondition.age_overwrites=0.5",
             "sched.priority=\"fifo\"",

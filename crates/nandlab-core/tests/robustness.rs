@@ -76,7 +76,15 @@ fn addresses_beyond_the_page_numbers_or_the_memory_are_errors() {
     let dir = tempfile::tempdir().unwrap();
     // 100 TiB with 8 KiB pages: page 1.3e10 > 2^32.
     let p = write(&dir, "t100.csv", b"0,W,0,4096\n1,W,109951162777600,4096\n");
-    let e = run_trace(&p, &["device.page_size_bytes=8192"]).unwrap_err();
+    // The touched-page pre-pass (fill = "touched") meets it at the request.
+    let e = run_trace(
+        &p,
+        &[
+            "device.page_size_bytes=8192",
+            "precondition.fill=\"touched\"",
+        ],
+    )
+    .unwrap_err();
     assert!(
         e.contains("t100.csv") && e.contains("request 2") && e.contains("2^32 pages"),
         "{e}"

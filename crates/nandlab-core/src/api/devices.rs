@@ -76,6 +76,7 @@ pub fn devices(path: &Path, opts: &TraceOptions) -> Result<Vec<DeviceSummary>, T
                 d.writes += 1;
                 d.bytes_written = d.bytes_written.saturating_add(r.len_bytes);
             }
+            Op::Trim => {}
         }
         let end = (r.offset_bytes - bases[i]).saturating_add(r.len_bytes);
         d.size_bytes = d.size_bytes.max(end);

@@ -58,6 +58,10 @@ pub fn run(req: &RunRequest, progress: &mut ProgressFn<'_>) -> Result<String, Na
         overrides.push(format!("scheme.name={}", toml::Value::String(s.clone())));
     }
     let cfg = crate::config::load(&req.config_toml, &origin, &overrides)?;
+    // Discards become requests only with `ftl.trim` (otherwise skipped and counted, as before).
+    let mut topts = req.trace_options.clone();
+    topts.discards = cfg.ftl.trim;
+    let topts = &topts;
     // Parsing runs on its own thread (the machine's second core), overlapping the pre-pass or
     // the replay that consumes it. Not when the replay stops early: the report's trace counters
     // then describe what was replayed, which only the consuming thread knows.
@@ -65,13 +69,13 @@ pub fn run(req: &RunRequest, progress: &mut ProgressFn<'_>) -> Result<String, Na
         let mut open = || {
             Ok(ThreadedSource::spawn(TraceReader::open(
                 &req.trace_path,
-                &req.trace_options,
+                topts,
             )?))
         };
         simulate_source(cfg, &mut open, serde_json::Value::Null, progress)
             .map_err(|e| devices::explain(e, &req.trace_path, &req.trace_options))?
     } else {
-        let mut open = || Ok(TraceReader::open(&req.trace_path, &req.trace_options)?);
+        let mut open = || Ok(TraceReader::open(&req.trace_path, topts)?);
         simulate_source(cfg, &mut open, serde_json::Value::Null, progress)
             .map_err(|e| devices::explain(e, &req.trace_path, &req.trace_options))?
     };
@@ -99,12 +103,14 @@ pub fn check_config(
         ));
     }
     let cfg = crate::config::load(config_toml, &origin, &overrides)?;
-    crate::scheme::registry(
+    let timing = cfg.timing()?;
+    let scheme = crate::scheme::registry(
         &cfg.scheme.name,
         &cfg.scheme.params,
-        &cfg.timing()?,
+        &timing,
         cfg.ftl.streams,
     )?;
+    scheme.validate_device(&crate::scheme::DeviceInfo::new(&cfg, &timing))?;
     Ok(cfg.scheme.name)
 }
 

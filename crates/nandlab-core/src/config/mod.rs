@@ -84,6 +84,33 @@ pub struct Config {
     /// while at their defaults, so reports of runs without DPA are unchanged).
     #[serde(skip_serializing_if = "crate::dpa::DpaConfig::is_default")]
     pub dpa: crate::dpa::DpaConfig,
+    /// Controller DRAM data cache (issue 13; off by default: `capacity_bytes = 0`).
+    pub dram: DramConfig,
+}
+
+/// The controller's DRAM data cache (`[dram]`): a write-back cache of host pages. A host
+/// write page is acknowledged once in DRAM (`access_us`) and flushed to flash at once in the
+/// background (the flash program of a page rewritten while its flush runs is issued again when
+/// that flush ends: rewrites coalesce); a host read of a cached page is served from DRAM.
+/// Flushed pages stay cached (clean) until evicted, least recently used first. A write that
+/// finds every entry dirty waits until a flush ends (back-pressure). Off (`capacity_bytes =
+/// 0`, every paper preset): writes complete when their program ends, as before.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct DramConfig {
+    /// Cache size in bytes (whole pages; 0 = no cache).
+    pub capacity_bytes: u64,
+    /// Time to move one page between the host interface and DRAM, µs (a hit's service time).
+    pub access_us: f64,
+}
+
+impl Default for DramConfig {
+    fn default() -> Self {
+        DramConfig {
+            capacity_bytes: 0,
+            access_us: 0.0,
+        }
+    }
 }
 
 /// Where a region's read latency comes from.
@@ -469,6 +496,7 @@ impl Default for Config {
             refresh: RefreshConfig::default(),
             regions: RegionsConfig::default(),
             dpa: crate::dpa::DpaConfig::default(),
+            dram: DramConfig::default(),
         }
     }
 }
@@ -497,6 +525,10 @@ pub struct DeviceConfig {
     /// Logical capacity in bytes; 0 = the trace's address space rounded up to a block stripe.
     /// Ignored when `blocks_per_plane` is set (then logical = physical / (1 + ρ)).
     pub logical_capacity_bytes: u64,
+    /// Smallest logical capacity in bytes when it follows the trace's address space
+    /// (`blocks_per_plane` and `logical_capacity_bytes` both 0): a trace touching a few pages
+    /// still gets a device GC can work on. 0 = no minimum.
+    pub min_logical_capacity_bytes: u64,
     /// Over-provisioning ρ = (T − U)/U in percent (see module doc). Default 15.
     pub op_percent_of_logical: Option<f64>,
     /// Over-provisioning (T − U)/T in percent (MQSim's definition). Exclusive with the above.
@@ -517,6 +549,7 @@ impl Default for DeviceConfig {
             page_size_bytes: 8192,
             blocks_per_plane: 0,
             logical_capacity_bytes: 0,
+            min_logical_capacity_bytes: 0,
             op_percent_of_logical: None,
             op_percent_of_physical: None,
             page_order: PageOrder::Sequential,
@@ -629,6 +662,15 @@ pub struct FtlConfig {
     pub wrap_offsets: bool,
     /// Number of write streams (open blocks per plane). Stream 0 = host, 1 = GC by default.
     pub streams: u32,
+    /// Read-modify-write: a host write that covers part of a page whose LPN is mapped reads
+    /// the page first and programs the merged page after the read (and its decode) ends, as
+    /// SSD firmware and MQSim do; a partial write to an unmapped page programs at once.
+    /// `false` (every paper preset): a partial write programs the full page at once.
+    pub read_modify_write: bool,
+    /// TRIM / discard: traces' discards (blkparse `D`, op `D` in the canonical CSV and
+    /// SYSTOR) unmap the pages they cover whole; `false`: readers skip them and count them in
+    /// `trace.non_request_skipped`, as before.
+    pub trim: bool,
 }
 
 impl Default for FtlConfig {
@@ -640,6 +682,8 @@ impl Default for FtlConfig {
             copyback: false,
             wrap_offsets: false,
             streams: 2,
+            read_modify_write: false,
+            trim: false,
         }
     }
 }
@@ -660,12 +704,34 @@ pub enum Priority {
 pub struct SchedConfig {
     /// `read_first` or `fifo`.
     pub priority: Priority,
+    /// Multi-plane operations: reads of the same page offset, programs at the same page
+    /// offset and erases on different planes of a die run as one operation (one array time,
+    /// the transfers back to back); `false` (every paper preset): one plane at a time.
+    pub multi_plane: bool,
+    /// Program/erase suspension: a host read queued at a die busy programming or erasing
+    /// suspends the operation (after `suspend_program_us` / `suspend_erase_us`), runs, and the
+    /// operation resumes (`resume_us`) with the array time it had left. Needs `read_first`.
+    pub suspension: bool,
+    /// Most suspensions of one program or erase (1 … 255).
+    pub max_suspends_per_op: u32,
+    /// Time to suspend a program before the read can start, µs.
+    pub suspend_program_us: f64,
+    /// Time to suspend an erase before the read can start, µs.
+    pub suspend_erase_us: f64,
+    /// Time to resume the suspended operation, µs (added to its remaining array time).
+    pub resume_us: f64,
 }
 
 impl Default for SchedConfig {
     fn default() -> Self {
         SchedConfig {
             priority: Priority::ReadFirst,
+            multi_plane: false,
+            suspension: false,
+            max_suspends_per_op: 1,
+            suspend_program_us: 0.0,
+            suspend_erase_us: 0.0,
+            resume_us: 0.0,
         }
     }
 }
@@ -1242,6 +1308,51 @@ impl Config {
         check_range("device.dies_per_chip", d.dies_per_chip, 1, 64)?;
         check_range("device.planes_per_die", d.planes_per_die, 1, 64)?;
         check_range("device.pages_per_block", d.pages_per_block, 1, 65536)?;
+        if !(self.dram.access_us.is_finite() && (0.0..=1e9).contains(&self.dram.access_us)) {
+            return Err(invalid(
+                "dram.access_us",
+                self.dram.access_us,
+                "must be between 0 and 1e9 µs",
+            ));
+        }
+        if self.dram.capacity_bytes > 0 && self.dram.capacity_bytes < d.page_size_bytes as u64 {
+            return Err(invalid(
+                "dram.capacity_bytes",
+                self.dram.capacity_bytes,
+                format!(
+                    "holds no page of device.page_size_bytes = {}: use 0 (no cache) or at \
+                     least one page",
+                    d.page_size_bytes
+                ),
+            ));
+        }
+        let s = &self.sched;
+        check_range("sched.max_suspends_per_op", s.max_suspends_per_op, 1, 255)?;
+        for (k, v) in [
+            ("sched.suspend_program_us", s.suspend_program_us),
+            ("sched.suspend_erase_us", s.suspend_erase_us),
+            ("sched.resume_us", s.resume_us),
+        ] {
+            if !(v.is_finite() && (0.0..=1e9).contains(&v)) {
+                return Err(invalid(k, v, "must be between 0 and 1e9 µs"));
+            }
+        }
+        if s.suspension && s.priority != Priority::ReadFirst {
+            return Err(invalid(
+                "sched.suspension",
+                true,
+                "program/erase suspension serves host reads first: it needs sched.priority = \
+                 \"read_first\"",
+            ));
+        }
+        if self.sched.multi_plane && !self.regions.is_off() {
+            return Err(invalid(
+                "sched.multi_plane",
+                true,
+                "multi-plane operations are not modelled on a [regions] device (each region's \
+                 blocks fill apart); set sched.multi_plane = false or remove [regions]",
+            ));
+        }
         check_range("device.page_size_bytes", d.page_size_bytes, 512, 65536)?;
         if !d.page_size_bytes.is_multiple_of(512) {
             return Err(invalid(
@@ -1557,7 +1668,7 @@ impl Config {
             let bytes = if d.logical_capacity_bytes > 0 {
                 d.logical_capacity_bytes
             } else {
-                trace_max_end_bytes.max(1)
+                trace_max_end_bytes.max(1).max(d.min_logical_capacity_bytes)
             };
             let pages = bytes.div_ceil(ps);
             let lbpp = pages.div_ceil(stripe_pages).max(1);

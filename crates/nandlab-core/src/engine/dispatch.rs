@@ -54,6 +54,16 @@ impl Engine {
     pub(super) fn dispatch(&mut self, die: u32) {
         loop {
             if self.exec.busy(die) {
+                if self.susp_on && !self.maybe_suspend(die) {
+                    return;
+                }
+                if self.exec.busy(die) {
+                    return;
+                }
+            }
+            if self.susp_on && self.exec.has_suspended(die) && !self.sched.has_host_read(die) {
+                // The reads that suspended the operation are served: resume it.
+                self.exec.resume(die, self.now);
                 return;
             }
             let Some(picked) = self.sched.pick(die, &self.ftl) else {
@@ -63,6 +73,15 @@ impl Engine {
             // fields dispatch decides (ECC read, page programmed) are written to the slot.
             let t = picked;
             self.exec.stage(die, 0, t);
+            if self.susp_prefix_ns > 0 {
+                // The read that suspended a program/erase waits for the suspension first.
+                self.exec
+                    .push_phase(die, Phase::Array(std::mem::take(&mut self.susp_prefix_ns)));
+            }
+            if self.mp_on && self.multi_plane(die, &t) {
+                self.prefetch_next(die, &t);
+                return;
+            }
             let now = self.now;
             let xfer = self.timing.transfer_ns;
             let mut tail = 0;
@@ -80,7 +99,13 @@ impl Engine {
                     self.exec.push_phase(die, Phase::Array(sense));
                     self.exec.push_phase(die, Phase::Bus(bus));
                     self.exec.stage_mut(die, 0).placement.ecc = ecc;
-                    tail = decode;
+                    if t.source == Source::Host && self.is_rmw_read(t.owner) {
+                        // The merge needs the decoded data: the die waits for the decode, as
+                        // for a GC move, and the program is queued when the run ends.
+                        self.exec.push_phase(die, Phase::Ctrl(decode));
+                    } else {
+                        tail = decode;
+                    }
                 }
                 TxnKind::Program => {
                     let Some((ppn, pt, mode, changed)) = self.program_page(&t, None) else {
@@ -197,9 +222,173 @@ impl Engine {
         }
     }
 
-    /// Die `die` finished its run `done` at `self.now`.
+    /// Program/erase suspension (`sched.suspension`): a host read is queued at busy `die`;
+    /// when the die is programming or erasing (in the array phase) and the operation has been
+    /// suspended fewer than `sched.max_suspends_per_op` times, suspend it and return `true`
+    /// (the die is then free for the read, which starts with the suspend latency).
+    fn maybe_suspend(&mut self, die: u32) -> bool {
+        if !self.sched.has_host_read(die) || self.exec.suspends(die) >= self.susp_cap {
+            return false;
+        }
+        let k = match self.exec.txn(die, 0).kind {
+            TxnKind::Program => 0,
+            TxnKind::Erase => 1,
+            _ => return false,
+        };
+        if !self.exec.suspend(die, self.now, self.susp_ns[2]) {
+            return false;
+        }
+        self.stats.device.suspensions[k] += 1;
+        self.susp_prefix_ns = self.susp_ns[k];
+        true
+    }
+
+    /// Multi-plane operation (`sched.multi_plane`): with `t` (staged as transaction 0 of idle
+    /// `die`), take queued transactions of its kind on the die's other planes that can run
+    /// with it — reads of the same page offset, host programs whose planes allocate at the
+    /// same page offset, erases — and start them as one run: one array time (the longest of
+    /// them), the transfers back to back on the channel. Returns `false` (nothing staged
+    /// beyond `t`) when no partner is queued; the caller then runs `t` alone.
+    ///
+    /// Readings (MQSim's multi-plane commands are the model): block offsets may differ
+    /// between the planes (parts with independent per-plane block addresses); reads of a
+    /// read-modify-write and scheme rewrites run alone; partners are looked for among the
+    /// first 8 transactions of `t`'s queue.
+    fn multi_plane(&mut self, die: u32, t: &Txn) -> bool {
+        const SCAN: usize = 8;
+        let ppd = self.ftl.geo.planes_per_die as usize;
+        let kind_idx = match t.kind {
+            TxnKind::Read if t.source == Source::Host && !self.is_rmw_read(t.owner) => 0,
+            TxnKind::Program if t.source == Source::Host && t.placement.page_type.is_none() => 1,
+            TxnKind::Erase => 2,
+            _ => return false,
+        };
+        if t.plane == NONE {
+            return false;
+        }
+        let mut planes: u64 = 1 << (t.plane as usize % ppd);
+        let offset = match kind_idx {
+            0 => self.ftl.page_index(t.ppn),
+            1 => {
+                if !self.ftl.can_start(t) {
+                    return false;
+                }
+                match self
+                    .ftl
+                    .next_page_offset(t.plane, t.placement.region, t.placement.stream)
+                {
+                    Some(o) => o,
+                    None => return false,
+                }
+            }
+            _ => 0,
+        };
+        let mut n = 1;
+        while n < ppd {
+            let ftl = &self.ftl;
+            let slots = &self.slots;
+            let rmw_on = self.rmw_on;
+            let Some(p) = self.sched.take_partner(die, t, SCAN, |x| {
+                let bit = 1u64 << (x.plane as usize % ppd);
+                if x.plane == NONE || planes & bit != 0 {
+                    return false;
+                }
+                match kind_idx {
+                    0 => {
+                        ftl.page_index(x.ppn) == offset
+                            && !(rmw_on && slots[x.owner as usize].op == crate::trace::Op::Write)
+                    }
+                    1 => {
+                        x.placement.page_type.is_none()
+                            && x.placement.stream == t.placement.stream
+                            && ftl.can_start(x)
+                            && ftl.next_page_offset(x.plane, x.placement.region, x.placement.stream)
+                                == Some(offset)
+                    }
+                    _ => true,
+                }
+            }) else {
+                break;
+            };
+            planes |= 1 << (p.plane as usize % ppd);
+            self.exec.stage(die, n, p);
+            n += 1;
+        }
+        if n == 1 {
+            return false;
+        }
+        self.stats.device.multi_plane_ops[kind_idx] += 1;
+        self.stats.device.multi_plane_txns += n as u64;
+        let xfer = self.timing.transfer_ns;
+        let (mut array, mut bus, mut tail) = (0u64, 0u64, 0u64);
+        for k in 0..n {
+            let x = *self.exec.txn(die, k);
+            match kind_idx {
+                0 => {
+                    let pt = self.layout.page_type[self.ftl.page_index(x.ppn) as usize];
+                    let ecc = self.ftl.page_ecc(x.ppn);
+                    let rt = self.read_type(x.ppn, pt, x.source);
+                    let (sense, b, decode) = self.read_cost(x.ppn, rt, ecc);
+                    self.ftl.note_read(x.ppn);
+                    self.count_read(x.source, ecc, pt);
+                    self.exec.stage_mut(die, k).placement.ecc = ecc;
+                    array = array.max(sense);
+                    bus += b;
+                    tail = tail.max(decode);
+                }
+                1 => {
+                    let Some((ppn, pt, mode, changed)) = self.program_page(&x, None) else {
+                        return true;
+                    };
+                    array = array.max(self.timing.program_ns(pt, mode));
+                    bus += xfer;
+                    self.exec.stage_mut(die, k).ppn = ppn;
+                    if changed || self.cfg.ftl.allocation == Allocation::Dynamic {
+                        self.maybe_gc(self.ftl.pool(x.plane, x.placement.region));
+                    }
+                }
+                _ => {
+                    self.stats.flash_erases.add(x.source);
+                    array = self.timing.erase_ns;
+                }
+            }
+        }
+        match kind_idx {
+            0 => {
+                self.exec.push_phase(die, Phase::Array(array));
+                self.exec.push_phase(die, Phase::Bus(bus));
+            }
+            1 => {
+                self.exec.push_phase(die, Phase::Bus(bus));
+                self.exec.push_phase(die, Phase::Array(array));
+            }
+            _ => self.exec.push_phase(die, Phase::Array(array)),
+        }
+        self.exec.start(die, n, tail, self.now);
+        true
+    }
+
+    /// Die `die` finished its run `done` at `self.now`: each of its transactions completes.
     pub(super) fn complete(&mut self, die: u32, done: Done) {
-        let t = self.exec.done_txn(die, 0);
+        if done.ops == 1 {
+            let t = self.exec.done_txn(die, 0);
+            self.complete_one(die, t, done);
+        } else {
+            // A multi-plane run: take its transactions first (completing one may start the
+            // idle die again, which restages them).
+            let mut ts = std::mem::take(&mut self.mp_done);
+            ts.clear();
+            ts.extend((0..done.ops as usize).map(|k| self.exec.done_txn(die, k)));
+            for &t in &ts {
+                self.complete_one(die, t, done);
+            }
+            self.mp_done = ts;
+        }
+        self.dispatch(die);
+    }
+
+    /// Transaction `t` of the run `done` of die `die` completes.
+    fn complete_one(&mut self, die: u32, t: Txn, done: Done) {
         let service = self.now - done.start_ns;
         if let Some(ts) = self.stats.timeseries.as_mut() {
             let gc_move = t.kind == TxnKind::Move && t.source != Source::Refresh;
@@ -209,7 +398,11 @@ impl Engine {
             TxnKind::Read => {
                 let end = self.now + done.tail_ns;
                 if t.source == Source::Host {
-                    self.host_page_done(t.owner, end, end - done.start_ns);
+                    if self.is_rmw_read(t.owner) {
+                        self.rmw_program(t.lpn, t.owner, die);
+                    } else {
+                        self.host_page_done(t.owner, end, end - done.start_ns);
+                    }
                 } else if t.source == Source::Refresh {
                     self.refresh_step_done(t.plane);
                 } else if self.ftl.lookup(t.lpn) == t.ppn {
@@ -247,7 +440,12 @@ impl Engine {
                 }
             }
             TxnKind::Program => {
-                if t.source == Source::Host {
+                if t.source == Source::Host
+                    && self.dram.is_some()
+                    && t.owner & super::dram::FLUSH != 0
+                {
+                    self.dram_flushed(t.owner & !super::dram::FLUSH, die);
+                } else if t.source == Source::Host {
                     self.host_page_done(t.owner, self.now, service);
                 } else {
                     self.stats.rewrites += 1;
@@ -278,7 +476,6 @@ impl Engine {
                 }
             }
         }
-        self.dispatch(die);
     }
 
     /// Allocate and program the page of a program (`src` = `None`) or move (`src` = the valid

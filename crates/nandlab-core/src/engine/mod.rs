@@ -41,6 +41,7 @@
 //! ([`crate::host::spill`], [`crate::host::threaded`]). None of this changes a report.
 
 mod dispatch;
+mod dram;
 mod gc;
 mod precondition;
 mod read_cost;
@@ -194,6 +195,24 @@ pub struct Engine {
     table6: Option<Vec<bool>>,
     /// Regions (`[regions]`); `None` without.
     rg: Option<RegionRuntime>,
+    /// `ftl.read_modify_write`.
+    rmw_on: bool,
+    /// `sched.multi_plane` on a device with more than one plane per die.
+    mp_on: bool,
+    /// Multi-plane: dies whose dispatch waits until every page of the arriving request is
+    /// queued (so its pages can pair).
+    mp_dies: Vec<u32>,
+    /// Multi-plane: the transactions of the run being completed.
+    mp_done: Vec<crate::exec::Txn>,
+    /// `sched.suspension`.
+    susp_on: bool,
+    /// Suspend latency of a program and of an erase, resume latency, ns; the cap.
+    susp_ns: [u64; 3],
+    susp_cap: u8,
+    /// Suspend latency the next run staged on a die starts with (the read that suspended).
+    susp_prefix_ns: u64,
+    /// Controller DRAM data cache (`[dram]`); `None` without.
+    dram: Option<Box<dram::Dram>>,
 }
 impl Engine {
     /// Build an engine for a sized device. `logical_pages` is the host-visible capacity.
@@ -274,6 +293,7 @@ impl Engine {
         };
         scheme.set_regions(&region_info);
         scheme.validate(&region_info)?;
+        scheme.validate_device(&crate::scheme::DeviceInfo::new(&cfg, &timing))?;
         let mut e = Engine {
             placement_limit: Placement {
                 stream: cfg.ftl.streams.min(255) as u8,
@@ -295,7 +315,15 @@ impl Engine {
             layout,
             scheme,
             stats,
-            exec: Executor::new(dies, geo.channels, 1),
+            exec: Executor::new(
+                dies,
+                geo.channels,
+                if cfg.sched.multi_plane {
+                    geo.planes_per_die
+                } else {
+                    1
+                },
+            ),
             now: 0,
             slots: Vec::with_capacity(1024),
             free_slots: Vec::with_capacity(1024),
@@ -332,6 +360,28 @@ impl Engine {
                     .collect()
             }),
             rg,
+            rmw_on: cfg.ftl.read_modify_write,
+            mp_on: cfg.sched.multi_plane && geo.planes_per_die > 1,
+            mp_dies: Vec::with_capacity(64),
+            mp_done: Vec::with_capacity(geo.planes_per_die as usize),
+            susp_on: cfg.sched.suspension,
+            susp_ns: [
+                (cfg.sched.suspend_program_us * 1000.0).round() as u64,
+                (cfg.sched.suspend_erase_us * 1000.0).round() as u64,
+                (cfg.sched.resume_us * 1000.0).round() as u64,
+            ],
+            susp_cap: cfg.sched.max_suspends_per_op.min(255) as u8,
+            susp_prefix_ns: 0,
+            dram: (cfg.dram.capacity_bytes >= geo.page_size_bytes as u64).then(|| {
+                let entries = (cfg.dram.capacity_bytes / geo.page_size_bytes as u64)
+                    .min(logical_pages)
+                    .min(u32::MAX as u64 >> 2) as u32;
+                Box::new(dram::Dram::new(
+                    entries,
+                    logical_pages,
+                    (cfg.dram.access_us * 1000.0).round() as u64,
+                ))
+            }),
             cfg,
         };
         if let Some(w) = e.log.as_mut() {
@@ -670,6 +720,10 @@ impl Engine {
                 )));
             }
         }
+        if r.op == Op::Trim {
+            self.trim(offset, r.len_bytes);
+            return Ok(());
+        }
         let span = self.pager.span(offset, r.len_bytes);
         let slot = self.alloc_slot(HostSlot {
             arrival_ns: r.arrival_ns.min(self.now),
@@ -690,6 +744,7 @@ impl Engine {
                 self.stats.write_bytes += r.len_bytes;
                 self.stats.write_pages += span.pages;
             }
+            Op::Trim => {}
         }
         self.actions.clear();
         let first = (span.first_lpn % self.logical_pages) as u32;
@@ -701,9 +756,12 @@ impl Engine {
         };
         self.scheme
             .on_request(r.op, first, span.pages as u32, &ctx, &mut self.actions);
+        // Read-modify-write: the first and last pages of a write may be partial.
+        let head_partial = !offset.is_multiple_of(self.page_size);
+        let tail_partial = !(offset + r.len_bytes).is_multiple_of(self.page_size);
         // LPNs from `first`, wrapping at the logical capacity.
         let mut next_lpn = first;
-        for _ in 0..span.pages {
+        for k in 0..span.pages {
             let lpn = next_lpn;
             next_lpn += 1;
             if next_lpn as u64 == self.logical_pages {
@@ -711,6 +769,13 @@ impl Engine {
             }
             match r.op {
                 Op::Read => {
+                    if let Some(d) = self.dram.as_mut() {
+                        if d.read(lpn) {
+                            let t = self.now + d.access_ns;
+                            self.slot_done_at(slot, t);
+                            continue;
+                        }
+                    }
                     let ppn = self.ftl.lookup(lpn);
                     if ppn == UNMAPPED {
                         self.stats.unmapped_read_pages += 1;
@@ -733,7 +798,11 @@ impl Engine {
                         slot,
                         Placement::NONE,
                     );
-                    self.dispatch(die);
+                    if self.mp_on {
+                        self.mp_dies.push(die);
+                    } else {
+                        self.dispatch(die);
+                    }
                 }
                 Op::Write => {
                     let ctx = Ctx {
@@ -742,40 +811,233 @@ impl Engine {
                         timing: &self.timing,
                     };
                     self.scheme.on_host_write(lpn, &ctx);
+                    if self.rmw_on
+                        && ((k == 0 && head_partial) || (k + 1 == span.pages && tail_partial))
+                        && !self.dram.as_ref().is_some_and(|d| d.cached(lpn))
+                        && self.rmw_read(lpn, slot)
+                    {
+                        continue;
+                    }
+                    if self.dram.is_some() {
+                        self.dram_write(lpn, slot, false);
+                        continue;
+                    }
+                    let ctx = Ctx {
+                        now_ns: self.now,
+                        ftl: &self.ftl,
+                        timing: &self.timing,
+                    };
                     let pl = self.scheme.placement(lpn, Source::Host, &ctx);
                     if !self.placement_ok(pl) {
                         continue;
                     }
-                    let plane = match self.cfg.ftl.allocation {
-                        Allocation::Static => self.ftl.plane_for_write_in(lpn, pl.region),
-                        Allocation::Dynamic => NONE,
-                    };
                     self.slots[slot as usize].pending += 1;
-                    let die = self.sched.enqueue(
-                        TxnKind::Program,
-                        Source::Host,
-                        lpn,
-                        NONE,
-                        plane,
-                        slot,
-                        pl,
-                    );
-                    if die == NONE {
-                        for d in 0..self.exec.dies() {
-                            self.dispatch(d);
-                        }
-                    } else {
-                        self.dispatch(die);
-                    }
+                    self.queue_host_program(lpn, slot, pl, NONE);
                 }
+                Op::Trim => {}
+            }
+        }
+        // (Trims returned above.) Multi-plane: dispatch once every page is queued.
+        if self.mp_on {
+            while let Some(d) = self.mp_dies.pop() {
+                self.dispatch(d);
             }
         }
         // Synchronous rewrites join the request before it can complete.
         self.run_actions(slot);
         if self.slots[slot as usize].pending == 0 {
-            self.finish_host(slot);
+            let done = self.slots[slot as usize].done_ns;
+            if done > self.now {
+                // Served from the DRAM cache: done after its access time.
+                self.push(done, EV_HOST | slot as u64);
+            } else {
+                self.finish_host(slot);
+            }
         }
         Ok(())
+    }
+
+    /// Queue the program of host page `lpn` of request `slot` (whose `pending` already counts
+    /// it) and dispatch the die(s) that may take it, except `skip` (a die that dispatches
+    /// itself next).
+    #[inline]
+    fn queue_host_program(&mut self, lpn: u32, slot: u32, pl: Placement, skip: u32) {
+        let plane = match self.cfg.ftl.allocation {
+            Allocation::Static => self.ftl.plane_for_write_in(lpn, pl.region),
+            Allocation::Dynamic => NONE,
+        };
+        let die = self
+            .sched
+            .enqueue(TxnKind::Program, Source::Host, lpn, NONE, plane, slot, pl);
+        if die == NONE {
+            for d in 0..self.exec.dies() {
+                if d != skip {
+                    self.dispatch(d);
+                }
+            }
+        } else if die != skip {
+            if self.mp_on && skip == NONE {
+                self.mp_dies.push(die);
+            } else {
+                self.dispatch(die);
+            }
+        }
+    }
+
+    /// Read-modify-write of a partial host write to page `lpn` of request `slot`: when the
+    /// page is mapped, queue a host-priority read of it (its completion queues the program,
+    /// [`Engine::rmw_program`]) and return `true`; an unmapped page has nothing to merge
+    /// (`false`: program at once).
+    fn rmw_read(&mut self, lpn: u32, slot: u32) -> bool {
+        let ppn = self.ftl.lookup(lpn);
+        if ppn == UNMAPPED {
+            self.stats.device.rmw_unmapped += 1;
+            return false;
+        }
+        self.stats.device.rmw_reads += 1;
+        self.slots[slot as usize].pending += 1;
+        let plane = self.ftl.plane_of_ppn(ppn);
+        let die = self.sched.enqueue(
+            TxnKind::Read,
+            Source::Host,
+            lpn,
+            ppn,
+            plane,
+            slot,
+            Placement::NONE,
+        );
+        self.dispatch(die);
+        true
+    }
+
+    /// The read of a read-modify-write (on die `die`) ended and its data is decoded: program
+    /// the merged page. The placement is asked now, when the data to program exists.
+    fn rmw_program(&mut self, lpn: u32, slot: u32, die: u32) {
+        let ctx = Ctx {
+            now_ns: self.now,
+            ftl: &self.ftl,
+            timing: &self.timing,
+        };
+        if self.dram.is_some() {
+            // The merged page enters the DRAM cache.
+            self.dram_write(lpn, slot, true);
+            return;
+        }
+        let pl = self.scheme.placement(lpn, Source::Host, &ctx);
+        if !self.placement_ok(pl) {
+            self.host_page_done(slot, self.now, 0);
+            return;
+        }
+        self.queue_host_program(lpn, slot, pl, die);
+    }
+
+    /// A page of request `slot` is served at `t_ns` without a flash operation (a DRAM hit
+    /// while the request is still being split: its `pending` is not involved).
+    #[inline]
+    fn slot_done_at(&mut self, slot: u32, t_ns: u64) {
+        let s = &mut self.slots[slot as usize];
+        s.done_ns = s.done_ns.max(t_ns);
+        s.service_ns = s.service_ns.max(t_ns - self.now);
+    }
+
+    /// Host write of page `lpn` of request `slot` into the DRAM cache ([`dram`]); `counted`:
+    /// the request's `pending` already counts the page (after an RMW read), else it is being
+    /// split now.
+    fn dram_write(&mut self, lpn: u32, slot: u32, counted: bool) {
+        let d = self.dram.as_mut().expect("dram on");
+        let access = d.access_ns;
+        match d.write(lpn) {
+            Some(e) => {
+                if counted {
+                    self.host_page_done(slot, self.now + access, access);
+                } else {
+                    self.slot_done_at(slot, self.now + access);
+                }
+                if e != NONE {
+                    // While a request is split (not `counted`) its dies dispatch after it;
+                    // after an RMW read (`counted`) every die is dispatched now (no die of
+                    // that number exists to skip).
+                    self.queue_flush(e, if counted { NONE - 1 } else { NONE });
+                }
+            }
+            None => {
+                d.backpressure_waits += 1;
+                d.waiting.push_back((lpn, slot));
+                if !counted {
+                    self.slots[slot as usize].pending += 1;
+                }
+            }
+        }
+    }
+
+    /// Queue the flash program of DRAM entry `e` (owner `FLUSH | e`); `skip` as in
+    /// [`Engine::queue_host_program`].
+    fn queue_flush(&mut self, e: u32, skip: u32) {
+        let lpn = self.dram.as_ref().expect("dram on").lpn_of(e);
+        let ctx = Ctx {
+            now_ns: self.now,
+            ftl: &self.ftl,
+            timing: &self.timing,
+        };
+        let pl = self.scheme.placement(lpn, Source::Host, &ctx);
+        if !self.placement_ok(pl) {
+            return;
+        }
+        self.queue_host_program(lpn, dram::FLUSH | e, pl, skip);
+    }
+
+    /// The flush of DRAM entry `e` ended on die `die`: flush it again if it was rewritten,
+    /// and give freed entries to writes waiting for one.
+    pub(super) fn dram_flushed(&mut self, e: u32, die: u32) {
+        let mut d = self.dram.as_mut().expect("dram on");
+        if d.flushed(e) {
+            self.queue_flush(e, die);
+            return;
+        }
+        while let Some(&(lpn, slot)) = d.waiting.front() {
+            let Some(x) = d.write(lpn) else {
+                break;
+            };
+            d.waiting.pop_front();
+            let access = d.access_ns;
+            self.host_page_done(slot, self.now + access, access);
+            if x != NONE {
+                self.queue_flush(x, die);
+            }
+            d = self.dram.as_mut().expect("dram on");
+        }
+    }
+
+    /// Whether a host-sourced read of request `owner` is the read of a read-modify-write.
+    #[inline]
+    fn is_rmw_read(&self, owner: u32) -> bool {
+        self.rmw_on && self.slots[owner as usize].op == Op::Write
+    }
+
+    /// A discard of `len_bytes` at `offset_bytes` (already wrapped): unmap every page it
+    /// covers whole (a partial page keeps its data, as SSDs do); the invalidated pages are
+    /// free space to GC. Takes no flash time and completes at once (not in the latency
+    /// classes); counted in `sim.trim_*`. It applies to the mapping at its arrival: a write to
+    /// the range still queued then lands after it (hosts order a discard after the writes it
+    /// covers have completed).
+    fn trim(&mut self, offset_bytes: u64, len_bytes: u64) {
+        let ps = self.page_size;
+        let first = offset_bytes.div_ceil(ps);
+        let end = (offset_bytes + len_bytes) / ps;
+        self.stats.device.trim_requests += 1;
+        self.stats.device.trim_bytes += len_bytes;
+        for lpn in first..end {
+            let lpn = (lpn % self.logical_pages) as u32;
+            if let Some(d) = self.dram.as_mut() {
+                d.trim(lpn);
+            }
+            if self.ftl.trim(lpn) {
+                self.stats.device.trimmed_pages += 1;
+            }
+        }
+        if self.cfg.host.mode == ReplayMode::Closed {
+            self.to_issue += 1;
+        }
     }
 
     #[inline]
@@ -842,7 +1104,8 @@ impl Engine {
         }
         let class = match s.op {
             Op::Read => &mut self.stats.read,
-            Op::Write => &mut self.stats.write,
+            // Trims never hold a slot (`on_arrival` serves them at once).
+            Op::Write | Op::Trim => &mut self.stats.write,
         };
         class.response.record(response);
         class.wait.record(wait);

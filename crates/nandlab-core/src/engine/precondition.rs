@@ -43,6 +43,10 @@ use crate::scheme::{Ctx, Source};
 /// What preconditioning did.
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
 pub struct PreconditionReport {
+    /// How the device was brought to steady state, in words (only for a whole-space fill
+    /// aged until steady, SNIA SSS PTS style; absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
     /// Pages written by the fill step.
     pub filled_pages: u64,
     /// Random overwrites of the aging step.
@@ -153,6 +157,25 @@ impl Engine {
                 }
             }
             self.precondition.aged_overwrites = done;
+            if pc.fill == Fill::Fraction && pc.fill_fraction >= 1.0 && pc.age_until_steady {
+                let p = &self.precondition;
+                self.precondition.method = Some(format!(
+                    "SNIA SSS PTS-style steady state, untimed: the whole logical space ({} \
+                     pages) written once in LPN order, then uniformly random page overwrites \
+                     in rounds of 10 % of it until GC ran in two consecutive rounds whose write \
+                     amplification differed by at most 1 % ({}: {} rounds, {} overwrites, \
+                     last-round WA {:.3})",
+                    p.filled_pages,
+                    if p.aging_steady {
+                        "reached"
+                    } else {
+                        "not reached before the cap"
+                    },
+                    p.aging_rounds,
+                    done,
+                    p.aging_last_round_wa
+                ));
+            }
         }
 
         if pc.refresh_before_replay {

@@ -228,10 +228,51 @@ impl Engine {
             // Only runs with synchronous scheme rewrites carry it (other reports unchanged).
             report["sync_rewrites"] = json!(s.sync_rewrites);
         }
+        self.device_features_report(&mut report);
         if self.config().stats.latency_cdf {
             report["host"]["cdf"] = crate::stats::cdf::cdf_report(s);
         }
         report
+    }
+
+    /// Counters of the device features of issue 13, in `sim`, each only when its feature is
+    /// on (reports without them stay byte-identical).
+    fn device_features_report(&self, report: &mut Value) {
+        let d = &self.stats.device;
+        let sim = report["sim"].as_object_mut().expect("sim section");
+        if self.rmw_on {
+            sim.insert("rmw_reads".into(), json!(d.rmw_reads));
+            sim.insert("rmw_unmapped_writes".into(), json!(d.rmw_unmapped));
+        }
+        if self.mp_on {
+            sim.insert("multi_plane_reads".into(), json!(d.multi_plane_ops[0]));
+            sim.insert("multi_plane_programs".into(), json!(d.multi_plane_ops[1]));
+            sim.insert("multi_plane_erases".into(), json!(d.multi_plane_ops[2]));
+            sim.insert("multi_plane_planes".into(), json!(d.multi_plane_txns));
+        }
+        if self.config().sched.suspension {
+            sim.insert("suspensions_program".into(), json!(d.suspensions[0]));
+            sim.insert("suspensions_erase".into(), json!(d.suspensions[1]));
+        }
+        if let Some(dr) = self.dram.as_ref() {
+            for (k, v) in [
+                ("dram_entries", dr.entries() as u64),
+                ("dram_write_hits", dr.write_hits),
+                ("dram_write_misses", dr.write_misses),
+                ("dram_read_hits", dr.read_hits),
+                ("dram_read_misses", dr.read_misses),
+                ("dram_flushes", dr.flushes),
+                ("dram_evictions", dr.evictions),
+                ("dram_backpressure_waits", dr.backpressure_waits),
+            ] {
+                sim.insert(k.into(), json!(v));
+            }
+        }
+        if self.config().ftl.trim {
+            sim.insert("trim_requests".into(), json!(d.trim_requests));
+            sim.insert("trim_bytes".into(), json!(d.trim_bytes));
+            sim.insert("trimmed_pages".into(), json!(d.trimmed_pages));
+        }
     }
 
     /// The `regions` section (only with `[regions]`): layout, latencies, wear stages, per-region

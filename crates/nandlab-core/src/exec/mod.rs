@@ -180,6 +180,10 @@ struct DieRun {
     seg_first: u8,
     seg_start_ns: u64,
     seg_wait_ns: u64,
+    /// Times this run was suspended ([`Executor::suspend`]).
+    suspends: u8,
+    /// Start of the die's current busy stretch (`start_ns`, or the resume time).
+    busy_from_ns: u64,
 }
 
 impl DieRun {
@@ -195,6 +199,8 @@ impl DieRun {
         seg_first: 0,
         seg_start_ns: 0,
         seg_wait_ns: 0,
+        suspends: 0,
+        busy_from_ns: 0,
     };
 }
 
@@ -227,6 +233,10 @@ pub struct Executor {
     pub die_busy_ns: Vec<u64>,
     /// Busy time of each channel (transfers), ns.
     pub channel_busy_ns: Vec<u64>,
+    /// Per die: the program/erase run suspended for host reads, if any.
+    suspended: Vec<Option<DieRun>>,
+    /// Its transactions, `ops_per_die` per die (allocated once).
+    suspended_txns: Vec<Txn>,
 }
 
 const NO_TXN: Txn = Txn {
@@ -257,6 +267,8 @@ impl Executor {
             events: EventQueue::new(dies),
             die_busy_ns: vec![0; dies as usize],
             channel_busy_ns: vec![0; channels as usize],
+            suspended: vec![None; dies as usize],
+            suspended_txns: vec![NO_TXN; dies as usize * ops],
         }
     }
 
@@ -272,9 +284,76 @@ impl Executor {
         self.runs[die as usize].ops != 0
     }
 
-    /// Whether any die is running something.
+    /// Whether any die is running something (or holds a suspended run).
     pub fn any_busy(&self) -> bool {
-        self.runs.iter().any(|r| r.ops != 0)
+        self.runs.iter().any(|r| r.ops != 0) || self.suspended.iter().any(Option::is_some)
+    }
+
+    /// Whether die `die` holds a suspended run (to resume with [`Executor::resume`]).
+    #[inline]
+    pub fn has_suspended(&self, die: u32) -> bool {
+        self.suspended[die as usize].is_some()
+    }
+
+    /// Times the run on die `die` has been suspended so far.
+    #[inline]
+    pub fn suspends(&self, die: u32) -> u8 {
+        self.runs[die as usize].suspends
+    }
+
+    /// Program/erase suspension: suspend the run on die `die` at `now_ns`, when it is in an
+    /// `Array` phase that ends after `now_ns` and that phase is its last (the program or erase
+    /// itself; a sense before a transfer is not suspended). The rest of that phase, plus
+    /// `resume_ns`, runs when [`Executor::resume`] is called; meanwhile the die is idle for
+    /// other runs (the host reads that suspended it). Returns whether it suspended. The
+    /// run's transactions and start time are kept (its completion reports the original
+    /// start, so its service time includes the suspension).
+    pub fn suspend(&mut self, die: u32, now_ns: u64, resume_ns: u64) -> bool {
+        let d = die as usize;
+        if self.suspended[d].is_some() {
+            return false;
+        }
+        let Some((Phase::Array(_), end)) = self.phase_at(die, now_ns) else {
+            return false;
+        };
+        let r = self.runs[d];
+        if r.i != r.n || end <= now_ns || !matches!(r.phases[r.n as usize - 1], Phase::Array(_)) {
+            return false;
+        }
+        // The last phase is the one running: every earlier phase ended by now.
+        let mut run = r;
+        run.phases[0] = Phase::Array(end - now_ns + resume_ns);
+        run.n = 1;
+        run.i = 0;
+        run.suspends = r.suspends.saturating_add(1);
+        let base = d * self.ops_per_die;
+        let n = r.ops as usize;
+        self.suspended_txns[base..base + n].copy_from_slice(&self.txns[base..base + n]);
+        self.die_busy_ns[d] += now_ns - r.busy_from_ns;
+        self.suspended[d] = Some(run);
+        self.runs[d].ops = 0;
+        self.events.clear_die(die);
+        true
+    }
+
+    /// Resume the suspended run of idle die `die` at `now_ns` (see [`Executor::suspend`]).
+    pub fn resume(&mut self, die: u32, now_ns: u64) {
+        let d = die as usize;
+        debug_assert!(!self.busy(die));
+        let Some(mut run) = self.suspended[d].take() else {
+            return;
+        };
+        let base = d * self.ops_per_die;
+        let n = run.ops as usize;
+        self.txns[base..base + n].copy_from_slice(&self.suspended_txns[base..base + n]);
+        run.total_ns = match run.phases[0] {
+            Phase::Array(x) => x,
+            _ => 0,
+        };
+        run.bus_ns = 0;
+        run.busy_from_ns = now_ns;
+        self.runs[d] = run;
+        self.run_phases(die, now_ns);
     }
 
     /// The phase die `die` is in at `t_ns` (between the start of its current segment of
@@ -356,6 +435,8 @@ impl Executor {
         r.i = 0;
         r.ops = ops as u8;
         r.start_ns = now_ns;
+        r.busy_from_ns = now_ns;
+        r.suspends = 0;
         r.tail_ns = tail_ns;
         self.run_phases(die, now_ns);
     }
@@ -417,7 +498,7 @@ impl Executor {
             tail_ns: r.tail_ns,
             ops: r.ops,
         };
-        self.die_busy_ns[die as usize] += now_ns - r.start_ns;
+        self.die_busy_ns[die as usize] += now_ns - r.busy_from_ns;
         self.runs[die as usize].ops = 0;
         Some(done)
     }

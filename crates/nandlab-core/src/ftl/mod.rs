@@ -822,6 +822,23 @@ impl Ftl {
         Ok((ppn, changed))
     }
 
+    /// The page index within its block that [`Ftl::allocate_typed`] would give a program in
+    /// `plane` (`region`, `stream`, no page-type preference) now, or `None` when it cannot
+    /// tell (no space, a page-type cursor, a reduced-capacity region). For multi-plane
+    /// programs, which need the same page offset on each plane.
+    pub fn next_page_offset(&self, plane: u32, region: u8, stream: u8) -> Option<u32> {
+        let pool = self.pool(plane, region);
+        let slot = (pool * self.streams + stream as u32) as usize;
+        if self.region_ppb[region as usize] < self.geo.pages_per_block {
+            return None;
+        }
+        match self.open[slot] {
+            NONE => (!self.free[pool as usize].is_empty()).then_some(0),
+            b if self.open_cursor[slot].is_none() => Some(self.blk_wp[b as usize]),
+            _ => None,
+        }
+    }
+
     /// Page index for a page-type-aware allocation in open slot `slot` whose block has `taken`
     /// pages allocated (see [`Ftl::allocate_typed`]).
     fn typed_page(&mut self, slot: usize, taken: u32, prefer: Option<PageType>) -> u32 {
@@ -862,6 +879,18 @@ impl Ftl {
         }
         self.write_page(ppn, lpn, mode, ecc, time_s);
         self.l2p[lpn as usize] = ppn + 1;
+    }
+
+    /// Unmap `lpn` (TRIM / discard): its page becomes invalid, space GC reclaims. Returns
+    /// whether it was mapped.
+    pub fn trim(&mut self, lpn: u32) -> bool {
+        let old = self.lookup(lpn);
+        if old == UNMAPPED {
+            return false;
+        }
+        self.invalidate(old);
+        self.l2p[lpn as usize] = 0;
+        true
     }
 
     /// Move the data of valid page `src` to `dst` (from [`Ftl::allocate`]): `src` becomes

@@ -74,7 +74,7 @@ impl SpillWriter {
         let v = [
             r.arrival_ns.wrapping_sub(self.last_ns),
             r.offset_bytes,
-            r.len_bytes << 1 | (r.op == Op::Write) as u64,
+            r.len_bytes << 2 | r.op as u64,
         ];
         let l = [byte_len(v[0]), byte_len(v[1]), byte_len(v[2])];
         let mut rec = [0u8; WINDOW];
@@ -173,9 +173,13 @@ impl crate::host::RequestSource for SpillSource {
         self.last_ns = self.last_ns.wrapping_add(v[0]);
         Ok(Some(HostRequest {
             arrival_ns: self.last_ns,
-            op: if v[2] & 1 == 1 { Op::Write } else { Op::Read },
+            op: match v[2] & 3 {
+                0 => Op::Read,
+                1 => Op::Write,
+                _ => Op::Trim,
+            },
             offset_bytes: v[1],
-            len_bytes: v[2] >> 1,
+            len_bytes: v[2] >> 2,
         }))
     }
 }

@@ -237,6 +237,31 @@ impl Sched {
         }
     }
 
+    /// Multi-plane operations: take from `die`'s queue of `t` (the one [`Sched::enqueue`]
+    /// puts a transaction of `t`'s source and kind in) the oldest transaction, among the first
+    /// `scan`, of `t`'s kind for which `fits` holds (the caller checks plane and page
+    /// offset). Host writes under dynamic allocation are never taken (they have no die yet).
+    pub fn take_partner(
+        &mut self,
+        die: u32,
+        t: &Txn,
+        scan: usize,
+        mut fits: impl FnMut(&Txn) -> bool,
+    ) -> Option<Txn> {
+        let q = match (t.source, t.kind) {
+            (Source::Host, TxnKind::Read) => Q_READ,
+            (Source::Host, TxnKind::Program) => Q_WRITE,
+            _ => Q_BG,
+        };
+        let queue = &mut self.queues[die as usize][q];
+        let i = queue
+            .iter()
+            .take(scan)
+            .position(|x| x.kind == t.kind && x.source == t.source && fits(x))?;
+        self.queued -= 1;
+        queue.remove(i)
+    }
+
     /// The heads of `die`'s queues (what it may start next), for prefetching what they will
     /// touch. Also prefetches the queue entries a few places behind each head, so that the
     /// next heads are in cache when they are read.
@@ -249,6 +274,12 @@ impl Sched {
             }
         }
         qs.iter().filter_map(|q| q.front())
+    }
+
+    /// Whether a host read is queued on `die`.
+    #[inline]
+    pub fn has_host_read(&self, die: u32) -> bool {
+        !self.queues[die as usize][Q_READ].is_empty()
     }
 
     /// Transactions still queued (all dies and the shared write queue).

@@ -84,6 +84,8 @@ pub struct Agcr {
     fill_region: i64,
     /// Region of preconditioned data.
     fill: u8,
+    /// Built as EFM's "TOS18" baseline: needs a region device.
+    tos18: bool,
 }
 
 impl Agcr {
@@ -122,6 +124,7 @@ impl Agcr {
             mig,
             fill_region: if fill_region == 255 { -1 } else { fill_region },
             fill: 0,
+            tos18: false,
             history: Vec::new(),
             high,
             medium,
@@ -132,6 +135,13 @@ impl Agcr {
             placed_write_only: 0,
             placed_unknown: 0,
         })
+    }
+
+    /// The EFM paper's "TOS18" baseline (registry name `tos18`): the same scheme, which then
+    /// needs a `[regions]` device ([`Scheme::validate_device`]).
+    pub fn requiring_regions(mut self) -> Self {
+        self.tos18 = true;
+        self
     }
 
     #[inline]
@@ -153,6 +163,26 @@ impl Agcr {
 impl Scheme for Agcr {
     fn name(&self) -> &'static str {
         "agcr"
+    }
+
+    fn validate_device(&self, dev: &super::DeviceInfo) -> Result<(), ConfigError> {
+        if self.tos18 {
+            return dev.need_regions("tos18", 1);
+        }
+        let same = |a: &Placement, b: &Placement| a.mode == b.mode && a.ecc == b.ecc;
+        if dev.regions >= 2 || !same(&self.high, &self.medium) || !same(&self.medium, &self.low) {
+            return Ok(());
+        }
+        Err(super::DeviceInfo::mismatch(
+            "agcr",
+            &format!(
+                "program modes or ECC kinds that differ between its read-hot, mixed and \
+                 write-hot classes (this configuration has {} program mode(s) and {} ECC \
+                 kind(s), and no [regions])",
+                dev.modes, dev.eccs
+            ),
+            "xia-diffecc",
+        ))
     }
 
     fn set_regions(&mut self, info: &super::RegionInfo) {

@@ -144,6 +144,24 @@ impl Scheme for DiffEccWa {
         "diffecc_wa"
     }
 
+    fn validate_device(&self, dev: &super::DeviceInfo) -> Result<(), ConfigError> {
+        // Both classes in the same mode with the same ECC is the baseline under another name.
+        // A deliberate ablation (one of the two equal) stays allowed.
+        if self.normal.mode != self.low_cost.mode || self.normal.ecc != self.low_cost.ecc {
+            return Ok(());
+        }
+        Err(super::DeviceInfo::mismatch(
+            "diffecc_wa",
+            &format!(
+                "a low-cost program mode and a second ECC kind (normal_mode ≠ low_cost_mode or \
+                 bch_ecc ≠ ldpc_ecc; this configuration has {} program mode(s) and {} ECC \
+                 kind(s))",
+                dev.modes, dev.eccs
+            ),
+            "xia-diffecc",
+        ))
+    }
+
     fn on_host_request(&mut self, _op: Op, _first_lpn: u32, _pages: u32) {
         self.sep.begin_request();
     }

@@ -293,6 +293,8 @@ impl Efm {
                 self.write_tbl[i] += k as f32;
                 self.mro[i] = (self.mro[i] << 1) & mask;
             }
+            // The engine calls no scheme hook for a discard.
+            Op::Trim => return,
         }
         let class = self.classify(i);
         let last = (self.n() - 1) as u8;
@@ -309,6 +311,7 @@ impl Efm {
                     self.check_migration(i, class as u8, ctx, actions);
                 }
             }
+            Op::Trim => {}
         }
     }
 
@@ -393,6 +396,10 @@ impl Efm {
 impl Scheme for Efm {
     fn name(&self) -> &'static str {
         self.name
+    }
+
+    fn validate_device(&self, dev: &super::DeviceInfo) -> Result<(), ConfigError> {
+        dev.need_regions(self.name, 1)
     }
 
     fn set_regions(&mut self, info: &RegionInfo) {

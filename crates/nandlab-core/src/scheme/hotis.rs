@@ -152,6 +152,10 @@ impl Scheme for Hotis {
         "hotis"
     }
 
+    fn validate_device(&self, dev: &super::DeviceInfo) -> Result<(), ConfigError> {
+        dev.need_regions("hotis", 1)
+    }
+
     fn set_regions(&mut self, info: &RegionInfo) {
         self.n = info.n.max(1);
     }

@@ -120,6 +120,25 @@ impl Scheme for Ida {
         "ida"
     }
 
+    fn validate_device(&self, dev: &super::DeviceInfo) -> Result<(), ConfigError> {
+        // IDA acts at data refresh (§III-B) on the word lines of multi-bit cells (Table I's
+        // TLC cases; MLC in §V-G).
+        if dev.bits_per_cell < 2 || !dev.refresh {
+            return Err(super::DeviceInfo::mismatch(
+                "ida",
+                &format!(
+                    "an MLC or TLC device (device.cell = \"tlc\"; this one has {} bit(s) per cell) with \
+                     data refresh (refresh.period_s > 0 or \
+                     precondition.refresh_before_replay = true; this one has {})",
+                    dev.bits_per_cell,
+                    if dev.refresh { "it" } else { "none" }
+                ),
+                "ida-tlc",
+            ));
+        }
+        Ok(())
+    }
+
     fn placement(&mut self, lpn: u32, source: Source, ctx: &Ctx<'_>) -> Placement {
         let mut pl = self.base.placement(lpn, source, ctx);
         if source == Source::Refresh {

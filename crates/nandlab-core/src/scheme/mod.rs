@@ -226,6 +226,70 @@ impl RegionInfo {
     }
 }
 
+/// What a scheme may need of the device beyond its regions, handed to
+/// [`Scheme::validate_device`] once before preconditioning (issue 13, item 7: a scheme whose
+/// needs the configuration does not meet is an error, never a silent baseline run).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// Program modes (`1 + [[timing.program_modes]]`).
+    pub modes: usize,
+    /// ECC kinds (`[[timing.ecc]]`, at least 1).
+    pub eccs: usize,
+    /// Bits per cell of the device's cell type (`device.cell`: 1 SLC … 4 QLC).
+    pub bits_per_cell: usize,
+    /// Configured regions (`[regions]`; 0 without).
+    pub regions: usize,
+    /// Data refresh runs during the replay (`refresh.period_s > 0`) or once before it
+    /// (`precondition.refresh_before_replay`).
+    pub refresh: bool,
+}
+
+impl DeviceInfo {
+    /// The device of configuration `cfg` with timing `timing`.
+    pub fn new(cfg: &crate::config::Config, timing: &Timing) -> DeviceInfo {
+        DeviceInfo {
+            modes: timing.modes.len(),
+            eccs: timing.eccs.len(),
+            bits_per_cell: cfg.device.cell.bits(),
+            regions: if cfg.regions.is_off() {
+                0
+            } else {
+                cfg.regions.count()
+            },
+            refresh: !cfg.refresh.is_off() || cfg.precondition.refresh_before_replay,
+        }
+    }
+
+    /// The one-line error of scheme `scheme` whose need `need` the device does not meet;
+    /// `preset` names the preset to use instead.
+    pub fn mismatch(scheme: &str, need: &str, preset: &str) -> ConfigError {
+        ConfigError::Invalid {
+            key: "scheme.name".into(),
+            value: format!("{scheme:?}"),
+            msg: format!(
+                "{scheme} needs {need}; this configuration would run it as the baseline. Use \
+                 the preset `{preset}` (configs/{preset}.toml), or `-s baseline` on this one"
+            ),
+        }
+    }
+
+    /// Error unless the device has at least `n` regions (for region schemes: EFM, WARM,
+    /// HotIS, TOS18), naming the `efm` preset.
+    pub fn need_regions(&self, scheme: &str, n: usize) -> Result<(), ConfigError> {
+        if self.regions >= n {
+            return Ok(());
+        }
+        Err(DeviceInfo::mismatch(
+            scheme,
+            &format!(
+                "a [regions] device with at least {n} regions (this one has {})",
+                self.regions
+            ),
+            "efm",
+        ))
+    }
+}
+
 /// Region of preconditioned data for the `fill_region` parameter every region scheme takes:
 /// negative = the middle region of `n`, else that region (clamped to `n − 1`).
 #[inline]
@@ -282,6 +346,16 @@ pub trait Scheme: Send {
     /// # Errors
     /// [`ConfigError`] naming the key and what to use.
     fn validate(&self, _info: &RegionInfo) -> Result<(), ConfigError> {
+        Ok(())
+    }
+
+    /// Whether the scheme can run on this device's program modes, ECC kinds, cell type and
+    /// refresh (called right after [`Scheme::validate`]): a scheme that would degenerate to
+    /// the baseline here returns [`DeviceInfo::mismatch`], naming the preset to use.
+    ///
+    /// # Errors
+    /// [`ConfigError::Invalid`] on `scheme.name`, naming the preset.
+    fn validate_device(&self, _dev: &DeviceInfo) -> Result<(), ConfigError> {
         Ok(())
     }
 
@@ -353,7 +427,10 @@ pub fn registry(
             params, timing, streams,
         )?)),
         // The EFM paper's "TOS18" baseline is the journal version of AGCR (same scheme).
-        "agcr" | "tos18" => Ok(Box::new(agcr::Agcr::new(params, timing, streams)?)),
+        "agcr" => Ok(Box::new(agcr::Agcr::new(params, timing, streams)?)),
+        "tos18" => Ok(Box::new(
+            agcr::Agcr::new(params, timing, streams)?.requiring_regions(),
+        )),
         "ida" => Ok(Box::new(ida::Ida::new(params, timing, streams)?)),
         "efm" => Ok(Box::new(efm::Efm::new(params, timing, streams, true)?)),
         "efm_static" => Ok(Box::new(efm::Efm::new(params, timing, streams, false)?)),

@@ -192,6 +192,10 @@ impl Scheme for Warm {
         "warm"
     }
 
+    fn validate_device(&self, dev: &super::DeviceInfo) -> Result<(), ConfigError> {
+        dev.need_regions("warm", 1)
+    }
+
     fn set_regions(&mut self, info: &RegionInfo) {
         self.n = info.n.max(1);
     }

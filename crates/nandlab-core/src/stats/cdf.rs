@@ -1,6 +1,6 @@
 //! Optional latency CDFs in the report (`[stats] latency_cdf = true`): for each host request
 //! class (`all`, `read`, `write`) the response time at [`CDF_QUANTILES`], read from the same HDR
-//! histograms as the report's percentiles (3 significant digits). Built at report time, so it
+//! histograms as the report's percentiles (3 significant digits), ending at the exact max. Built at report time, so it
 //! costs nothing per request; off by default (the report is then unchanged).
 //!
 //! Report shape: `host.cdf = {"quantiles": [q…], "all_us": [v…], "read_us": [v…],
@@ -26,17 +26,19 @@ impl Latency {
         if self.count == 0 {
             return Vec::new();
         }
+        // The last point is the exact max (as `max_us`); the histogram's bucket values above
+        // it (rounding up within 3 significant digits) are capped at it.
         CDF_QUANTILES
             .iter()
             .map(|&q| {
                 let v = if q >= 1.0 {
-                    self.hist.max()
+                    self.max_ns
                 } else if q <= 0.0 {
                     self.hist.min()
                 } else {
                     self.hist.value_at_quantile(q)
                 };
-                v as f64 / 1000.0
+                v.min(self.max_ns) as f64 / 1000.0
             })
             .collect()
     }

@@ -183,6 +183,28 @@ pub struct ReliabilityStats {
     pub detected_only: u64,
 }
 
+/// Counters of the device features of issue 13 (each reported only when its feature is on,
+/// so reports of runs without them are unchanged).
+#[derive(Clone, Debug, Default)]
+pub struct DeviceStats {
+    /// Read-modify-write: flash reads of mapped pages a partial-page host write merged into.
+    pub rmw_reads: u64,
+    /// Partial-page host writes to unmapped pages (programmed without a read).
+    pub rmw_unmapped: u64,
+    /// Multi-plane reads, programs and erases (operations of ≥ 2 planes).
+    pub multi_plane_ops: [u64; 3],
+    /// Transactions those operations served.
+    pub multi_plane_txns: u64,
+    /// Suspensions of programs and of erases by host reads.
+    pub suspensions: [u64; 2],
+    /// Discard (TRIM) requests replayed.
+    pub trim_requests: u64,
+    /// Bytes they covered.
+    pub trim_bytes: u64,
+    /// Mapped pages they unmapped.
+    pub trimmed_pages: u64,
+}
+
 /// Counters the engine keeps while replaying.
 #[derive(Clone, Debug, Default)]
 pub struct Stats {
@@ -231,6 +253,8 @@ pub struct Stats {
     pub rewrites: u64,
     /// Rewrites a host request waited for (`Action::Rewrite { wait: true }`), queued.
     pub sync_rewrites: u64,
+    /// Device-feature counters (issue 13).
+    pub device: DeviceStats,
     /// Busy time per die, ns.
     pub die_busy_ns: Vec<u64>,
     /// Busy time per channel, ns.

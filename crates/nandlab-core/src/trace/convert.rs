@@ -50,7 +50,11 @@ impl<W: Write> CanonicalWriter<W> {
         let l = &mut self.line;
         l.clear();
         push_u64(l, r.arrival_ns);
-        l.extend_from_slice(if r.op == Op::Read { b",R," } else { b",W," });
+        l.extend_from_slice(match r.op {
+            Op::Read => b",R,",
+            Op::Write => b",W,",
+            Op::Trim => b",D,",
+        });
         push_u64(l, r.offset_bytes);
         l.push(b',');
         push_u64(l, r.len_bytes);

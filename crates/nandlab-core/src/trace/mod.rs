@@ -128,6 +128,10 @@ pub enum Op {
     Read,
     /// Host write.
     Write,
+    /// Discard / TRIM of the range (blkparse `D` in RWBS, op `D`/`T`/`trim`/`discard` in the
+    /// canonical CSV and SYSTOR's IOType). Readers yield it only with
+    /// [`TraceOptions::discards`]; otherwise such lines are skipped and counted as before.
+    Trim,
 }
 
 /// One host I/O request, as replayed by the simulator.
@@ -327,6 +331,9 @@ pub struct TraceOptions {
     pub reorder_window: usize,
     /// blkparse arrival event.
     pub blkparse_event: BlkparseEvent,
+    /// Yield discards as [`Op::Trim`] requests (the simulator sets it from `ftl.trim`);
+    /// `false`: skip them and count them in `non_request_skipped`.
+    pub discards: bool,
 }
 
 impl Default for TraceOptions {
@@ -336,6 +343,7 @@ impl Default for TraceOptions {
             device: None,
             reorder_window: 1024,
             blkparse_event: BlkparseEvent::Issue,
+            discards: false,
         }
     }
 }

@@ -338,6 +338,11 @@ fn rw_word(v: &[u8], field: &'static str, expected: &str) -> Result<Op, FieldErr
         Ok(Op::Read)
     } else if t.eq_ignore_ascii_case(b"write") || t.eq_ignore_ascii_case(b"w") {
         Ok(Op::Write)
+    } else if [&b"d"[..], b"t", b"trim", b"discard"]
+        .iter()
+        .any(|w| t.eq_ignore_ascii_case(w))
+    {
+        Ok(Op::Trim)
     } else {
         Err(bad(field, v, "unknown op", expected))
     }
@@ -624,10 +629,9 @@ fn parse_blkparse(line: &[u8], ev: BlkparseEvent) -> Result<Rec, FieldError> {
         return Ok(Rec::NonRequest);
     }
     let rwbs = f.get("RWBS", c)?;
-    if rwbs.contains(&b'D') {
-        return Ok(Rec::NonRequest); // discard
-    }
-    let op = if rwbs.contains(&b'R') {
+    let op = if rwbs.contains(&b'D') {
+        Op::Trim // discard: skipped by the reader unless discards are asked for
+    } else if rwbs.contains(&b'R') {
         Op::Read
     } else if rwbs.contains(&b'W') {
         Op::Write

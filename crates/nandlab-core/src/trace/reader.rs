@@ -41,6 +41,7 @@ pub(crate) struct RawReader {
     lines: LineReader,
     format: TraceFormat,
     blk_event: BlkparseEvent,
+    discards: bool,
     seen_data: bool,
     pub(crate) counters: ReaderCounters,
 }
@@ -50,12 +51,14 @@ impl RawReader {
         path: &Path,
         format: TraceFormat,
         blk_event: BlkparseEvent,
+        discards: bool,
     ) -> Result<RawReader, TraceError> {
         Ok(RawReader {
             file: path.to_path_buf(),
             lines: LineReader::open(path)?,
             format,
             blk_event,
+            discards,
             seen_data: false,
             counters: ReaderCounters::default(),
         })
@@ -93,6 +96,9 @@ impl RawReader {
                 }
             }
             match parse_line(self.format, line, self.blk_event) {
+                Ok(Rec::Req(r)) if r.op == Op::Trim && !self.discards => {
+                    self.counters.non_request_skipped += 1
+                }
                 Ok(Rec::Req(r)) => return Ok(Some((r, line_no))),
                 Ok(Rec::ZeroSize) => self.counters.zero_size_skipped += 1,
                 Ok(Rec::NonRequest) => self.counters.non_request_skipped += 1,
@@ -172,7 +178,7 @@ impl TraceReader {
         }
         let mut bases = Vec::new();
         if format.is_multi_device() && opts.device.is_none() {
-            let mut rr = RawReader::open(path, format, opts.blkparse_event)?;
+            let mut rr = RawReader::open(path, format, opts.blkparse_event, opts.discards)?;
             let mut max_end: BTreeMap<u32, u64> = BTreeMap::new();
             while let Some((r, _)) = rr.next_raw()? {
                 let e = max_end.entry(r.device).or_insert(0);
@@ -195,7 +201,7 @@ impl TraceReader {
                 }
             }
         }
-        let raw = RawReader::open(path, format, opts.blkparse_event)?;
+        let raw = RawReader::open(path, format, opts.blkparse_event, opts.discards)?;
         let mut rd = TraceReader {
             raw,
             filter: opts.device,

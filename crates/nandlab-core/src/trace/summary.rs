@@ -65,6 +65,8 @@ impl Acc {
                 self.writes += 1;
                 self.bytes_written = self.bytes_written.saturating_add(r.len_bytes);
             }
+            // A discard (only with `TraceOptions::discards`) moves no data.
+            Op::Trim => {}
         }
         self.min_off = self.min_off.min(r.offset_bytes);
         self.max_end = self.max_end.max(r.offset_bytes + r.len_bytes);
@@ -271,10 +273,10 @@ pub fn stats(
     };
     let mut rd = TraceReader::open(path, opts)?;
     while let Some(r) = rd.next_request()? {
-        let bit = if r.op == Op::Read {
-            READ_BIT
-        } else {
-            WRITE_BIT
+        let bit = match r.op {
+            Op::Read => READ_BIT,
+            Op::Write => WRITE_BIT,
+            Op::Trim => continue,
         };
         for p in pages_of(&r) {
             map.mark(p, bit);

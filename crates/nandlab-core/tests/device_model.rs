@@ -1,0 +1,552 @@
+//! The device model of issue 13: scheme/configuration mismatch errors, read-modify-write,
+//! TRIM, multi-plane operations, program/erase suspension, the DRAM write cache and the
+//! default drive. Latency tests run at low load, where each response is exactly its service
+//! time, and state the expected value from the configured latencies.
+
+use nandlab_core::api::check_config;
+use std::path::PathBuf;
+
+fn preset(name: &str) -> String {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../configs")
+        .join(format!("{name}.toml"));
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// A device with one program mode, one ECC kind, MLC and no regions or refresh.
+const PLAIN: &str = r#"
+[device]
+channels = 2
+pages_per_block = 64
+page_size_bytes = 4096
+logical_capacity_bytes = 67108864
+"#;
+
+// ----- item 7: scheme/config mismatch -----------------------------------------------------
+
+#[test]
+fn a_scheme_the_device_cannot_serve_is_a_one_line_error_naming_the_preset() {
+    for (scheme, preset_name) in [
+        ("efm", "efm"),
+        ("efm_static", "efm"),
+        ("warm", "efm"),
+        ("hotis", "efm"),
+        ("tos18", "efm"),
+        ("agcr", "xia-diffecc"),
+        ("diffecc_wa", "xia-diffecc"),
+        ("ida", "ida-tlc"),
+        ("flexlevel", "flexlevel"),
+    ] {
+        let err = check_config(PLAIN, None, &[], Some(scheme))
+            .err()
+            .or_else(|| {
+                // flexlevel checks its regions when the engine is built.
+                let cfg = nandlab_core::config::load(
+                    PLAIN,
+                    "<test>",
+                    &[format!("scheme.name=\"{scheme}\"")],
+                )
+                .unwrap();
+                let mut open = || {
+                    Ok(nandlab_core::host::VecSource::new(vec![
+                        nandlab_core::trace::HostRequest {
+                            arrival_ns: 0,
+                            op: nandlab_core::trace::Op::Write,
+                            offset_bytes: 0,
+                            len_bytes: 4096,
+                        },
+                    ]))
+                };
+                nandlab_core::api::simulate_source(
+                    cfg,
+                    &mut open,
+                    serde_json::Value::Null,
+                    &mut |_, _| {},
+                )
+                .err()
+            })
+            .unwrap_or_else(|| panic!("{scheme} ran on a device it cannot serve"));
+        let msg = err.to_string();
+        assert!(!msg.contains('\n'), "{scheme}: {msg}");
+        assert!(
+            msg.contains(&format!("`{preset_name}`")),
+            "{scheme} should name preset {preset_name}: {msg}"
+        );
+    }
+}
+
+#[test]
+fn each_scheme_runs_on_its_own_preset() {
+    for (scheme, preset_name, extra) in [
+        ("efm", "efm", None),
+        ("efm_static", "efm", None),
+        ("warm", "efm", None),
+        ("hotis", "efm", None),
+        ("tos18", "efm", None),
+        ("agcr", "efm", None),
+        ("agcr", "xia-diffecc", None),
+        ("diffecc_wa", "xia-diffecc", None),
+        ("ida", "ida-tlc", Some("refresh.period_s=20.0")),
+        (
+            "ida",
+            "ida-tlc",
+            Some("precondition.refresh_before_replay=true"),
+        ),
+        ("baseline", "default", None),
+    ] {
+        let ov: Vec<String> = extra.into_iter().map(String::from).collect();
+        check_config(&preset(preset_name), None, &ov, Some(scheme))
+            .unwrap_or_else(|e| panic!("{scheme} on {preset_name}: {e}"));
+    }
+    // IDA without any data refresh does nothing IDA does.
+    let off = ["refresh.period_s=0.0".to_string()];
+    let e = check_config(&preset("ida-tlc"), None, &off, Some("ida")).unwrap_err();
+    assert!(e.to_string().contains("refresh"), "{e}");
+}
+
+// ----- shared helpers for the latency tests -------------------------------------------------
+
+use nandlab_core::api::simulate_source;
+use nandlab_core::config::load;
+use nandlab_core::host::VecSource;
+use nandlab_core::trace::{HostRequest, Op};
+use serde_json::Value;
+
+fn run(toml: &str, overrides: &[&str], reqs: Vec<HostRequest>) -> Value {
+    let ov: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
+    let cfg = load(toml, "<test>", &ov).expect("config");
+    let mut open = || Ok(VecSource::new(reqs.clone()));
+    simulate_source(cfg, &mut open, Value::Null, &mut |_, _| {}).expect("run")
+}
+
+fn f(v: &Value, path: &str) -> f64 {
+    let mut cur = v;
+    for k in path.split('.') {
+        cur = &cur[k];
+    }
+    cur.as_f64()
+        .unwrap_or_else(|| panic!("{path} missing in report"))
+}
+
+fn rq(t_ns: u64, op: Op, offset_bytes: u64, len_bytes: u64) -> HostRequest {
+    HostRequest {
+        arrival_ns: t_ns,
+        op,
+        offset_bytes,
+        len_bytes,
+    }
+}
+
+/// 4 dies on 4 channels, 8 KiB pages, fixed latencies; nothing pre-written.
+const LAT: &str = r#"
+[device]
+channels = 4
+pages_per_block = 64
+page_size_bytes = 8192
+logical_capacity_bytes = 268435456
+[timing]
+read_us = [45.0]
+program_us = [1300.0]
+erase_us = 3800.0
+channel_mt_s = 400.0
+ecc_decode_us = 12.5
+[precondition]
+fill = "none"
+"#;
+const PS: u64 = 8192;
+/// One page over the channel: 8192 B at 400 MT/s, ns.
+const XFER: u64 = 20_480;
+const READ: u64 = 45_000 + XFER + 12_500;
+const PROG: u64 = XFER + 1_300_000;
+
+// ----- item 4: read-modify-write --------------------------------------------------------------
+
+#[test]
+fn rmw_write_costs_a_read_and_a_program_only_into_a_mapped_page() {
+    // Page 0 written whole; 100 ms later 512 B into it (mapped: read + program); then 512 B
+    // into page 40 (unmapped: program only), then a page-aligned full write (program only).
+    let reqs = vec![
+        rq(0, Op::Write, 0, PS),
+        rq(100_000_000, Op::Write, 1024, 512),
+        rq(200_000_000, Op::Write, 40 * PS + 512, 512),
+        rq(300_000_000, Op::Write, 8 * PS, PS),
+    ];
+    let on = run(LAT, &["ftl.read_modify_write=true"], reqs.clone());
+    assert_eq!(f(&on, "sim.rmw_reads"), 1.0);
+    assert_eq!(f(&on, "sim.rmw_unmapped_writes"), 1.0);
+    assert_eq!(f(&on, "flash.reads_by_source.host"), 1.0);
+    let mean = (3 * PROG + READ + PROG) as f64 / 4.0;
+    assert_eq!(f(&on, "host.write_mean_us") * 1000.0, mean);
+    // Off: a partial write programs the whole page at once, no read, no rmw keys.
+    let off = run(LAT, &[], reqs);
+    assert_eq!(f(&off, "host.write_mean_us") * 1000.0, PROG as f64);
+    assert_eq!(f(&off, "flash.reads"), 0.0);
+    assert!(off["sim"].get("rmw_reads").is_none());
+}
+
+#[test]
+fn rmw_reads_both_partial_ends_of_a_multi_page_write() {
+    // Pages 0..4 written; then bytes [4096, 3·8192 + 4096) = partial page 0, full 1 and 2,
+    // partial page 3: two RMW reads (pages 0 and 3), on two dies, in parallel.
+    let reqs = vec![
+        rq(0, Op::Write, 0, 4 * PS),
+        rq(100_000_000, Op::Write, 4096, 3 * PS),
+    ];
+    let r = run(LAT, &["ftl.read_modify_write=true"], reqs);
+    assert_eq!(f(&r, "sim.rmw_reads"), 2.0);
+    assert_eq!(f(&r, "flash.programs"), 8.0);
+    let mean = (PROG + READ + PROG) as f64 / 2.0;
+    assert_eq!(f(&r, "host.write_mean_us") * 1000.0, mean);
+}
+
+// ----- item 5: TRIM / discard -------------------------------------------------------------
+
+#[test]
+fn readers_yield_discards_only_when_asked() {
+    use nandlab_core::trace::{TraceOptions, TraceReader};
+    let dir = std::env::temp_dir().join(format!("nandlab-trim-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let canon = dir.join("t.csv");
+    std::fs::write(
+        &canon,
+        "time_ns,op,offset_bytes,size_bytes\n0,W,0,8192\n10,D,0,8192\n20,trim,8192,8192\n",
+    )
+    .unwrap();
+    let blk = dir.join("b.blktrace.txt");
+    std::fs::write(
+        &blk,
+        "  8,0    1        1     0.000000000  100  D   W 0 + 16 [fio]\n  \
+         8,0    1        2     0.000001000  100  D   D 16 + 16 [fstrim]\n",
+    )
+    .unwrap();
+    for (path, fmt) in [
+        (&canon, nandlab_core::trace::TraceFormat::Canonical),
+        (&blk, nandlab_core::trace::TraceFormat::Blkparse),
+    ] {
+        for discards in [false, true] {
+            let opts = TraceOptions {
+                format: Some(fmt),
+                discards,
+                ..TraceOptions::default()
+            };
+            let mut r = TraceReader::open(path, &opts).unwrap();
+            let mut ops = Vec::new();
+            while let Some(q) = r.next_request().unwrap() {
+                ops.push(q.op);
+            }
+            let trims = ops.iter().filter(|&&o| o == Op::Trim).count() as u64;
+            if discards {
+                assert!(trims >= 1, "{fmt:?}: {ops:?}");
+                assert_eq!(r.counters().non_request_skipped, 0);
+            } else {
+                assert_eq!(trims, 0);
+                assert!(r.counters().non_request_skipped >= 1, "{fmt:?}");
+            }
+        }
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn a_trimmed_page_reads_as_unmapped_and_is_free_space_to_gc() {
+    // Whole pages 0..4 written, then a discard of [4096, 3·8192 + 4096): pages 1 and 2 are
+    // covered whole (unmapped), pages 0 and 3 partly (kept). Reads of 0..4 then touch flash
+    // for pages 0 and 3 only.
+    let mut reqs = vec![
+        rq(0, Op::Write, 0, 4 * PS),
+        rq(10_000_000, Op::Trim, 4096, 3 * PS),
+    ];
+    for p in 0..4 {
+        reqs.push(rq(20_000_000 + p * 10_000_000, Op::Read, p * PS, PS));
+    }
+    let r = run(LAT, &["ftl.trim=true"], reqs);
+    assert_eq!(f(&r, "sim.trim_requests"), 1.0);
+    assert_eq!(f(&r, "sim.trimmed_pages"), 2.0);
+    assert_eq!(f(&r, "flash.reads"), 2.0);
+    assert_eq!(f(&r, "host.unmapped_read_pages"), 2.0);
+    assert_eq!(f(&r, "host.reads"), 4.0);
+
+    // GC: a small device filled, then half its logical space trimmed, then random
+    // overwrites of the other half: the trimmed half's blocks hold no valid data, so GC moves
+    // fewer pages than when the same half is left valid.
+    let small = r#"
+[device]
+channels = 1
+pages_per_block = 32
+page_size_bytes = 8192
+blocks_per_plane = 64
+logical_capacity_bytes = 14680064
+[precondition]
+fill = "none"
+"#;
+    let pages = 1700;
+    let mut base = vec![rq(0, Op::Write, 0, pages * PS)];
+    let mut rng = 12345u64;
+    // The fill takes 1700 × 1.32 ms ≈ 2.2 s on the one die; the trim comes after it.
+    let mut t = 6_000_000_000u64;
+    let mut writes = Vec::new();
+    for _ in 0..4000 {
+        rng = rng
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let p = pages / 2 + (rng >> 33) % (pages / 2);
+        writes.push(rq(t, Op::Write, p * PS, PS));
+        t += 5_000_000;
+    }
+    let mut trimmed = base.clone();
+    trimmed.push(rq(5_000_000_000, Op::Trim, 0, pages / 2 * PS));
+    trimmed.extend(writes.iter().copied());
+    base.extend(writes);
+    let with = run(small, &["ftl.trim=true"], trimmed);
+    let without = run(small, &["ftl.trim=true"], base);
+    assert_eq!(f(&with, "sim.trimmed_pages"), (pages / 2) as f64);
+    assert!(f(&with, "flash.erases") > 0.0);
+    assert!(
+        f(&with, "gc.pages_moved") < f(&without, "gc.pages_moved"),
+        "{} vs {}",
+        f(&with, "gc.pages_moved"),
+        f(&without, "gc.pages_moved")
+    );
+}
+
+// ----- item 1: multi-plane operations ---------------------------------------------------------
+
+/// One die on one channel with two planes.
+const TWO_PLANES: &str = r#"
+[device]
+channels = 1
+planes_per_die = 2
+pages_per_block = 64
+page_size_bytes = 8192
+logical_capacity_bytes = 67108864
+[timing]
+read_us = [45.0]
+program_us = [1300.0]
+erase_us = 3800.0
+channel_mt_s = 400.0
+ecc_decode_us = 12.5
+[precondition]
+fill = "none"
+"#;
+
+#[test]
+fn a_multi_plane_program_takes_one_program_time_and_a_read_one_sense() {
+    // LPNs 0 and 1 stripe to planes 0 and 1 of the die, both at page offset 0.
+    let reqs = vec![
+        rq(0, Op::Write, 0, 2 * PS),
+        rq(100_000_000, Op::Read, 0, 2 * PS),
+    ];
+    let on = run(TWO_PLANES, &["sched.multi_plane=true"], reqs.clone());
+    assert_eq!(f(&on, "sim.multi_plane_programs"), 1.0);
+    assert_eq!(f(&on, "sim.multi_plane_reads"), 1.0);
+    assert_eq!(f(&on, "sim.multi_plane_planes"), 4.0);
+    // Both transfers on the channel, then one program.
+    assert_eq!(
+        f(&on, "host.write_mean_us") * 1000.0,
+        (2 * XFER + 1_300_000) as f64
+    );
+    // One sense, both transfers, then the decode.
+    assert_eq!(
+        f(&on, "host.read_mean_us") * 1000.0,
+        (45_000 + 2 * XFER + 12_500) as f64
+    );
+    // Off: one plane at a time.
+    let off = run(TWO_PLANES, &[], reqs);
+    assert_eq!(f(&off, "host.write_mean_us") * 1000.0, (2 * PROG) as f64);
+    assert_eq!(
+        f(&off, "host.read_mean_us") * 1000.0,
+        (2 * (45_000 + XFER) + 12_500) as f64
+    );
+    assert!(off["sim"].get("multi_plane_reads").is_none());
+}
+
+#[test]
+fn multi_plane_runs_gc_deterministically() {
+    let cfg = r#"
+[device]
+channels = 1
+planes_per_die = 2
+pages_per_block = 32
+page_size_bytes = 8192
+blocks_per_plane = 64
+logical_capacity_bytes = 29360128
+[precondition]
+fill = "none"
+"#;
+    let pages = 3400u64;
+    let mut reqs = vec![rq(0, Op::Write, 0, pages * PS)];
+    let mut rng = 99u64;
+    let mut t = 6_000_000_000u64;
+    for _ in 0..6000 {
+        rng = rng
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        reqs.push(rq(t, Op::Write, ((rng >> 33) % pages) * PS, 2 * PS));
+        t += 3_000_000;
+    }
+    let r = run(cfg, &["sched.multi_plane=true"], reqs.clone());
+    assert!(f(&r, "flash.erases") > 0.0);
+    assert!(f(&r, "sim.multi_plane_programs") > 0.0);
+    let a = run(cfg, &["sched.multi_plane=true"], reqs);
+    let strip = |mut v: Value| {
+        for k in [
+            "wall_s",
+            "replay_wall_s",
+            "host_requests_per_s",
+            "replay_requests_per_s",
+        ] {
+            v.as_object_mut().unwrap().remove(k);
+        }
+        v
+    };
+    assert_eq!(strip(r), strip(a), "deterministic");
+}
+
+// ----- item 2: program/erase suspension -----------------------------------------------------
+
+#[test]
+fn a_read_that_suspends_a_program_waits_suspend_plus_its_read_and_delays_the_program() {
+    // Page 1 pre-written at t = 0 (done by 1.32 ms); a program of page 0 (die 0) starts at
+    // 10 ms; 500 µs later a read of page 4 (same die: 4 channels, LPN 4 -> die 0) arrives.
+    let reqs = vec![
+        rq(0, Op::Write, 4 * PS, PS),
+        rq(10_000_000, Op::Write, 0, PS),
+        rq(10_500_000, Op::Read, 4 * PS, PS),
+    ];
+    let ov = [
+        "sched.suspension=true",
+        "sched.suspend_program_us=20",
+        "sched.resume_us=10",
+    ];
+    let on = run(LAT, &ov, reqs.clone());
+    assert_eq!(f(&on, "sim.suspensions_program"), 1.0);
+    let (susp, resume) = (20_000u64, 10_000u64);
+    // The read: suspend latency, then its own sense + transfer + decode.
+    assert_eq!(f(&on, "host.read_mean_us") * 1000.0, (susp + READ) as f64);
+    // The program ends later by the suspend latency, the read's die time and the resume.
+    let write0 = PROG + susp + (45_000 + XFER) + resume;
+    assert_eq!(
+        f(&on, "host.write_mean_us") * 1000.0,
+        (PROG + write0) as f64 / 2.0
+    );
+    // Off: the read waits for the program.
+    let off = run(LAT, &[], reqs);
+    let read_off = PROG - 500_000 + READ;
+    assert_eq!(f(&off, "host.read_mean_us") * 1000.0, read_off as f64);
+    assert!(off["sim"].get("suspensions_program").is_none());
+}
+
+#[test]
+fn suspensions_per_operation_are_capped() {
+    // Three reads 100 µs apart during one program: with a cap of 1 only the first suspends;
+    // the later ones find the program running again and wait for it.
+    let mut reqs = vec![
+        rq(0, Op::Write, 4 * PS, PS),
+        rq(10_000_000, Op::Write, 0, PS),
+    ];
+    for k in 0..3u64 {
+        reqs.push(rq(10_300_000 + k * 200_000, Op::Read, 4 * PS, PS));
+    }
+    let r = run(
+        LAT,
+        &["sched.suspension=true", "sched.max_suspends_per_op=1"],
+        reqs.clone(),
+    );
+    assert_eq!(f(&r, "sim.suspensions_program"), 1.0);
+    let r3 = run(
+        LAT,
+        &["sched.suspension=true", "sched.max_suspends_per_op=3"],
+        reqs,
+    );
+    assert_eq!(f(&r3, "sim.suspensions_program"), 3.0);
+    assert!(f(&r3, "host.read_mean_us") < f(&r, "host.read_mean_us"));
+}
+
+// ----- item 3: controller DRAM write cache ------------------------------------------------------
+
+#[test]
+fn dram_cache_acknowledges_writes_and_serves_read_hits_in_the_dram_time() {
+    let reqs = vec![
+        rq(0, Op::Write, 0, PS),
+        rq(100_000_000, Op::Write, 0, PS),
+        rq(200_000_000, Op::Read, 0, PS),
+        rq(300_000_000, Op::Read, 8 * PS, PS),
+    ];
+    let ov = ["dram.capacity_bytes=\"1MiB\"", "dram.access_us=5"];
+    let r = run(LAT, &ov, reqs.clone());
+    assert_eq!(f(&r, "host.write_mean_us") * 1000.0, 5_000.0);
+    assert_eq!(f(&r, "sim.dram_write_misses"), 1.0);
+    assert_eq!(f(&r, "sim.dram_write_hits"), 1.0);
+    assert_eq!(f(&r, "sim.dram_read_hits"), 1.0);
+    assert_eq!(f(&r, "sim.dram_read_misses"), 1.0);
+    assert_eq!(f(&r, "sim.dram_flushes"), 2.0);
+    assert_eq!(f(&r, "flash.programs"), 2.0);
+    // The hit costs the DRAM time; the miss of an unwritten page reads nothing.
+    assert_eq!(f(&r, "flash.reads"), 0.0);
+    assert_eq!(f(&r, "host.read.max_us").round(), 5.0);
+    let off = run(LAT, &[], reqs);
+    assert_eq!(f(&off, "host.write_mean_us") * 1000.0, PROG as f64);
+    assert!(off["sim"].get("dram_flushes").is_none());
+}
+
+#[test]
+fn dram_rewrites_during_a_flush_coalesce_and_a_full_cache_pushes_back() {
+    // Page 0 written at 0 and rewritten twice while its flush runs: one more flush.
+    let ov = ["dram.capacity_bytes=\"1MiB\"", "dram.access_us=5"];
+    let reqs = vec![
+        rq(0, Op::Write, 0, PS),
+        rq(100_000, Op::Write, 0, PS),
+        rq(200_000, Op::Write, 0, PS),
+    ];
+    let r = run(LAT, &ov, reqs);
+    assert_eq!(f(&r, "sim.dram_flushes"), 2.0);
+    assert_eq!(f(&r, "flash.programs"), 2.0);
+    // Two entries, three pages in one request (three dies): the third waits for the first
+    // flush to end, then takes 5 µs.
+    let ov = ["dram.capacity_bytes=16384", "dram.access_us=5"];
+    let r = run(LAT, &ov, vec![rq(0, Op::Write, 0, 3 * PS)]);
+    assert_eq!(f(&r, "sim.dram_backpressure_waits"), 1.0);
+    assert_eq!(f(&r, "sim.dram_evictions"), 1.0);
+    assert_eq!(f(&r, "host.write_mean_us") * 1000.0, (PROG + 5_000) as f64);
+    assert_eq!(f(&r, "flash.programs"), 3.0);
+}
+
+// ----- item 6: the default drive ------------------------------------------------------------
+
+#[test]
+fn the_default_drive_runs_a_one_request_trace_in_steady_state() {
+    let cfg = preset("default");
+    let r = run(&cfg, &[], vec![rq(0, Op::Write, 0, 4096)]);
+    assert_eq!(f(&r, "host.writes"), 1.0);
+    assert!(f(&r, "device.logical_bytes") >= (1u64 << 30) as f64);
+    // Whole logical space filled, aged until GC ran and WA settled.
+    assert_eq!(
+        f(&r, "precondition.filled_pages"),
+        f(&r, "device.logical_pages")
+    );
+    assert!(f(&r, "precondition.aging_last_round_wa") > 1.0);
+    let method = r["precondition"]["method"].as_str().expect("method");
+    assert!(method.contains("SNIA"), "{method}");
+    // Every device feature is on and reported.
+    for k in [
+        "sim.dram_flushes",
+        "sim.suspensions_program",
+        "sim.multi_plane_programs",
+        "sim.rmw_reads",
+        "sim.trim_requests",
+    ] {
+        f(&r, k);
+    }
+    // The 4 KiB write into a filled 8 KiB page lands in DRAM (merging needs a read first).
+    assert_eq!(f(&r, "sim.rmw_reads"), 1.0);
+}
+
+#[test]
+fn every_paper_preset_keeps_the_device_features_off() {
+    for p in ["xia-diffecc", "efm", "ida-tlc", "dpa", "flexlevel"] {
+        let cfg = load(&preset(p), "<test>", &[]).unwrap();
+        assert!(!cfg.sched.multi_plane && !cfg.sched.suspension, "{p}");
+        assert!(!cfg.ftl.read_modify_write && !cfg.ftl.trim, "{p}");
+        assert_eq!(cfg.dram.capacity_bytes, 0, "{p}");
+    }
+}
