@@ -84,6 +84,14 @@ pub struct Config {
     /// while at their defaults, so reports of runs without DPA are unchanged).
     #[serde(skip_serializing_if = "crate::dpa::DpaConfig::is_default")]
     pub dpa: crate::dpa::DpaConfig,
+    /// SSD-as-cache front end (`[cache]`, FlexECC §3.2; [`crate::host::cache`]); off (`None`)
+    /// without the section, and then left out of the serialized config.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache: Option<crate::host::cache::CacheConfig>,
+    /// Fault injection (`[faults]`, FlexECC §4.4); off by default and then left out of the
+    /// serialized config.
+    #[serde(skip_serializing_if = "crate::reliability::faults::FaultsConfig::is_off")]
+    pub faults: crate::reliability::faults::FaultsConfig,
 }
 
 /// Where a region's read latency comes from.
@@ -469,6 +477,8 @@ impl Default for Config {
             refresh: RefreshConfig::default(),
             regions: RegionsConfig::default(),
             dpa: crate::dpa::DpaConfig::default(),
+            cache: None,
+            faults: Default::default(),
         }
     }
 }
@@ -546,6 +556,19 @@ pub struct EccConfig {
     /// Extra array sensing per read, µs (e.g. soft sensing).
     #[serde(default)]
     pub extra_sense_us: f64,
+    /// Decode latency of a page with bit errors, µs (FlexECC Table 2: BCH 10); 0 = `decode_us`.
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub decode_corrupted_us: f64,
+    /// Encode latency before each program, µs (FlexECC Table 2: 0.8); 0 = none.
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub encode_us: f64,
+    /// Detection only (CRC, FlexECC §2.2): corrupted pages are detected, not corrected.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub detect_only: bool,
+}
+
+fn is_zero_f64(v: &f64) -> bool {
+    *v == 0.0
 }
 
 /// Operation timing.
@@ -566,6 +589,12 @@ pub struct TimingConfig {
     pub ecc_decode_us: f64,
     /// Name of ECC id 0 in reports.
     pub ecc_name: String,
+    /// Decode latency of a corrupted page with ECC id 0, µs; 0 = `ecc_decode_us`.
+    #[serde(skip_serializing_if = "is_zero_f64")]
+    pub ecc_decode_corrupted_us: f64,
+    /// Encode latency of ECC id 0 before each program, µs; 0 = none.
+    #[serde(skip_serializing_if = "is_zero_f64")]
+    pub ecc_encode_us: f64,
     /// Name of program mode id 0 in reports.
     pub program_mode_name: String,
     /// Additional program modes (ids 1, 2, …; id 0 is `program_us`, named `normal`).
@@ -584,6 +613,8 @@ impl Default for TimingConfig {
             channel_width_bytes: 1,
             ecc_decode_us: 0.0,
             ecc_name: "default".into(),
+            ecc_decode_corrupted_us: 0.0,
+            ecc_encode_us: 0.0,
             program_mode_name: "normal".into(),
             program_modes: Vec::new(),
             ecc: Vec::new(),
@@ -625,6 +656,11 @@ pub struct FtlConfig {
     pub gc_victim: VictimPolicy,
     /// Valid-page moves use copyback (no channel transfer) when true.
     pub copyback: bool,
+    /// With `copyback`, a move still decodes and re-encodes the page in the controller
+    /// (sense, decode + encode, program; no transfer). FlexECC §4.3 needs this: its GC saving
+    /// is decode time, which a pure copy-back would hide (spec §1.5).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub copyback_decode: bool,
     /// Offsets beyond the logical capacity wrap around (DiskSim habit) instead of failing.
     pub wrap_offsets: bool,
     /// Number of write streams (open blocks per plane). Stream 0 = host, 1 = GC by default.
@@ -638,6 +674,7 @@ impl Default for FtlConfig {
             gc_threshold_pct: 5.0,
             gc_victim: VictimPolicy::Greedy,
             copyback: false,
+            copyback_decode: false,
             wrap_offsets: false,
             streams: 2,
         }
@@ -1291,6 +1328,8 @@ impl Config {
         per_type_ns("timing.program_us", &t.program_us, bits as usize)?;
         check_us("timing.erase_us", t.erase_us)?;
         check_us("timing.ecc_decode_us", t.ecc_decode_us)?;
+        check_us("timing.ecc_decode_corrupted_us", t.ecc_decode_corrupted_us)?;
+        check_us("timing.ecc_encode_us", t.ecc_encode_us)?;
         if !(t.channel_mt_s.is_finite() && t.channel_mt_s > 0.0 && t.channel_mt_s <= 1e6) {
             return Err(invalid(
                 "timing.channel_mt_s",
@@ -1309,6 +1348,11 @@ impl Config {
         for (i, e) in t.ecc.iter().enumerate() {
             check_us(&format!("timing.ecc[{i}].decode_us"), e.decode_us)?;
             check_us(&format!("timing.ecc[{i}].extra_sense_us"), e.extra_sense_us)?;
+            check_us(
+                &format!("timing.ecc[{i}].decode_corrupted_us"),
+                e.decode_corrupted_us,
+            )?;
+            check_us(&format!("timing.ecc[{i}].encode_us"), e.encode_us)?;
         }
         if t.program_modes.len() > 254 || t.ecc.len() > 254 {
             return Err(invalid(
@@ -1452,6 +1496,10 @@ impl Config {
             ));
         }
         self.dpa.validate()?;
+        if let Some(c) = &self.cache {
+            c.validate()?;
+        }
+        self.faults.validate()?;
         if p.initial_pe_spread > p.initial_pe_cycles {
             return Err(invalid(
                 "precondition.initial_pe_spread",
@@ -1502,12 +1550,18 @@ impl Config {
             name: t.ecc_name.clone(),
             decode_ns: us_to_ns(t.ecc_decode_us),
             extra_sense_ns: 0,
+            decode_corrupted_ns: us_to_ns(t.ecc_decode_corrupted_us),
+            encode_ns: us_to_ns(t.ecc_encode_us),
+            detect_only: false,
         }];
         for e in &t.ecc {
             eccs.push(EccTiming {
                 name: e.name.clone(),
                 decode_ns: us_to_ns(e.decode_us),
                 extra_sense_ns: us_to_ns(e.extra_sense_us),
+                decode_corrupted_ns: us_to_ns(e.decode_corrupted_us),
+                encode_ns: us_to_ns(e.encode_us),
+                detect_only: e.detect_only,
             });
         }
         let bytes_per_s = t.channel_mt_s * 1e6 * t.channel_width_bytes as f64;
