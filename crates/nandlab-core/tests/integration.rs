@@ -19,6 +19,8 @@ mod ecc_models;
 mod efm;
 #[path = "engine_validation.rs"]
 mod engine_validation;
+#[path = "flexecc.rs"]
+mod flexecc;
 #[path = "flexlevel.rs"]
 mod flexlevel;
 #[path = "periods_history.rs"]

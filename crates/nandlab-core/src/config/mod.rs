@@ -1500,6 +1500,15 @@ impl Config {
             c.validate()?;
         }
         self.faults.validate()?;
+        if !self.faults.is_off() && self.cache.is_none() {
+            return Err(invalid(
+                "faults.mode",
+                format!("{:?}", self.faults.mode),
+                "fault injection needs a [cache] section (corruptions are spread over the \
+                 cache's replay, and a corrupted detect-only page is fetched from its backend \
+                 disk)",
+            ));
+        }
         if p.initial_pe_spread > p.initial_pe_cycles {
             return Err(invalid(
                 "precondition.initial_pe_spread",
