@@ -16,7 +16,8 @@ OLTP and 60,000-request synthetic traces.
 
 **Scaling (spec §2).** Cache = footprint / 12 (30 GB of a 360 GB working set); the device's
 logical capacity = 1.7 x cache (51:30), 15 % over-provisioning of the physical space, one plane
-per die (so small devices keep enough blocks per plane), cold start.
+per die and as many of the 8 channels as keep 200 blocks per plane (small traces: fewer), cold
+start.
 
 **Load level** (:mod:`nandlab.reproduce.load`): ``--time-scale auto`` picks K per trace from
 BCH-SSD's offered die load at K = 1; a list sweeps fixed levels. Each row carries its die
@@ -119,18 +120,24 @@ def _synthetic(out: Path, name: str, requests: int) -> Path:
 def _footprint(path: Path) -> int:
     from nandlab import _core
 
-    st = json.loads(_core.trace_stats(str(path), {}, 4096))
+    st = json.loads(_core.trace_stats(str(path), "{}", 4096))
     return int(st["pages_touched"])
 
 
 def _overrides(footprint: int, k: float, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
     slots = max(1, math.floor(footprint * CACHE_FRACTION))
+    # (at least 48 blocks of 64 pages, so GC has room on tiny traces)
+    logical = max(math.ceil(slots * LOGICAL_PER_CACHE), 48 * 64)
+    # 8 channels (§4.1) while each plane keeps at least 200 blocks of 64 pages (spec §2);
+    # fewer for small traces (at least 1).
+    channels = max(1, min(8, logical // (64 * 200)))
     ov: dict[str, Any] = {
         "cache.size_bytes": 0,
         "cache.size_fraction_of_footprint": CACHE_FRACTION,
         "device.blocks_per_plane": 0,
         "device.planes_per_die": 1,
-        "device.logical_capacity_bytes": math.ceil(slots * LOGICAL_PER_CACHE) * 4096,
+        "device.channels": channels,
+        "device.logical_capacity_bytes": logical * 4096,
         "host.time_scale": float(k),
         "stats.latency_cdf": True,
     }
