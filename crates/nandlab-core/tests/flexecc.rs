@@ -61,7 +61,13 @@ impl RequestSource for Tagged {
 
 fn engine(c: Config, scheme: &str) -> Engine {
     let (geo, logical) = c.size_device(0).expect("size");
-    let s = registry(scheme, &c.scheme.params, &c.timing().unwrap(), c.ftl.streams).unwrap();
+    let s = registry(
+        scheme,
+        &c.scheme.params,
+        &c.timing().unwrap(),
+        c.ftl.streams,
+    )
+    .unwrap();
     let mut e = Engine::new(c, geo, logical, s).expect("engine");
     e.precondition(None).expect("precondition");
     e
@@ -113,9 +119,7 @@ fn state_machine_walk() {
     let lpn = 3;
     let mut acts: Vec<Action> = Vec::new();
     let ppn_of = |ftl: &mut Ftl, ecc: u8, reloc: Option<u32>| {
-        let (p, _) = ftl
-            .allocate_typed(0, 0, 0, true, 0, None)
-            .expect("space");
+        let (p, _) = ftl.allocate_typed(0, 0, 0, true, 0, None).expect("space");
         match reloc {
             None => ftl.program(p, lpn, 0, ecc, 0),
             Some(src) => ftl.relocate(src, p, 0, ecc, 0),
@@ -197,7 +201,11 @@ fn exact_latencies_on_the_preset() {
     let r = e.report(Value::Null, 0.0, 0.0);
     assert_eq!(mean_us(&r, "dirty_write"), 303.2);
     assert_eq!(mean_us(&r, "clean_write"), 303.2);
-    assert!((mean_us(&r, "host_read") - 132.4).abs() < 1e-9, "{}", mean_us(&r, "host_read"));
+    assert!(
+        (mean_us(&r, "host_read") - 132.4).abs() < 1e-9,
+        "{}",
+        mean_us(&r, "host_read")
+    );
     let mut e = engine(cfg(64, &[]), "flexecc");
     replay(
         &mut e,
@@ -217,7 +225,11 @@ fn exact_latencies_on_the_preset() {
     assert!(e.inject_corruption(0, false) && e.inject_corruption(1, false));
     replay(&mut e, vec![(20 * MS, CacheOp::HostRead, 0)]);
     let r = e.report(Value::Null, 0.0, 0.0);
-    assert!((mean_us(&r, "host_read") - 137.4).abs() < 1e-9, "{}", r["cache"]);
+    assert!(
+        (mean_us(&r, "host_read") - 137.4).abs() < 1e-9,
+        "{}",
+        r["cache"]
+    );
     replay(&mut e, vec![(40 * MS, CacheOp::HostRead, 1)]);
     let r = e.report(Value::Null, 0.0, 0.0);
     let both = mean_us(&r, "host_read") * 2.0;
@@ -263,7 +275,10 @@ fn gc_moves_cost_decode_with_copyback() {
     // GC move 230.8 µs (BCH) and 226.6 µs (CRC); erase 1.5 ms; die time, low load.
     let want = (bb + bc) as f64 * 230.8 + cc as f64 * 226.6 + erases as f64 * 1500.0;
     let got = r["cache"]["cleaning_us"].as_f64().unwrap();
-    assert!((got - want).abs() < 1e-6, "cleaning {got} µs, expected {want}");
+    assert!(
+        (got - want).abs() < 1e-6,
+        "cleaning {got} µs, expected {want}"
+    );
 }
 
 // ----- §4.3 Eq. 6 at low load --------------------------------------------------------------
@@ -297,7 +312,10 @@ fn eq6_mean_read_time_at_low_load() {
     let (r_crc, r_bch, r_disk) = (128.2, 132.4, 1500.0);
     let t_r = (1.0 - xi) * (eta * r_crc + (1.0 - eta) * r_bch) + xi * r_disk;
     let got = mean_us(&r, "host_read");
-    assert!((got / t_r - 1.0).abs() < 0.005, "measured {got} µs, Eq. 6 {t_r} µs");
+    assert!(
+        (got / t_r - 1.0).abs() < 0.005,
+        "measured {got} µs, Eq. 6 {t_r} µs"
+    );
 }
 
 // ----- §4.4 scrubber thresholds ------------------------------------------------------------
@@ -329,7 +347,11 @@ fn scrubber_thresholds() {
     for l in 0..5 {
         s.on_verify(l, 100 + l);
     }
-    let fetches = |a: &[Action]| a.iter().filter(|x| matches!(x, Action::Fetch { .. })).count();
+    let fetches = |a: &[Action]| {
+        a.iter()
+            .filter(|x| matches!(x, Action::Fetch { .. }))
+            .count()
+    };
     a.clear();
     s.on_idle(2_900_000, &ctx, &mut a);
     assert_eq!(fetches(&a), 1);
@@ -430,7 +452,11 @@ fn table3_identities_and_direction() {
     assert_eq!(u(&b["cache"]["gc_moves_by_ecc"]["bch->crc"]), 0);
     assert!(u(&f["cache"]["gc_moves_by_ecc"]["bch->crc"]) > 0);
     assert!(u(&f["cache"]["host_reads_by_ecc"]["crc"]) > 0);
-    assert_eq!(f["scheme_stats"]["invariant_violations"], 0, "{}", f["scheme_stats"]);
+    assert_eq!(
+        f["scheme_stats"]["invariant_violations"], 0,
+        "{}",
+        f["scheme_stats"]
+    );
     // Same tagged stream.
     assert_eq!(f["cache"]["manager"], b["cache"]["manager"]);
     // Direction: FlexECC reads and cleaning are faster.
@@ -490,15 +516,30 @@ fn table4_identities_and_determinism_with_faults() {
             + u(&c["backend"]["prefetched"])
             + u(&f["corrected_reads"]);
         assert!(used <= u(&f["corruptions"]) + u(&f["gc_carried"]), "{c}");
-        assert!(u(&c["backend"]["prefetched"]) <= u(&f["corruptions_detect_only"]) + u(&f["gc_carried"]));
+        assert!(
+            u(&c["backend"]["prefetched"])
+                <= u(&f["corruptions_detect_only"]) + u(&f["gc_carried"])
+        );
     }
-    assert_eq!(ra["cache"]["faults"]["corruptions"], rb["cache"]["faults"]["corruptions"]);
+    assert_eq!(
+        ra["cache"]["faults"]["corruptions"],
+        rb["cache"]["faults"]["corruptions"]
+    );
     assert_eq!(u(&bl["cache"]["backend"]["disk_accesses"]), 0);
-    assert!(u(&ra["cache"]["idle"]["verify_found"]) > 0, "{}", ra["cache"]);
+    assert!(
+        u(&ra["cache"]["idle"]["verify_found"]) > 0,
+        "{}",
+        ra["cache"]
+    );
     // Determinism: same inputs, identical reports (wall-clock fields aside).
     let again = run(cache_cfg("flexecc", &faults), &a);
     let strip = |mut v: Value| {
-        for k in ["wall_s", "replay_wall_s", "host_requests_per_s", "replay_requests_per_s"] {
+        for k in [
+            "wall_s",
+            "replay_wall_s",
+            "host_requests_per_s",
+            "replay_requests_per_s",
+        ] {
             v.as_object_mut().unwrap().remove(k);
         }
         v
@@ -511,7 +552,10 @@ fn malformed_cache_section_is_one_line_naming_the_key() {
     for (ov, key) in [
         ("cache.flush_perid_s=3", "flush_perid_s"),
         ("cache.disk_us=-1", "cache.disk_us"),
-        ("cache.size_fraction_of_footprint=2", "cache.size_fraction_of_footprint"),
+        (
+            "cache.size_fraction_of_footprint=2",
+            "cache.size_fraction_of_footprint",
+        ),
         ("cache.size_fraction_of_footprint=0.5", "cache.size_bytes"),
         ("cache.write_through=3", "write_through"),
     ] {
@@ -522,6 +566,8 @@ fn malformed_cache_section_is_one_line_naming_the_key() {
         assert!(e.contains(key), "{ov}: {e}");
         assert!(!e.trim().contains('\n'), "{ov}: {e}");
     }
-    let e = load(PRESET, "x", &["cache.size_bytes=0".into()]).unwrap_err().to_string();
+    let e = load(PRESET, "x", &["cache.size_bytes=0".into()])
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("cache.size_bytes"), "{e}");
 }

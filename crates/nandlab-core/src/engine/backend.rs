@@ -67,10 +67,8 @@ impl Engine {
                 continue;
             }
             let mut cursor = a;
-            loop {
-                let Some((&lpn, f)) = self.faults.range_mut(cursor..b).next() else {
-                    break;
-                };
+            // cursor = a found LPN + 1 ≤ b, so the range is never inverted.
+            while let Some((&lpn, f)) = self.faults.range_mut(cursor..b).next() {
                 cursor = lpn + 1;
                 let ecc = self.ftl.page_ecc(f.ppn);
                 if f.known || !self.timing.eccs[ecc as usize].detect_only {
@@ -80,9 +78,6 @@ impl Engine {
                 let ppn = f.ppn;
                 self.stats.cache.verify_found += 1;
                 self.scheme.on_verify(lpn, ppn);
-                if cursor >= b {
-                    break;
-                }
             }
         }
     }
@@ -215,7 +210,13 @@ impl Engine {
             Some(s) if s == f.ppn => {
                 // The source's code decides: a correcting code's move decodes and corrects.
                 if self.timing.eccs[self.ftl.page_ecc(s) as usize].detect_only {
-                    self.faults.insert(lpn, Fault { ppn: dst, known: true });
+                    self.faults.insert(
+                        lpn,
+                        Fault {
+                            ppn: dst,
+                            known: true,
+                        },
+                    );
                     self.stats.cache.gc_carried += 1;
                 } else {
                     self.faults.remove(&lpn);

@@ -150,7 +150,8 @@ impl Engine {
                     } else {
                         self.stats.gc_pages_moved += 1;
                         let n = self.timing.eccs.len();
-                        self.stats.cache.gc_moves_by_ecc[ecc as usize * n + t.placement.ecc as usize] += 1;
+                        self.stats.cache.gc_moves_by_ecc
+                            [ecc as usize * n + t.placement.ecc as usize] += 1;
                     }
                     let encode = self.timing.eccs[t.placement.ecc as usize].encode_ns;
                     self.exec.push_phase(die, Phase::Array(sense));

@@ -56,12 +56,12 @@ use crate::error::NandlabError;
 use crate::exec::{Event, Executor};
 use crate::flash::{BlockLayout, Timing};
 use crate::ftl::{Ftl, NONE, UNMAPPED};
+use crate::host::cache::CacheOp;
 use crate::host::RequestSource;
+use crate::reliability::faults::{Fault, FaultMode};
 use crate::sched::{Sched, TxnKind};
 use crate::scheme::{Action, AdjustedPage, Ctx, Placement, RefreshPlan, Scheme, Source};
 use crate::stats::Stats;
-use crate::host::cache::CacheOp;
-use crate::reliability::faults::{Fault, FaultMode};
 use crate::trace::{HostRequest, Op};
 
 pub use crate::rng::rng_stream;

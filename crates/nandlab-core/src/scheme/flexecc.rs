@@ -173,7 +173,8 @@ impl FlexEcc {
 
 #[inline]
 fn bit(v: &[u64], i: u32) -> bool {
-    v.get((i / 64) as usize).is_some_and(|w| w >> (i % 64) & 1 == 1)
+    v.get((i / 64) as usize)
+        .is_some_and(|w| w >> (i % 64) & 1 == 1)
 }
 
 #[inline]

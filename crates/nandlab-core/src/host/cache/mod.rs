@@ -217,9 +217,7 @@ impl CacheCounters {
     /// Share of SSD operations that are reads (HostRead + FlushRead), % (Table 1).
     pub fn ssd_read_share_percent(&self) -> Option<f64> {
         let t: u64 = self.ops_by_tag.iter().sum();
-        (t > 0).then(|| {
-            100.0 * (self.ops_by_tag[1] + self.ops_by_tag[2]) as f64 / t as f64
-        })
+        (t > 0).then(|| 100.0 * (self.ops_by_tag[1] + self.ops_by_tag[2]) as f64 / t as f64)
     }
 }
 
@@ -350,7 +348,8 @@ impl<S: RequestSource> CacheSource<S> {
     fn emit_raw(&mut self, t: u64, slot: u32, tag: u8) -> u64 {
         let seq = self.seq;
         self.seq += 1;
-        self.heap.push(std::cmp::Reverse(Emit { t, seq, slot, tag }));
+        self.heap
+            .push(std::cmp::Reverse(Emit { t, seq, slot, tag }));
         seq
     }
 
