@@ -362,7 +362,11 @@ fn simulate_cached<S: RequestSource>(
     let (geo, logical_pages) = cfg.size_device(if auto_size { slots * ps } else { 0 })?;
     if logical_pages < slots {
         return Err(crate::config::ConfigError::Invalid {
-            key: "cache.size_bytes".into(),
+            key: if cc.size_bytes > 0 {
+                "cache.size_bytes".into()
+            } else {
+                "cache.size_fraction_of_footprint".into()
+            },
             value: format!("{} bytes ({slots} slots)", slots * ps),
             msg: format!(
                 "the cache does not fit the device's logical capacity of {logical_pages} pages; \
