@@ -571,3 +571,37 @@ fn malformed_cache_section_is_one_line_naming_the_key() {
         .to_string();
     assert!(e.contains("cache.size_bytes"), "{e}");
 }
+
+/// Speed check helper (ignored): writes the tagged page stream the cache layer makes of
+/// `NANDLAB_CACHE_DUMP_IN` (cache of `NANDLAB_CACHE_SLOTS` slots, time scale 1) as canonical CSV
+/// to `NANDLAB_CACHE_DUMP_OUT`, so the same device work can be replayed without the cache
+/// layer and the two CPU times compared (`nandlab bench` note of issue 14).
+#[test]
+#[ignore]
+fn dump_cache_stream() {
+    use nandlab_core::host::cache::{CacheConfig, CacheSource};
+    use std::io::Write;
+    let (Ok(inp), Ok(out), Ok(slots)) = (
+        std::env::var("NANDLAB_CACHE_DUMP_IN"),
+        std::env::var("NANDLAB_CACHE_DUMP_OUT"),
+        std::env::var("NANDLAB_CACHE_SLOTS"),
+    ) else {
+        return;
+    };
+    let rd = nandlab_core::trace::TraceReader::open(
+        std::path::Path::new(&inp),
+        &Default::default(),
+    )
+    .expect("trace");
+    let cc = CacheConfig {
+        size_bytes: 4096,
+        ..Default::default()
+    };
+    let mut src = CacheSource::new(rd, &cc, slots.parse().unwrap(), 4096, 1.0);
+    let mut w = std::io::BufWriter::new(std::fs::File::create(out).unwrap());
+    writeln!(w, "time_ns,op,offset_bytes,size_bytes").unwrap();
+    while let Some(r) = src.next_request().unwrap() {
+        let op = if r.op == Op::Read { "R" } else { "W" };
+        writeln!(w, "{},{op},{},{}", r.arrival_ns, r.offset_bytes, r.len_bytes).unwrap();
+    }
+}

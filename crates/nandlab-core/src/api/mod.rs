@@ -338,11 +338,17 @@ fn simulate_cached<S: RequestSource>(
         }
         .into());
     }
-    // Pre-pass: footprint (distinct pages) and the last arrival.
-    let mut src = open()?;
+    let auto_size = cfg.device.blocks_per_plane == 0 && cfg.device.logical_capacity_bytes == 0;
+    // Pre-pass: footprint (distinct pages) and the last arrival; only when the cache size is a
+    // fraction of the footprint, the device is sized from the cache, or faults need the span.
+    let need_prepass = cc.size_bytes == 0 || auto_size || !cfg.faults.is_off();
     let mut touched: Vec<u64> = Vec::new();
     let (mut footprint, mut last_ns) = (0u64, 0u64);
-    while let Some(r) = src.next_request()? {
+    let mut src = if need_prepass { Some(open()?) } else { None };
+    while let Some(r) = match src.as_mut() {
+        Some(s) => s.next_request()?,
+        None => None,
+    } {
         last_ns = last_ns.max(r.arrival_ns);
         let sp = crate::hil::span(r.offset_bytes, r.len_bytes, ps);
         for lpn in sp.first_lpn..sp.first_lpn + sp.pages {
@@ -358,7 +364,6 @@ fn simulate_cached<S: RequestSource>(
     drop(touched);
     drop(src);
     let slots = cc.slots(ps, footprint);
-    let auto_size = cfg.device.blocks_per_plane == 0 && cfg.device.logical_capacity_bytes == 0;
     let (geo, logical_pages) = cfg.size_device(if auto_size { slots * ps } else { 0 })?;
     if logical_pages < slots {
         return Err(crate::config::ConfigError::Invalid {
@@ -409,7 +414,7 @@ fn simulate_cached<S: RequestSource>(
     let mut report = engine.report(trace, wall, replay);
     let c = cs.counters;
     report["cache"]["manager"] = serde_json::json!({
-        "footprint_pages": footprint,
+        "footprint_pages": need_prepass.then_some(footprint),
         "slots": slots,
         "size_bytes": slots * ps,
         "flush_period_s": cc.flush_period_s,

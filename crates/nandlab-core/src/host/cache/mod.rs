@@ -16,8 +16,9 @@
 //!                                                      concurrency; counted here and in the engine)
 //! ```
 //!
-//! Output times never decrease: emissions wait in a (time, sequence) heap until the next trace
-//! request is later. Times are trace time (the engine scales them by `host.time_scale`); the
+//! Output times never decrease: emissions wait, ordered by (time, sequence), until the next
+//! trace request is later (three queues: at the current time, a disk delay later, and a heap
+//! for the rest). Times are trace time (the engine scales them by `host.time_scale`); the
 //! disk delay is a device latency, so it enters the heap divided by the time scale and is
 //! `disk_us` after scaling. The flush period is trace time and so stretches with the scale.
 //!
@@ -33,7 +34,7 @@
 //! Memory: O(cache slots) (slot arrays, the block map, the heap of pending emissions), whatever
 //! the trace length.
 
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
@@ -275,7 +276,14 @@ pub struct CacheSource<S: RequestSource> {
     ready: Vec<u64>,
     head: u32,
     tail: u32,
+    /// Emissions at the time being processed (times never decrease in push order).
+    now_q: VecDeque<Emit>,
+    /// Miss populates (time + the constant disk delay: never decrease in push order).
+    delay_q: VecDeque<Emit>,
+    /// Anything else (hits on a block whose populate is pending).
     heap: BinaryHeap<std::cmp::Reverse<Emit>>,
+    /// The trace time being processed.
+    cur_t: u64,
     seq: u64,
     peeked: Option<HostRequest>,
     inner_done: bool,
@@ -315,7 +323,10 @@ impl<S: RequestSource> CacheSource<S> {
             ready: vec![0; n as usize],
             head: NIL,
             tail: NIL,
-            heap: BinaryHeap::with_capacity(1024),
+            now_q: VecDeque::with_capacity(1024),
+            delay_q: VecDeque::with_capacity(1024),
+            heap: BinaryHeap::with_capacity(64),
+            cur_t: 0,
             seq: 1,
             peeked: None,
             inner_done: false,
@@ -348,9 +359,35 @@ impl<S: RequestSource> CacheSource<S> {
     fn emit_raw(&mut self, t: u64, slot: u32, tag: u8) -> u64 {
         let seq = self.seq;
         self.seq += 1;
-        self.heap
-            .push(std::cmp::Reverse(Emit { t, seq, slot, tag }));
+        let e = Emit { t, seq, slot, tag };
+        // Three queues instead of one heap: most emissions are at the time being processed or
+        // a constant disk delay later, so they arrive in order (no heap operation per op).
+        if t == self.cur_t {
+            self.now_q.push_back(e);
+        } else if tag == POPULATE {
+            debug_assert!(self.delay_q.back().is_none_or(|b| b.t <= t));
+            self.delay_q.push_back(e);
+        } else {
+            self.heap.push(std::cmp::Reverse(e));
+        }
         seq
+    }
+
+    /// The earliest pending emission (by time, then sequence) and its queue.
+    #[inline]
+    fn peek_min(&self) -> Option<(u8, Emit)> {
+        let mut best: Option<(u8, Emit)> = self.now_q.front().map(|e| (0, *e));
+        for (q, e) in [
+            (1u8, self.delay_q.front().copied()),
+            (2u8, self.heap.peek().map(|r| r.0)),
+        ] {
+            if let Some(e) = e {
+                if best.is_none_or(|(_, b)| (e.t, e.seq) < (b.t, b.seq)) {
+                    best = Some((q, e));
+                }
+            }
+        }
+        best
     }
 
     #[inline]
@@ -420,6 +457,7 @@ impl<S: RequestSource> CacheSource<S> {
 
     /// Write back every dirty block at trace time `t`.
     fn flush_all(&mut self, t: u64) {
+        self.cur_t = t;
         self.counters.flush_rounds += 1;
         for s in 0..self.used {
             if self.dirty[s as usize] {
@@ -435,6 +473,7 @@ impl<S: RequestSource> CacheSource<S> {
     fn process(&mut self, r: HostRequest) {
         self.counters.requests += 1;
         let t = r.arrival_ns;
+        self.cur_t = t;
         let first = r.offset_bytes / self.page;
         let last = (r.offset_bytes + r.len_bytes.max(1) - 1) / self.page;
         for blk in first..=last {
@@ -502,9 +541,19 @@ impl<S: RequestSource> RequestSource for CacheSource<S> {
                 self.flush_all(t);
                 continue;
             }
-            if let Some(std::cmp::Reverse(e)) = self.heap.peek().copied() {
+            if let Some((q, e)) = self.peek_min() {
                 if e.t < next_in || self.inner_done {
-                    self.heap.pop();
+                    match q {
+                        0 => {
+                            self.now_q.pop_front();
+                        }
+                        1 => {
+                            self.delay_q.pop_front();
+                        }
+                        _ => {
+                            self.heap.pop();
+                        }
+                    }
                     let tag = if e.tag == POPULATE {
                         // A miss's populate: dropped when the block was written or evicted
                         // before its disk read returned.
