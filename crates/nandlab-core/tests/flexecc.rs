@@ -588,11 +588,9 @@ fn dump_cache_stream() {
     ) else {
         return;
     };
-    let rd = nandlab_core::trace::TraceReader::open(
-        std::path::Path::new(&inp),
-        &Default::default(),
-    )
-    .expect("trace");
+    let rd =
+        nandlab_core::trace::TraceReader::open(std::path::Path::new(&inp), &Default::default())
+            .expect("trace");
     let cc = CacheConfig {
         size_bytes: 4096,
         ..Default::default()
@@ -602,6 +600,11 @@ fn dump_cache_stream() {
     writeln!(w, "time_ns,op,offset_bytes,size_bytes").unwrap();
     while let Some(r) = src.next_request().unwrap() {
         let op = if r.op == Op::Read { "R" } else { "W" };
-        writeln!(w, "{},{op},{},{}", r.arrival_ns, r.offset_bytes, r.len_bytes).unwrap();
+        writeln!(
+            w,
+            "{},{op},{},{}",
+            r.arrival_ns, r.offset_bytes, r.len_bytes
+        )
+        .unwrap();
     }
 }
