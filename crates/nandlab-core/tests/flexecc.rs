@@ -608,3 +608,29 @@ fn dump_cache_stream() {
         .unwrap();
     }
 }
+
+#[test]
+fn disk_accesses_fall_as_the_time_scale_rises() {
+    // More idle time per request: the scrubber finds corrupted CRC pages before the host does.
+    let reqs = workload(40_000, 12_000, 90, 6);
+    let at = |k: &str| {
+        let ks = format!("host.time_scale={k}");
+        let r = run(
+            cache_cfg(
+                "flexecc",
+                &["faults.mode=\"every_nth_bit\"", "faults.rber=1e-5", &ks],
+            ),
+            &reqs,
+        );
+        (
+            u(&r["cache"]["backend"]["disk_accesses"]),
+            u(&r["cache"]["backend"]["prefetched"]),
+        )
+    };
+    let (d1, p1) = at("0.05");
+    let (d2, p2) = at("20.0");
+    eprintln!("K=0.05: disk {d1}, prefetched {p1}; K=20: disk {d2}, prefetched {p2}");
+    assert!(d2 <= d1, "{d1} -> {d2}");
+    assert!(p2 >= p1, "{p1} -> {p2}");
+    assert!(d1 > 0 && d2 < d1, "{d1} -> {d2}");
+}
