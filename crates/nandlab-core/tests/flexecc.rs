@@ -634,3 +634,36 @@ fn disk_accesses_fall_as_the_time_scale_rises() {
     assert!(p2 >= p1, "{p1} -> {p2}");
     assert!(d1 > 0 && d2 < d1, "{d1} -> {d2}");
 }
+
+#[test]
+fn spread_flushes_write_back_the_same_blocks_with_less_queueing() {
+    let reqs = workload(40_000, 12_000, 50, 7);
+    let burst = run(cache_cfg("flexecc", &[]), &reqs);
+    let spread = run(
+        cache_cfg("flexecc", &["cache.flush_max_per_s=20000"]),
+        &reqs,
+    );
+    let k = |r: &Value, key: &str| u(&r["cache"]["manager"]["counters"][key]);
+    assert_eq!(k(&burst, "flush_rounds"), k(&spread, "flush_rounds"));
+    assert!(k(&spread, "flushed_blocks") > 0);
+    for r in [&burst, &spread] {
+        assert_eq!(r["scheme_stats"]["invariant_violations"], 0);
+        let ops = &r["cache"]["manager"]["counters"]["ops_by_tag"];
+        assert_eq!(
+            u(&ops[2]),
+            k(r, "flushed_blocks") + k(r, "evictions_dirty"),
+            "every write-back is one FlushRead"
+        );
+    }
+    let wait = |r: &Value| {
+        r["cache"]["by_tag"]["flush_read"]["wait"]["mean_us"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(
+        wait(&spread) < wait(&burst),
+        "{} vs {}",
+        wait(&spread),
+        wait(&burst)
+    );
+}

@@ -418,6 +418,7 @@ fn simulate_cached<S: RequestSource>(
         "slots": slots,
         "size_bytes": slots * ps,
         "flush_period_s": cc.flush_period_s,
+        "flush_max_per_s": cc.flush_max_per_s,
         "write_through": cc.write_through,
         "counters": c,
         "ssd_read_share_percent": c.ssd_read_share_percent(),

@@ -12,6 +12,7 @@
 //!                    │ write      → DirtyWrite(slot) at t   (write-through: CleanWrite)
 //!                    │ evict dirty LRU victim → FlushRead(victim) at t (disk write: not an SSD op)
 //!                    └ every flush_period_s of trace time: FlushRead(every dirty slot), clean
+//!                      (all at once, or one every 1/flush_max_per_s s)
 //!                                                      backend disk (fixed latency, unbounded
 //!                                                      concurrency; counted here and in the engine)
 //! ```
@@ -26,7 +27,7 @@
 //! any number in parallel; §3.4 uses the same average); the read-fill of a partial-block write
 //! (a write of part of a block dirties the whole block without reading it); Flashcache's bypass
 //! of non-4 KiB and large sequential requests (footnote 4; off in the spec's runs and not
-//! implemented); `flush_max_per_s` (a periodic flush is one burst at the period boundary); the
+//! implemented); the
 //! cache manager's own CPU time; host-visible end-to-end latency (the metric is the SSD's, §4.2:
 //! a miss's disk time is outside it). A block whose populate (CleanWrite) is still pending is
 //! never chosen as an eviction victim (the next LRU block is), so every HostRead finds its data.
@@ -102,6 +103,11 @@ pub struct CacheConfig {
     /// `host.time_scale`); 0 = no periodic flush (only evictions write back). §3.2: "e.g.,
     /// every 5 minutes".
     pub flush_period_s: f64,
+    /// Largest rate of a periodic flush's write-backs, blocks per s of trace time: the dirty
+    /// blocks of one flush are written back one every 1 / rate s (a block written again
+    /// meanwhile is written back with its new data); 0 = all at the period boundary (a burst).
+    /// The paper flushes "at a configurable rate" (§3.2) without giving one.
+    pub flush_max_per_s: f64,
     /// Write-through: host writes go to disk and into the cache as clean data (CleanWrite);
     /// no block is ever dirty (§3.2).
     pub write_through: bool,
@@ -115,6 +121,7 @@ impl Default for CacheConfig {
             size_bytes: 0,
             size_fraction_of_footprint: 0.0,
             flush_period_s: 300.0,
+            flush_max_per_s: 0.0,
             write_through: false,
             disk_us: 1500.0,
         }
@@ -153,6 +160,13 @@ impl CacheConfig {
                 "flush_period_s",
                 self.flush_period_s.to_string(),
                 "must be >= 0 s (0 = no periodic flush)",
+            ));
+        }
+        if !(self.flush_max_per_s.is_finite() && self.flush_max_per_s >= 0.0) {
+            return Err(bad(
+                "flush_max_per_s",
+                self.flush_max_per_s.to_string(),
+                "must be >= 0 blocks/s (0 = write back all at once)",
             ));
         }
         if !(self.disk_us.is_finite() && self.disk_us >= 0.0 && self.disk_us <= 1e9) {
@@ -225,6 +239,9 @@ impl CacheCounters {
 const NIL: u32 = u32::MAX;
 /// Heap tag of a miss's populate (emitted as [`CacheOp::CleanWrite`] unless cancelled).
 const POPULATE: u8 = 5;
+/// Heap tag of a spread periodic write-back (emitted as [`CacheOp::FlushRead`] if the slot
+/// still holds the block and it is dirty).
+const SPREAD_FLUSH: u8 = 6;
 
 /// Multiply-shift hasher for the block → slot map (keys are block numbers, not adversarial).
 #[derive(Default, Clone, Copy)]
@@ -264,6 +281,10 @@ pub struct CacheSource<S: RequestSource> {
     used: u32,
     disk_trace_ns: u64,
     flush_period_ns: u64,
+    /// Spacing of a spread flush's write-backs, ns of trace time (0 = burst).
+    flush_gap_ns: u64,
+    /// Sequence number of the slot's pending spread write-back, 0 = none.
+    flush_seq: Vec<u64>,
     write_through: bool,
     map: HashMap<u64, u32, BuildBlockHasher>,
     block: Vec<u64>,
@@ -313,6 +334,16 @@ impl<S: RequestSource> CacheSource<S> {
             used: 0,
             disk_trace_ns: (cfg.disk_ns() as f64 / time_scale).round() as u64,
             flush_period_ns,
+            flush_gap_ns: if cfg.flush_max_per_s > 0.0 {
+                ((1e9 / cfg.flush_max_per_s).round() as u64).max(1)
+            } else {
+                0
+            },
+            flush_seq: if cfg.flush_max_per_s > 0.0 {
+                vec![0; n as usize]
+            } else {
+                Vec::new()
+            },
             write_through: cfg.write_through,
             map: HashMap::with_capacity_and_hasher(n as usize, Default::default()),
             block: vec![0; n as usize],
@@ -433,6 +464,9 @@ impl<S: RequestSource> CacheSource<S> {
             }
             self.unlink(v);
             self.map.remove(&self.block[v as usize]);
+            if let Some(f) = self.flush_seq.get_mut(v as usize) {
+                *f = 0;
+            }
             if self.dirty[v as usize] {
                 self.counters.evictions_dirty += 1;
                 self.counters.disk_writes += 1;
@@ -459,6 +493,17 @@ impl<S: RequestSource> CacheSource<S> {
     fn flush_all(&mut self, t: u64) {
         self.cur_t = t;
         self.counters.flush_rounds += 1;
+        if self.flush_gap_ns > 0 {
+            let mut k = 0u64;
+            for s in 0..self.used {
+                if self.dirty[s as usize] {
+                    let seq = self.emit_raw(t + k * self.flush_gap_ns, s, SPREAD_FLUSH);
+                    self.flush_seq[s as usize] = seq;
+                    k += 1;
+                }
+            }
+            return;
+        }
         for s in 0..self.used {
             if self.dirty[s as usize] {
                 self.dirty[s as usize] = false;
@@ -562,6 +607,18 @@ impl<S: RequestSource> RequestSource for CacheSource<S> {
                         }
                         self.populate[e.slot as usize] = 0;
                         CacheOp::CleanWrite
+                    } else if e.tag == SPREAD_FLUSH {
+                        // A spread write-back: dropped when the slot was evicted (and written
+                        // back then) or a later flush took it over, or the block is clean.
+                        let s = e.slot as usize;
+                        if self.flush_seq[s] != e.seq || !self.dirty[s] {
+                            continue;
+                        }
+                        self.flush_seq[s] = 0;
+                        self.dirty[s] = false;
+                        self.counters.flushed_blocks += 1;
+                        self.counters.disk_writes += 1;
+                        CacheOp::FlushRead
                     } else {
                         CacheOp::ALL[e.tag as usize]
                     };
