@@ -386,7 +386,13 @@ def summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
         section = lookup(report, f"host.{cls or 'all'}")
         vals = [_first(report, _latency_candidates("response", cls, st)) for st in stats]
         if isinstance(section, dict) or any(v is not None for v in vals):
-            add(f"response {label} µs ({'/'.join(stats)})", " / ".join(_fmt(v) for v in vals))
+            text = " / ".join(_fmt(v) for v in vals)
+            clamped = section.get("clamped") if isinstance(section, dict) else None
+            if isinstance(clamped, int) and clamped > 0:
+                # The histogram stops at 1 hour: percentiles above it read 1 hour (mean and
+                # max are exact).
+                text += f" ({_fmt(clamped)} over 1 h: percentiles capped at 1 h)"
+            add(f"response {label} µs ({'/'.join(stats)})", text)
     wait = _first(report, _latency_candidates("wait", "", "mean"))
     service = _first(report, _latency_candidates("service", "", "mean"))
     if wait is not None or service is not None:

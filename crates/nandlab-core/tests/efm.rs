@@ -598,3 +598,40 @@ fn hotis_read_migration_moves_cold_data() {
     assert_eq!(on["flash"]["programs_by_source"]["migration"], 1);
     assert_eq!(on["regions"]["host_reads"][2], 1); // the third read of LPN 0, in Region-3
 }
+
+/// Issue 20, item 4: a year of idle time between two requests costs one call, not 525,600
+/// tick events (it ran for minutes), and leaves the state the ticks one at a time leave: the
+/// decay count is every period elapsed, and the same run with the idle gap split by requests
+/// every few periods (where the device is busy at some ticks) reports the same decays.
+#[test]
+fn idle_ticks_do_not_step_through_a_year() {
+    const YEAR_NS: u64 = 365 * 86_400 * 1_000_000_000;
+    let r = run(
+        cfg(&[]),
+        vec![req(0, Op::Write, 0, 1), req(YEAR_NS, Op::Read, 0, 1)],
+    );
+    let period_ns = 60 * 1_000_000_000u64;
+    let decays = r["scheme_stats"]["decays"].as_u64().unwrap();
+    // Ticks at 60 s, 120 s, … through the second arrival (and while its read is served).
+    assert!(
+        (YEAR_NS / period_ns..=YEAR_NS / period_ns + 1).contains(&decays),
+        "{decays}"
+    );
+    assert!(r["sim"]["events"].as_u64().unwrap() < 100, "{}", r["sim"]);
+    // Requests every 3.5 periods: some ticks are coalesced (2–4 at a time), some not; every
+    // elapsed period is still one decay.
+    let reqs: Vec<HostRequest> = (0..40u64)
+        .map(|i| {
+            let op = if i % 3 == 0 { Op::Write } else { Op::Read };
+            req(i * 7 * period_ns / 2, op, i % 5, 1)
+        })
+        .collect();
+    let last = 39 * 7 * period_ns / 2;
+    let r = run(cfg(&[]), reqs);
+    let decays = r["scheme_stats"]["decays"].as_u64().unwrap();
+    assert!(
+        (last / period_ns..=last / period_ns + 1).contains(&decays),
+        "{decays} decays over {} periods",
+        last / period_ns
+    );
+}

@@ -37,6 +37,8 @@ mod reliability_table;
 mod reliability_vth;
 #[path = "report_digests.rs"]
 mod report_digests;
+#[path = "robustness.rs"]
+mod robustness;
 #[path = "timeseries.rs"]
 mod timeseries;
 #[path = "trace_errors.rs"]

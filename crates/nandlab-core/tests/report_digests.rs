@@ -222,6 +222,45 @@ const CASES: &[Case] = &[
             "precondition.age_overwrites=0.5",
         ],
     },
+    // FlexLevel preset (Guo ch. 3): AccessEval with its pools full and evicting, the MBF
+    // identifier, LevelAdjust-only.
+    Case {
+        name: "flexlevel/pgbench/access_eval",
+        preset: "flexlevel",
+        trace: PGB,
+        overrides: &["scheme.params.track_identification=true"],
+    },
+    Case {
+        name: "flexlevel/pgbench/access_eval/small-pools",
+        preset: "flexlevel",
+        trace: PGB,
+        overrides: &[
+            "scheme.params.fwfr_entries=512",
+            "scheme.params.iwfr_entries=512",
+            "scheme.params.reduced_pages=64",
+        ],
+    },
+    Case {
+        name: "flexlevel/pgbench/mbf",
+        preset: "flexlevel",
+        trace: PGB,
+        overrides: &["scheme.params.identifier=\"mbf\""],
+    },
+    Case {
+        name: "flexlevel/pgbench/level_adjust_only",
+        preset: "flexlevel",
+        trace: PGB,
+        overrides: &[
+            "scheme.params.variant=\"level_adjust_only\"",
+            "regions.names=[\"reduced\"]",
+            "regions.fractions=[1.0]",
+            "regions.program_modes=[0]",
+            "regions.read_us=[[36.0]]",
+            "regions.bits_per_cell=[1.5]",
+            "device.op_percent_of_logical=40.0",
+            "ftl.gc_threshold_pct=1.0",
+        ],
+    },
     // IDA preset: refresh before the replay and timed refresh during it.
     Case {
         name: "ida/pgbench/baseline/before",

@@ -148,6 +148,27 @@ pub fn explain(err: super::NandlabError, path: &Path, opts: &TraceOptions) -> su
                 detail: format!("{detail}; device {d} is not in this trace, which has {hint}"),
             })
         }
+        NandlabError::Trace(TraceError::Address { file, request, msg }) => {
+            // The pre-pass's source may not know the file's name.
+            let file = if file.as_os_str() == "<trace>" {
+                path.to_path_buf()
+            } else {
+                file
+            };
+            let hint = if opts.device.is_none() {
+                device_hint(path, opts)
+            } else {
+                None
+            };
+            let msg = match hint {
+                Some(hint) => format!(
+                    "{msg}; or replay one device of this multi-device trace with --device ID \
+                     (device= in Python): it has {hint}"
+                ),
+                None => msg,
+            };
+            NandlabError::Trace(TraceError::Address { file, request, msg })
+        }
         NandlabError::Config(crate::config::ConfigError::Invalid { key, value, msg })
             if key == "device.logical_capacity_bytes"
                 && value.starts_with("0 (auto")

@@ -208,6 +208,7 @@ pub fn simulate_source<S: RequestSource>(
         };
         (g, l, pre)
     };
+    check_model_memory(&geo, logical_pages)?;
     let scheme = crate::scheme::registry(
         &cfg.scheme.name,
         &cfg.scheme.params,
@@ -248,6 +249,43 @@ pub fn simulate_source<S: RequestSource>(
         (t, _) => t,
     };
     Ok(engine.report(trace, wall, replay))
+}
+
+/// Refuse a device whose FTL tables would not fit in this machine's memory (Linux: MemTotal of
+/// /proc/meminfo; elsewhere no check) with a one-line error, instead of an allocation abort.
+fn check_model_memory(
+    geo: &crate::flash::Geometry,
+    logical_pages: u64,
+) -> Result<(), NandlabError> {
+    let need = crate::ftl::Ftl::table_bytes(geo, logical_pages);
+    let Some(total) = mem_total_bytes() else {
+        return Ok(());
+    };
+    if need <= total / 2 {
+        return Ok(());
+    }
+    Err(NandlabError::Config(crate::config::ConfigError::Invalid {
+        key: "device".into(),
+        value: format!(
+            "{} logical, {} physical",
+            crate::config::human_bytes(logical_pages * geo.page_size_bytes as u64),
+            crate::config::human_bytes(geo.pages() * geo.page_size_bytes as u64)
+        ),
+        msg: format!(
+            "the FTL tables of this device take {} of simulator memory, more than half of this \
+             machine's {}; model a smaller device (device.logical_capacity_bytes with \
+             ftl.wrap_offsets = true folds a large address space onto it) or larger pages",
+            crate::config::human_bytes(need),
+            crate::config::human_bytes(total)
+        ),
+    }))
+}
+
+fn mem_total_bytes() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = s.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 /// Parse a trace without simulating: returns `{"requests": n, "wall_s": s, ...}` as JSON

@@ -1330,11 +1330,14 @@ impl Config {
         check_us("timing.ecc_decode_us", t.ecc_decode_us)?;
         check_us("timing.ecc_decode_corrupted_us", t.ecc_decode_corrupted_us)?;
         check_us("timing.ecc_encode_us", t.ecc_encode_us)?;
-        if !(t.channel_mt_s.is_finite() && t.channel_mt_s > 0.0 && t.channel_mt_s <= 1e6) {
+        // Physical range: legacy asynchronous NAND runs at tens of MT/s, ONFI 5 / Toggle 5 at
+        // a few thousand; outside 1 ..= 100,000 MT/s a value is a unit mistake, and a tiny one
+        // saturated the clock (issue 20).
+        if !(t.channel_mt_s.is_finite() && (1.0..=1e5).contains(&t.channel_mt_s)) {
             return Err(invalid(
                 "timing.channel_mt_s",
                 t.channel_mt_s,
-                "allowed range is 0 < x ≤ 1e6",
+                "allowed range is 1 ..= 100000 MT/s",
             ));
         }
         check_range("timing.channel_width_bytes", t.channel_width_bytes, 1, 64)?;
@@ -1371,11 +1374,11 @@ impl Config {
         }
         check_range("ftl.streams", f.streams, 1, 16)?;
         let h = &self.host;
-        if !(h.time_scale.is_finite() && h.time_scale > 0.0 && h.time_scale <= 1e6) {
+        if !(h.time_scale.is_finite() && (1e-6..=1e6).contains(&h.time_scale)) {
             return Err(invalid(
                 "host.time_scale",
                 h.time_scale,
-                "allowed range is 0 < x ≤ 1e6",
+                "allowed range is 1e-6 ..= 1e6",
             ));
         }
         check_range("host.queue_depth", h.queue_depth, 1, 1 << 20)?;

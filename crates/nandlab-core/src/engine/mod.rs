@@ -187,6 +187,8 @@ pub struct Engine {
     in_flight: u64,
     to_issue: u64,
     input_done: bool,
+    /// Arrival time of the next host request not yet arrived (open loop), ns.
+    next_arrival_ns: Option<u64>,
     error: Option<NandlabError>,
     log: Option<Box<dyn Write>>,
     logical_pages: u64,
@@ -350,6 +352,7 @@ impl Engine {
             in_flight: 0,
             to_issue: 0,
             input_done: false,
+            next_arrival_ns: None,
             error: None,
             log,
             logical_pages,
@@ -483,6 +486,7 @@ impl Engine {
                 }
                 let mut next = feed.ahead.front().copied();
                 let idle = self.idle_threshold_ns;
+                self.next_arrival_ns = next.map(|(r, _)| r.arrival_ns);
                 loop {
                     if let Some(e) = self.error.take() {
                         return Err(e);
@@ -515,6 +519,7 @@ impl Engine {
                             }
                             feed.fill(src, |r| self.prefetch_request(r));
                             next = feed.ahead.front().copied();
+                            self.next_arrival_ns = next.map(|(r, _)| r.arrival_ns);
                             match &next {
                                 Some((r, _)) => {
                                     self.prefetch_pages(r);
@@ -625,13 +630,26 @@ impl Engine {
                     ftl: &self.ftl,
                     timing: &self.timing,
                 };
-                self.scheme.on_tick(&ctx, &mut self.actions);
-                self.run_actions(NONE);
+                // On an idle device, the ticks before the next arrival in one call (issue 20:
+                // a year between two requests was 525,600 tick events at a 60 s period).
+                let p = self.tick_period_ns().unwrap_or(u64::MAX);
+                let idle = self.exec.events.is_empty() && self.in_flight == 0;
+                let ahead = match self.next_arrival_ns {
+                    Some(t) if idle && t > self.now => (t - self.now).div_ceil(p),
+                    _ => 1,
+                };
+                let mut ticks = 1;
+                if ahead >= 2 {
+                    ticks = self.scheme.on_idle_ticks(ahead, &ctx);
+                }
+                if ticks < 2 {
+                    ticks = 1;
+                    self.scheme.on_tick(&ctx, &mut self.actions);
+                    self.run_actions(NONE);
+                }
                 let busy = !self.exec.events.is_empty() || self.in_flight > 0;
-                if let Some(p) = self.tick_period_ns() {
-                    if busy || !self.input_done {
-                        self.push(self.now + p, EV_TICK);
-                    }
+                if self.tick_period_ns().is_some() && (busy || !self.input_done) {
+                    self.push(self.now + ticks * p, EV_TICK);
                 }
             }
             EV_REFRESH => {
@@ -642,8 +660,25 @@ impl Engine {
                 // would never end on a device that is always refreshing.
                 // An empty heap with requests in flight is a stall: stop so `run` reports it.
                 if !self.input_done || (self.in_flight > 0 && !self.exec.events.is_empty()) {
-                    let dt = self.refresh_check_ns();
-                    self.push(self.now + dt, EV_REFRESH);
+                    let dt = self.refresh_check_ns().max(1);
+                    // On an idle device, skip the scans that cannot find anything: those
+                    // before both the next arrival and the first block due (issue 20: a year
+                    // of idle time was 36,500 scans of every block at a 1-day period). The
+                    // scan grid stays the same.
+                    let mut k = 1;
+                    let idle = self.exec.events.is_empty()
+                        && self.in_flight == 0
+                        && self.rf_block.iter().all(|&b| b == NONE)
+                        && !self.rf_deferred.iter().any(|&d| d);
+                    if let (true, Some(arrival)) = (idle, self.next_arrival_ns) {
+                        let next = self
+                            .refresh_next_due_ns()
+                            .map_or(arrival, |due| due.min(arrival));
+                        if next > self.now {
+                            k = (next - self.now).div_ceil(dt).max(1);
+                        }
+                    }
+                    self.push(self.now + k * dt, EV_REFRESH);
                 }
             }
             _ => self.fail(format!("internal error: unknown event {payload:#x}")),

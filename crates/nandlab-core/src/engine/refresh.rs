@@ -51,6 +51,20 @@ impl Engine {
         }
     }
 
+    /// On an idle device after a scan that started nothing: the earliest time a full block
+    /// becomes due (`None` when no block is full). Scans before it find nothing to do.
+    pub(super) fn refresh_next_due_ns(&self) -> Option<u64> {
+        let mut first: Option<i64> = None;
+        for b in 0..self.ftl.geo.blocks() {
+            if self.ftl.block_state(b) != crate::ftl::BlockState::Full {
+                continue;
+            }
+            let due = self.ftl.block_data_s(b) as i64 + self.rf_period_s;
+            first = Some(first.map_or(due, |f| f.min(due)));
+        }
+        first.map(|s| (s.max(0) as u64).saturating_mul(1_000_000_000))
+    }
+
     pub(super) fn start_refresh(&mut self, plane: u32, block: u32) {
         let p = plane as usize;
         if !self.ftl.claim_for_refresh(block) {

@@ -227,6 +227,13 @@ impl Ftl {
         )
     }
 
+    /// Bytes the FTL's tables take for `geo` and `logical_pages` (L2P 4 B per logical page;
+    /// P2L, program time, ECC, mode, flags and 2 state bits per physical page; ~64 B per
+    /// block). Used to refuse a device this machine cannot hold before allocating it.
+    pub fn table_bytes(geo: &Geometry, logical_pages: u64) -> u64 {
+        logical_pages * 4 + geo.pages() * 45 / 4 + geo.blocks() as u64 * 64
+    }
+
     /// Build an empty FTL whose planes are split into regions of `region_blocks[r]` blocks
     /// each (they must sum to `blocks_per_plane`; checked by the config). Region `r` holds the
     /// plane's blocks from `Σ_{i<r} region_blocks[i]` on.

@@ -87,17 +87,75 @@ pub struct Prepass {
     pub requests: u64,
     /// End of the highest byte touched.
     pub max_end_bytes: u64,
-    /// Bitmap of touched LPNs (bit `lpn`), when requested.
-    pub touched: Vec<u64>,
+    /// The touched LPNs, when requested.
+    pub touched: TouchedPages,
 }
 
 impl Prepass {
     /// Is `lpn` marked touched?
     #[inline]
     pub fn is_touched(&self, lpn: u64) -> bool {
-        self.touched
-            .get((lpn / 64) as usize)
-            .is_some_and(|w| w >> (lpn % 64) & 1 == 1)
+        self.touched.get(lpn)
+    }
+}
+
+/// The highest LPN count a device model can address: LPNs and PPNs are 32-bit.
+pub const MAX_LPNS: u64 = 1 << 32;
+
+/// A set of LPNs as a two-level bitmap: leaves of 32,768 pages (4 KiB of bits) are allocated
+/// only where a page is touched, so its memory follows what the trace touches, not its highest
+/// address (a trace touching one page at 15 TiB costs one leaf plus 1 MiB of leaf pointers).
+#[derive(Clone, Debug, Default)]
+pub struct TouchedPages {
+    leaves: Vec<Option<Box<[u64; LEAF_WORDS]>>>,
+}
+
+const LEAF_WORDS: usize = 512;
+const LEAF_PAGES: u64 = LEAF_WORDS as u64 * 64;
+
+impl TouchedPages {
+    /// Is `lpn` in the set?
+    #[inline]
+    pub fn get(&self, lpn: u64) -> bool {
+        let (l, w) = ((lpn / LEAF_PAGES) as usize, (lpn % LEAF_PAGES) as usize);
+        match self.leaves.get(l) {
+            Some(Some(leaf)) => leaf[w / 64] >> (w % 64) & 1 == 1,
+            _ => false,
+        }
+    }
+    /// Add `lpn` (< [`MAX_LPNS`]).
+    #[inline]
+    pub fn set(&mut self, lpn: u64) {
+        let (l, w) = ((lpn / LEAF_PAGES) as usize, (lpn % LEAF_PAGES) as usize);
+        if l >= self.leaves.len() {
+            self.leaves.resize(l + 1, None);
+        }
+        let leaf = self.leaves[l].get_or_insert_with(|| Box::new([0u64; LEAF_WORDS]));
+        leaf[w / 64] |= 1 << (w % 64);
+    }
+    /// Add `first .. first + count`.
+    pub fn set_range(&mut self, first: u64, count: u64) {
+        let mut lpn = first;
+        let end = first + count;
+        while lpn < end {
+            if lpn.is_multiple_of(64) && end - lpn >= 64 {
+                let (l, w) = ((lpn / LEAF_PAGES) as usize, (lpn % LEAF_PAGES) as usize);
+                if l >= self.leaves.len() {
+                    self.leaves.resize(l + 1, None);
+                }
+                let leaf = self.leaves[l].get_or_insert_with(|| Box::new([0u64; LEAF_WORDS]));
+                leaf[w / 64] = u64::MAX;
+                lpn += 64;
+            } else {
+                self.set(lpn);
+                lpn += 1;
+            }
+        }
+    }
+    /// Bytes held (leaves and pointers).
+    pub fn heap_bytes(&self) -> usize {
+        self.leaves.len() * std::mem::size_of::<Option<Box<[u64; LEAF_WORDS]>>>()
+            + self.leaves.iter().flatten().count() * LEAF_WORDS * 8
     }
 }
 
@@ -126,16 +184,35 @@ pub fn prepass_with<S: RequestSource>(
         p.max_end_bytes = p.max_end_bytes.max(r.offset_bytes + r.len_bytes);
         if let Some(ps) = page_size_bytes {
             let s = crate::hil::span(r.offset_bytes, r.len_bytes, ps);
-            for lpn in s.first_lpn..s.first_lpn + s.pages {
-                let lpn = match wrap_pages {
-                    Some(n) => lpn % n,
-                    None => lpn,
-                };
-                let w = (lpn / 64) as usize;
-                if w >= p.touched.len() {
-                    p.touched.resize((w + 1).next_power_of_two(), 0);
+            match wrap_pages {
+                // Every page of the folded space: no need to walk the request.
+                Some(n) if s.pages >= n => p.touched.set_range(0, n),
+                Some(n) => {
+                    let first = s.first_lpn % n;
+                    let head = s.pages.min(n - first);
+                    p.touched.set_range(first, head);
+                    p.touched.set_range(0, s.pages - head);
                 }
-                p.touched[w] |= 1 << (lpn % 64);
+                None => {
+                    let end = s.first_lpn + s.pages;
+                    if end > MAX_LPNS {
+                        return Err(TraceError::Address {
+                            file: src.describe()["path"].as_str().unwrap_or("<trace>").into(),
+                            request: p.requests,
+                            msg: format!(
+                                "bytes {} .. {} reach page {} of {ps} B, beyond the 2^32 pages \
+                                 a device model addresses ({} at this page size); fold the \
+                                 address space onto a device of fixed size \
+                                 (device.logical_capacity_bytes with ftl.wrap_offsets = true)",
+                                r.offset_bytes,
+                                r.offset_bytes + r.len_bytes,
+                                end - 1,
+                                crate::config::human_bytes(MAX_LPNS * ps),
+                            ),
+                        });
+                    }
+                    p.touched.set_range(s.first_lpn, s.pages);
+                }
             }
         }
     }

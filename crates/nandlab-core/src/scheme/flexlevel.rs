@@ -52,9 +52,9 @@
 //! `threshold` (4), `compare` (`ge`), `lf_high` (4), `lf_low` (3), `lf_top_fraction` (0.2),
 //! `identifier` (`iwfr` | `mbf`), `mbf_read_hotness` (2.0), `track_identification` (false),
 //! `fill_region` (−1 = the normal region).
-//! Memory: ≈ 40 bytes per pool entry; 8 bytes per logical page with `track_identification`.
+//! Memory: ≈ 30 bytes per pool entry (a 16-byte list node and its index entry); 8 bytes per logical page with `track_identification`.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use serde_json::json;
@@ -89,13 +89,109 @@ impl Hasher for LpnHasher {
 
 type LpnMap<V> = HashMap<u32, V, BuildHasherDefault<LpnHasher>>;
 
+const NIL: u32 = u32::MAX;
+
+/// Access counts saturate here (16.7 M accesses of one page), which bounds the per-count
+/// bucket table of [`Pool`].
+const COUNT_CAP: u32 = 1 << 24;
+
+/// One entry of a [`Pool`] or [`ReducedCell`]: an LPN in an intrusive doubly linked list.
+#[derive(Clone, Copy, Debug)]
+struct Node {
+    lpn: u32,
+    count: u32,
+    prev: u32,
+    next: u32,
+}
+
+/// Head, tail and length of one list of nodes.
+#[derive(Clone, Copy, Debug)]
+struct List {
+    head: u32,
+    tail: u32,
+    len: u32,
+}
+
+impl Default for List {
+    fn default() -> Self {
+        List {
+            head: NIL,
+            tail: NIL,
+            len: 0,
+        }
+    }
+}
+
+/// A slab of nodes with a free list, and the list operations over it. Every operation is
+/// O(1) and allocates only when the slab grows (never once it holds its capacity).
+#[derive(Clone, Debug, Default)]
+struct Slab {
+    nodes: Vec<Node>,
+    free: Vec<u32>,
+}
+
+impl Slab {
+    fn alloc(&mut self, lpn: u32, count: u32) -> u32 {
+        let n = Node {
+            lpn,
+            count,
+            prev: NIL,
+            next: NIL,
+        };
+        if let Some(i) = self.free.pop() {
+            self.nodes[i as usize] = n;
+            i
+        } else {
+            self.nodes.push(n);
+            (self.nodes.len() - 1) as u32
+        }
+    }
+    fn push_back(&mut self, l: &mut List, i: u32) {
+        let n = &mut self.nodes[i as usize];
+        n.prev = l.tail;
+        n.next = NIL;
+        if l.tail == NIL {
+            l.head = i;
+        } else {
+            self.nodes[l.tail as usize].next = i;
+        }
+        l.tail = i;
+        l.len += 1;
+    }
+    fn unlink(&mut self, l: &mut List, i: u32) {
+        let Node { prev, next, .. } = self.nodes[i as usize];
+        if prev == NIL {
+            l.head = next;
+        } else {
+            self.nodes[prev as usize].next = next;
+        }
+        if next == NIL {
+            l.tail = prev;
+        } else {
+            self.nodes[next as usize].prev = prev;
+        }
+        l.len -= 1;
+    }
+}
+
 /// A bounded pool of LPNs with an access count and last-access time each; a full pool evicts
-/// the least recently and least frequently accessed entry (smallest (count, last access)).
+/// the least frequently and, among equals, least recently accessed entry (smallest (count,
+/// last access)).
+///
+/// An O(1) LFU: one list per access count, each in last-access order (accesses come in
+/// simulated-time order, so appending keeps a list sorted); entries accessed at the same
+/// instant keep their access order. Counts saturate at 2^24.
 #[derive(Clone, Debug, Default)]
 pub struct Pool {
     cap: usize,
-    entries: LpnMap<(u32, u64)>,
-    order: BTreeSet<(u32, u64, u32)>,
+    index: LpnMap<u32>,
+    slab: Slab,
+    /// `buckets[c]`: the entries with count c (index 0 unused).
+    buckets: Vec<List>,
+    /// No entry has a count below this (a lower bound, raised lazily on eviction).
+    min_hint: u32,
+    /// The highest count any entry has had (an upper bound for [`Pool::top_count`]).
+    max_count: u32,
 }
 
 impl Pool {
@@ -103,54 +199,96 @@ impl Pool {
     pub fn new(cap: usize) -> Pool {
         Pool {
             cap: cap.max(1),
+            min_hint: 1,
             ..Pool::default()
         }
     }
     /// Entries.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.index.len()
     }
     /// True when empty.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.index.is_empty()
     }
     /// Whether `lpn` is in the pool.
     #[inline]
     pub fn contains(&self, lpn: u32) -> bool {
-        self.entries.contains_key(&lpn)
+        self.index.contains_key(&lpn)
     }
     /// Access count of `lpn` (0 when absent).
     pub fn count(&self, lpn: u32) -> u32 {
-        self.entries.get(&lpn).map_or(0, |e| e.0)
+        self.index
+            .get(&lpn)
+            .map_or(0, |&i| self.slab.nodes[i as usize].count)
     }
-    /// Count an access of `lpn` at `now`, inserting it (count 1) if absent; returns the evicted
-    /// LPN when the insertion overflowed the pool, and the entry's count after the access.
-    pub fn touch(&mut self, lpn: u32, now: u64) -> (Option<u32>, u32) {
-        if let Some(e) = self.entries.get_mut(&lpn) {
-            self.order.remove(&(e.0, e.1, lpn));
-            e.0 = e.0.saturating_add(1);
-            e.1 = now;
-            let c = e.0;
-            self.order.insert((c, now, lpn));
+    fn bucket(&mut self, c: u32) -> &mut List {
+        if self.buckets.len() <= c as usize {
+            self.buckets.resize(c as usize + 1, List::default());
+        }
+        &mut self.buckets[c as usize]
+    }
+    /// Count an access of `lpn` (at the current simulated time, which never decreases),
+    /// inserting it (count 1) if absent; returns the evicted LPN when the insertion overflowed
+    /// the pool, and the entry's count after the access.
+    pub fn touch(&mut self, lpn: u32) -> (Option<u32>, u32) {
+        if let Some(c) = self.touch_existing(lpn) {
             return (None, c);
         }
-        let mut evicted = None;
-        if self.entries.len() >= self.cap {
-            if let Some(&(c, t, victim)) = self.order.iter().next() {
-                self.order.remove(&(c, t, victim));
-                self.entries.remove(&victim);
-                evicted = Some(victim);
-            }
+        self.insert_new(lpn)
+    }
+    /// Count an access of `lpn` if it is in the pool; returns its count after the access.
+    pub fn touch_existing(&mut self, lpn: u32) -> Option<u32> {
+        if let Some(&i) = self.index.get(&lpn) {
+            let c = self.slab.nodes[i as usize].count;
+            let nc = (c + 1).min(COUNT_CAP);
+            let mut b = std::mem::take(&mut self.buckets[c as usize]);
+            self.slab.unlink(&mut b, i);
+            self.buckets[c as usize] = b;
+            self.slab.nodes[i as usize].count = nc;
+            let mut nb = std::mem::take(self.bucket(nc));
+            self.slab.push_back(&mut nb, i);
+            self.buckets[nc as usize] = nb;
+            self.max_count = self.max_count.max(nc);
+            return Some(nc);
         }
-        self.entries.insert(lpn, (1, now));
-        self.order.insert((1, now, lpn));
+        None
+    }
+    fn insert_new(&mut self, lpn: u32) -> (Option<u32>, u32) {
+        let mut evicted = None;
+        if self.index.len() >= self.cap {
+            let mut c = self.min_hint.max(1);
+            while self.buckets[c as usize].len == 0 {
+                c += 1;
+            }
+            self.min_hint = c;
+            let mut b = std::mem::take(&mut self.buckets[c as usize]);
+            let victim = b.head;
+            self.slab.unlink(&mut b, victim);
+            self.buckets[c as usize] = b;
+            let v = self.slab.nodes[victim as usize].lpn;
+            self.slab.free.push(victim);
+            self.index.remove(&v);
+            evicted = Some(v);
+        }
+        let i = self.slab.alloc(lpn, 1);
+        let mut b = std::mem::take(self.bucket(1));
+        self.slab.push_back(&mut b, i);
+        self.buckets[1] = b;
+        self.index.insert(lpn, i);
+        self.min_hint = 1;
+        self.max_count = self.max_count.max(1);
         (evicted, 1)
     }
     /// Remove `lpn`; returns whether it was there.
     pub fn remove(&mut self, lpn: u32) -> bool {
-        match self.entries.remove(&lpn) {
-            Some((c, t)) => {
-                self.order.remove(&(c, t, lpn));
+        match self.index.remove(&lpn) {
+            Some(i) => {
+                let c = self.slab.nodes[i as usize].count;
+                let mut b = std::mem::take(&mut self.buckets[c as usize]);
+                self.slab.unlink(&mut b, i);
+                self.buckets[c as usize] = b;
+                self.slab.free.push(i);
                 true
             }
             None => false,
@@ -159,38 +297,45 @@ impl Pool {
     /// The smallest count c such that the entries with a count of at least c are at most
     /// `fraction` of the pool (ties are never split: when every entry has the same count, no
     /// entry is in the top fraction, and c is one more than that count). 1 when empty.
+    /// Walks the per-count lists from the highest count down to c.
     pub fn top_count(&self, fraction: f64) -> u32 {
-        let n = self.entries.len();
+        let n = self.index.len();
         if n == 0 {
             return 1;
         }
         let k = (n as f64 * fraction).floor() as usize;
+        let mut top = self
+            .max_count
+            .min(self.buckets.len().saturating_sub(1) as u32);
+        while top > 0 && self.buckets[top as usize].len == 0 {
+            top -= 1;
+        }
+        let mut c = top + 1;
         let mut taken = 0usize;
-        let mut c = self.order.iter().next_back().map_or(1, |e| e.0) + 1;
-        let mut it = self.order.iter().rev().peekable();
-        while let Some(&&(count, _, _)) = it.peek() {
-            // All entries with this count.
-            let mut same = 0usize;
-            while it.peek().is_some_and(|e| e.0 == count) {
-                it.next();
-                same += 1;
+        let mut count = top;
+        while count > 0 {
+            let same = self.buckets[count as usize].len as usize;
+            if same > 0 {
+                if taken + same > k {
+                    break;
+                }
+                taken += same;
+                c = count;
             }
-            if taken + same > k {
-                break;
-            }
-            taken += same;
-            c = count;
+            count -= 1;
         }
         c
     }
 }
 
-/// The ReducedCell pool: LPNs stored in reduced pages, evicting the least recently accessed.
+/// The ReducedCell pool: LPNs stored in reduced pages, evicting the least recently accessed
+/// (an O(1) LRU list in access order).
 #[derive(Clone, Debug, Default)]
 pub struct ReducedCell {
     cap: usize,
-    last: LpnMap<u64>,
-    order: BTreeSet<(u64, u32)>,
+    index: LpnMap<u32>,
+    slab: Slab,
+    order: List,
 }
 
 impl ReducedCell {
@@ -203,51 +348,53 @@ impl ReducedCell {
     }
     /// LPNs held.
     pub fn len(&self) -> usize {
-        self.last.len()
+        self.index.len()
     }
     /// True when empty.
     pub fn is_empty(&self) -> bool {
-        self.last.is_empty()
+        self.index.is_empty()
     }
     /// Whether `lpn` is held.
     #[inline]
     pub fn contains(&self, lpn: u32) -> bool {
-        self.last.contains_key(&lpn)
+        self.index.contains_key(&lpn)
     }
-    /// Note an access of a held `lpn`.
-    pub fn touch(&mut self, lpn: u32, now: u64) {
-        if let Some(t) = self.last.get_mut(&lpn) {
-            self.order.remove(&(*t, lpn));
-            *t = now;
-            self.order.insert((now, lpn));
+    /// Note an access of a held `lpn` (at the current simulated time).
+    pub fn touch(&mut self, lpn: u32) {
+        if let Some(&i) = self.index.get(&lpn) {
+            self.slab.unlink(&mut self.order, i);
+            self.slab.push_back(&mut self.order, i);
         }
     }
     /// Add `lpn`; returns the least recently accessed LPN it displaced when full.
-    pub fn insert(&mut self, lpn: u32, now: u64) -> Option<u32> {
+    pub fn insert(&mut self, lpn: u32) -> Option<u32> {
         if self.contains(lpn) {
-            self.touch(lpn, now);
+            self.touch(lpn);
             return None;
         }
         if self.cap == 0 {
             return None;
         }
         let mut out = None;
-        if self.last.len() >= self.cap {
-            if let Some(&(t, v)) = self.order.iter().next() {
-                self.order.remove(&(t, v));
-                self.last.remove(&v);
-                out = Some(v);
-            }
+        if self.index.len() >= self.cap {
+            let v = self.order.head;
+            self.slab.unlink(&mut self.order, v);
+            let l = self.slab.nodes[v as usize].lpn;
+            self.slab.free.push(v);
+            self.index.remove(&l);
+            out = Some(l);
         }
-        self.last.insert(lpn, now);
-        self.order.insert((now, lpn));
+        let i = self.slab.alloc(lpn, 0);
+        self.slab.push_back(&mut self.order, i);
+        self.index.insert(lpn, i);
         out
     }
     /// Remove `lpn`; returns whether it was held.
     pub fn remove(&mut self, lpn: u32) -> bool {
-        match self.last.remove(&lpn) {
-            Some(t) => {
-                self.order.remove(&(t, lpn));
+        match self.index.remove(&lpn) {
+            Some(i) => {
+                self.slab.unlink(&mut self.order, i);
+                self.slab.free.push(i);
                 true
             }
             None => false,
@@ -406,14 +553,18 @@ impl FlexLevel {
         }
     }
 
-    /// Extra sensing levels a read of `ppn` needs (0 in the reduced region).
-    fn page_levels(&self, ppn: u32, ctx: &Ctx<'_>) -> u32 {
+    /// Extra sensing levels a read of `ppn` needs (0 in the reduced region), and whether the
+    /// page is in the reduced region.
+    fn page_levels(&self, ppn: u32, ctx: &Ctx<'_>) -> (u32, bool) {
         let block = ctx.ftl.geo.block_of_ppn(ppn);
         if ctx.ftl.block_region(block) == self.reduced {
-            return 0;
+            return (0, true);
         }
         let age_s = ctx.now_ns as f64 / 1e9 - ctx.ftl.page_program_s(ppn) as f64;
-        table6::levels(ctx.ftl.block_erases(block) as f64, age_s)
+        (
+            table6::levels(ctx.ftl.block_erases(block) as f64, age_s),
+            false,
+        )
     }
 
     /// AccessEval's overhead rule for an IWFR entry with `count` reads and `levels` extra
@@ -439,11 +590,11 @@ impl FlexLevel {
     }
 
     /// Move `lpn` into reduced pages (evicting the least recently accessed when full).
-    fn migrate_in(&mut self, lpn: u32, now: u64, actions: &mut Vec<Action>) {
+    fn migrate_in(&mut self, lpn: u32, actions: &mut Vec<Action>) {
         if self.cell.cap == 0 || self.cell.contains(lpn) {
             return;
         }
-        if let Some(victim) = self.cell.insert(lpn, now) {
+        if let Some(victim) = self.cell.insert(lpn) {
             self.migrations_out += 1;
             actions.push(Action::Rewrite {
                 lpn: victim,
@@ -599,15 +750,19 @@ impl Scheme for FlexLevel {
         if self.variant == Variant::LevelAdjustOnly {
             return;
         }
-        self.fwfr.touch(lpn, ctx.now_ns);
-        self.iwfr.remove(lpn);
-        self.cell.remove(lpn);
+        self.fwfr.touch(lpn);
+        if !self.iwfr.is_empty() {
+            self.iwfr.remove(lpn);
+        }
+        if !self.cell.is_empty() {
+            self.cell.remove(lpn);
+        }
     }
 
     fn on_host_read(&mut self, lpn: u32, ppn: u32, ctx: &Ctx<'_>, actions: &mut Vec<Action>) {
         self.ensure_sized(ctx);
-        let levels = self.page_levels(ppn, ctx);
-        if levels == 0 && ctx.ftl.block_region(ctx.ftl.geo.block_of_ppn(ppn)) == self.reduced {
+        let (levels, in_reduced) = self.page_levels(ppn, ctx);
+        if in_reduced {
             self.reads_reduced += 1;
         } else {
             self.reads_normal_by_levels[(levels as usize).min(6)] += 1;
@@ -619,34 +774,33 @@ impl Scheme for FlexLevel {
         if self.variant == Variant::LevelAdjustOnly {
             return;
         }
-        let now = ctx.now_ns;
         if self.cell.contains(lpn) {
-            self.cell.touch(lpn, now);
+            self.cell.touch(lpn);
             return;
         }
         if let Some(m) = self.mbf.as_mut() {
             m.record(lpn, false);
             let (r, w) = m.hotness(lpn);
             if r >= self.mbf_hot && w == 0.0 {
-                self.migrate_in(lpn, now, actions);
+                self.migrate_in(lpn, actions);
             }
             return;
         }
-        if self.fwfr.contains(lpn) {
-            if levels == 0 {
-                self.fwfr.touch(lpn, now);
+        // FWFR data read without soft sensing stays there; read with it, it becomes IWFR data.
+        if levels == 0 {
+            if self.fwfr.touch_existing(lpn).is_some() {
                 return;
             }
-            self.fwfr.remove(lpn);
+        } else if self.fwfr.remove(lpn) {
             self.fwfr_to_iwfr += 1;
         }
-        let (_, count) = self.iwfr.touch(lpn, now);
+        let (_, count) = self.iwfr.touch(lpn);
         self.iwfr_reads += 1;
         if self.iwfr_reads % 256 == 1 {
             self.top_count = self.iwfr.top_count(self.lf_top);
         }
         if self.overhead_migrates(count, levels) {
-            self.migrate_in(lpn, now, actions);
+            self.migrate_in(lpn, actions);
         }
     }
 
@@ -722,15 +876,15 @@ mod tests {
     #[test]
     fn pool_evicts_least_recent_and_least_frequent() {
         let mut p = Pool::new(3);
-        p.touch(1, 10);
-        p.touch(2, 11);
-        p.touch(3, 12);
-        p.touch(1, 13); // 1: count 2
-        p.touch(2, 14); // 2: count 2
-                        // 3 has the lowest count: evicted.
-        assert_eq!(p.touch(4, 15), (Some(3), 1));
-        // Now 4 (count 1, t 15) is the smallest.
-        assert_eq!(p.touch(5, 16), (Some(4), 1));
+        p.touch(1);
+        p.touch(2);
+        p.touch(3);
+        p.touch(1); // 1: count 2
+        p.touch(2); // 2: count 2
+                    // 3 has the lowest count: evicted.
+        assert_eq!(p.touch(4), (Some(3), 1));
+        // Now 4 (count 1, the oldest of count 1) is the smallest.
+        assert_eq!(p.touch(5), (Some(4), 1));
         assert!(p.contains(1) && p.contains(2) && p.contains(5));
         assert_eq!(p.count(1), 2);
         assert!(p.remove(1) && !p.remove(1));
@@ -741,8 +895,8 @@ mod tests {
     fn top_count_is_the_kth_highest() {
         let mut p = Pool::new(100);
         for lpn in 0..10u32 {
-            for t in 0..=lpn {
-                p.touch(lpn, (lpn * 100 + t) as u64);
+            for _ in 0..=lpn {
+                p.touch(lpn);
             }
         }
         // counts 1..=10; top 20 % = 2 entries: counts 10 and 9.
@@ -753,25 +907,90 @@ mod tests {
         // All tied at count 1: nobody is in the top 20 %.
         let mut q = Pool::new(100);
         for lpn in 0..10u32 {
-            q.touch(lpn, lpn as u64);
+            q.touch(lpn);
         }
         assert_eq!(q.top_count(0.2), 2);
         // 2 entries at 5, 8 at 1: the two are exactly 20 %.
-        q.touch(0, 20);
-        q.touch(0, 21);
-        q.touch(1, 22);
+        q.touch(0);
+        q.touch(0);
+        q.touch(1);
         assert_eq!(q.top_count(0.2), 2);
+    }
+
+    /// The O(1) pool against a plain ordered-set model of its rule: evict the smallest
+    /// (count, last access), accesses numbered in order; top_count by brute force.
+    #[test]
+    fn pool_matches_an_ordered_set_model() {
+        use rand::{Rng, SeedableRng};
+        use std::collections::{BTreeSet, HashMap};
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(7);
+        for cap in [1usize, 3, 17, 64] {
+            let mut p = Pool::new(cap);
+            let mut entries: HashMap<u32, (u32, u64)> = HashMap::new();
+            let mut order: BTreeSet<(u32, u64, u32)> = BTreeSet::new();
+            for seq in 0..20_000u64 {
+                let lpn = rng.gen_range(0..(cap as u32 * 3));
+                if rng.gen_bool(0.1) {
+                    let want = entries
+                        .remove(&lpn)
+                        .map(|(c, t)| order.remove(&(c, t, lpn)));
+                    assert_eq!(p.remove(lpn), want.is_some());
+                    continue;
+                }
+                let want = if let Some(e) = entries.get_mut(&lpn) {
+                    order.remove(&(e.0, e.1, lpn));
+                    *e = (e.0 + 1, seq);
+                    order.insert((e.0, seq, lpn));
+                    (None, e.0)
+                } else {
+                    let mut ev = None;
+                    if entries.len() >= cap {
+                        let v = *order.iter().next().unwrap();
+                        order.remove(&v);
+                        entries.remove(&v.2);
+                        ev = Some(v.2);
+                    }
+                    entries.insert(lpn, (1, seq));
+                    order.insert((1, seq, lpn));
+                    (ev, 1)
+                };
+                assert_eq!(p.touch(lpn), want, "cap {cap} step {seq}");
+                if seq % 97 == 0 {
+                    let n = entries.len();
+                    let k = (n as f64 * 0.2).floor() as usize;
+                    // Whole groups of equal counts from the top while they fit in k; the
+                    // lowest count taken (one above the highest when none fits).
+                    let mut counts: Vec<u32> = entries.values().map(|e| e.0).collect();
+                    counts.sort_unstable_by(|a, b| b.cmp(a));
+                    let mut want_top = counts.first().map_or(1, |c| c + 1);
+                    let mut taken = 0;
+                    for (j, &c) in counts.iter().enumerate() {
+                        if j > 0 && counts[j - 1] == c {
+                            continue;
+                        }
+                        let same = counts.iter().filter(|&&x| x == c).count();
+                        if taken + same > k {
+                            break;
+                        }
+                        taken += same;
+                        want_top = c;
+                    }
+                    assert_eq!(p.top_count(0.2), if n == 0 { 1 } else { want_top });
+                }
+            }
+            assert_eq!(p.len(), entries.len());
+        }
     }
 
     #[test]
     fn reduced_cell_evicts_least_recently_accessed() {
         let mut c = ReducedCell::new(2);
-        assert_eq!(c.insert(1, 1), None);
-        assert_eq!(c.insert(2, 2), None);
-        c.touch(1, 3);
-        assert_eq!(c.insert(3, 4), Some(2));
+        assert_eq!(c.insert(1), None);
+        assert_eq!(c.insert(2), None);
+        c.touch(1);
+        assert_eq!(c.insert(3), Some(2));
         assert!(c.contains(1) && c.contains(3) && !c.contains(2));
-        assert_eq!(ReducedCell::new(0).insert(9, 0), None);
+        assert_eq!(ReducedCell::new(0).insert(9), None);
     }
 
     #[test]

@@ -330,6 +330,15 @@ pub trait Scheme: Send {
     /// Periodic work.
     fn on_tick(&mut self, _ctx: &Ctx<'_>, _actions: &mut Vec<Action>) {}
 
+    /// `n` ≥ 2 ticks in a row on an idle device (no flash work, no request in flight, the
+    /// next arrival after the last of them), in one call, so that a long idle gap does not
+    /// cost one event per period. A scheme that implements it must leave exactly the state
+    /// `n` calls of [`Scheme::on_tick`] would, and push no actions; it returns `n`. The
+    /// default returns 0: not supported, the engine ticks once at a time.
+    fn on_idle_ticks(&mut self, _n: u64, _ctx: &Ctx<'_>) -> u64 {
+        0
+    }
+
     /// The cache operation of the host request arriving next (called before
     /// [`Scheme::on_host_request`] when the request comes from the cache layer
     /// [`crate::host::cache`]; and with `CleanWrite` before the placement of a backend fetch).

@@ -3,7 +3,8 @@
 //!
 //! Latencies are recorded in ns into `hdrhistogram` histograms (3 significant digits, 1 ns …
 //! 1 hour; larger values are clamped to 1 hour and counted in `clamped`), and reported in µs:
-//! mean (exact, from the sum), p50, p90, p99, p99.9 and max. A distribution without samples
+//! mean (exact, from the sum), p50, p90, p99, p99.9 (from the histogram, so a percentile above
+//! 1 hour reads 1 hour) and max (exact, tracked beside the histogram). A distribution without samples
 //! (the writes of a read-only trace) has no mean, percentiles or max: they are `None`, `null`
 //! in the JSON report, never 0.
 
@@ -26,6 +27,8 @@ pub struct Latency {
     sum_ns: u128,
     count: u64,
     clamped: u64,
+    /// The largest sample, exact (the histogram's max is rounded and clamped).
+    max_ns: u64,
 }
 
 impl Default for Latency {
@@ -35,6 +38,7 @@ impl Default for Latency {
             sum_ns: 0,
             count: 0,
             clamped: 0,
+            max_ns: 0,
         }
     }
 }
@@ -54,7 +58,7 @@ pub struct LatencySummary {
     pub p99_us: Option<f64>,
     /// 99.9th percentile, µs.
     pub p999_us: Option<f64>,
-    /// Maximum, µs.
+    /// Maximum, µs (exact, also above 1 hour).
     pub max_us: Option<f64>,
     /// Samples above 1 hour (recorded as 1 hour).
     pub clamped: u64,
@@ -66,6 +70,7 @@ impl Latency {
     pub fn record(&mut self, ns: u64) {
         self.sum_ns += ns as u128;
         self.count += 1;
+        self.max_ns = self.max_ns.max(ns);
         let v = if ns > HIST_MAX_NS {
             self.clamped += 1;
             HIST_MAX_NS
@@ -96,6 +101,7 @@ impl Latency {
             sum_ns: a.sum_ns + b.sum_ns,
             count: a.count + b.count,
             clamped: a.clamped + b.clamped,
+            max_ns: a.max_ns.max(b.max_ns),
         }
     }
 
@@ -110,7 +116,7 @@ impl Latency {
             p90_us: q(0.9),
             p99_us: q(0.99),
             p999_us: q(0.999),
-            max_us: some.then(|| self.hist.max() as f64 / 1000.0),
+            max_us: some.then(|| self.max_ns as f64 / 1000.0),
             clamped: self.clamped,
         }
     }

@@ -65,7 +65,10 @@ pub(crate) fn open_stream(path: &Path) -> Result<(Box<dyn Read + Send>, Compress
 }
 
 /// Reads lines into one reused buffer; a line is returned as a range into [`LineReader::buf`]
-/// (without the `\n`; a trailing `\r` is left to the caller).
+/// (without the `\n`; a trailing `\r` is left to the caller). A UTF-8 byte-order mark at the
+/// start of the file is skipped, and a file whose first block has carriage returns but no
+/// line feed is read with `\r` as the line end (classic Mac line endings), so that neither
+/// loses or merges requests.
 pub(crate) struct LineReader {
     src: Box<dyn Read + Send>,
     compression: Compression,
@@ -75,6 +78,10 @@ pub(crate) struct LineReader {
     eof: bool,
     /// Lines returned so far (= 1-based number of the last line returned).
     pub(crate) lines: u64,
+    /// The line end: `\n`, or `\r` for a file with carriage returns only.
+    sep: u8,
+    /// The start of the file was looked at (BOM, line ends).
+    started: bool,
 }
 
 impl LineReader {
@@ -88,14 +95,40 @@ impl LineReader {
             end: 0,
             eof: false,
             lines: 0,
+            sep: b'\n',
+            started: false,
         })
+    }
+
+    /// Look at the first block: skip a UTF-8 BOM, pick the line end.
+    #[cold]
+    fn start_up(&mut self, path: &Path) -> Result<(), TraceError> {
+        self.started = true;
+        while !self.eof && self.end < 4096 {
+            let before = self.end;
+            self.fill(path)?;
+            if self.end == before && !self.eof {
+                break;
+            }
+        }
+        if self.buf[..self.end].starts_with(&[0xEF, 0xBB, 0xBF]) {
+            self.start = 3;
+        }
+        let head = &self.buf[self.start..self.end];
+        if memchr::memchr(b'\n', head).is_none() && memchr::memchr(b'\r', head).is_some() {
+            self.sep = b'\r';
+        }
+        Ok(())
     }
 
     /// The next line as `start..end` into `self.buf`, or `None` at end of input.
     #[inline]
     pub(crate) fn next_line(&mut self, path: &Path) -> Result<Option<(usize, usize)>, TraceError> {
+        if !self.started {
+            self.start_up(path)?;
+        }
         loop {
-            if let Some(i) = memchr::memchr(b'\n', &self.buf[self.start..self.end]) {
+            if let Some(i) = memchr::memchr(self.sep, &self.buf[self.start..self.end]) {
                 let s = self.start;
                 self.start += i + 1;
                 self.lines += 1;

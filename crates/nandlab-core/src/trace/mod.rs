@@ -191,6 +191,14 @@ pub enum TraceError {
         first_line: String,
         known: String,
     },
+    /// A request addresses more than the device model can (`request`: its 1-based number in
+    /// the trace, after filtering).
+    #[error("{file}: request {request}: {msg}")]
+    Address {
+        file: PathBuf,
+        request: u64,
+        msg: String,
+    },
     /// An option or parameter is invalid (`option` names it).
     #[error("{file}: option `{option}`: {msg}")]
     InvalidOption {

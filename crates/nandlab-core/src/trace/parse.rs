@@ -303,15 +303,30 @@ fn request(
     }))
 }
 
+/// The largest request nandlab accepts, bytes (64 GiB: far above any block I/O or discard a
+/// real trace holds; a larger size is a corrupt line, and replaying it would take hours).
+pub const MAX_REQUEST_BYTES: u64 = 1 << 36;
+/// The highest end address nandlab accepts, bytes (256 TiB = 2^32 pages of 64 KiB: beyond it
+/// no page size gives a 32-bit page number).
+pub const MAX_END_BYTES: u64 = 1 << 48;
+
 #[inline]
 fn end_check(offset: u64, len: u64, v: &[u8], field: &'static str) -> Result<(), FieldError> {
-    match offset.checked_add(len) {
-        Some(_) => Ok(()),
-        None => Err(bad(
+    if len > MAX_REQUEST_BYTES {
+        return Err(bad(
             field,
             v,
-            "offset + size overflows 2^64 bytes",
-            "a smaller offset",
+            &format!("its request's size, {len} bytes, is above 64 GiB"),
+            "a size of at most 68719476736 bytes",
+        ));
+    }
+    match offset.checked_add(len) {
+        Some(end) if end <= MAX_END_BYTES => Ok(()),
+        _ => Err(bad(
+            field,
+            v,
+            "offset + size beyond 2^48 bytes (256 TiB), more than a device model can address",
+            "an offset below 281474976710656 bytes",
         )),
     }
 }
@@ -413,13 +428,16 @@ fn fast_rw_word(b: &[u8], i: &mut usize) -> Option<Op> {
 
 #[inline(always)]
 fn fast_request(time_ns: u64, op: Op, offset: u64, len: u64, device: u32) -> Option<Rec> {
-    (len > 0 && offset.checked_add(len).is_some()).then_some(Rec::Req(Raw {
-        time_ns,
-        op,
-        offset,
-        len,
-        device,
-    }))
+    // Anything the full parser would reject (zero size, out of range) goes to it for the error.
+    (len > 0 && len <= MAX_REQUEST_BYTES && offset <= MAX_END_BYTES - len).then_some(Rec::Req(
+        Raw {
+            time_ns,
+            op,
+            offset,
+            len,
+            device,
+        },
+    ))
 }
 
 /// Canonical `time_ns,op,offset_bytes,size_bytes`.
@@ -801,6 +819,8 @@ mod tests {
         // Zero size and overflow are left to the full parser's errors.
         assert!(fast_canonical(b"1,W,0,0").is_none());
         assert!(fast_canonical(b"1,W,18446744073709551615,1").is_none());
+        assert!(fast_canonical(b"1,W,0,68719476737").is_none());
+        assert!(fast_canonical(b"1,W,281474976710656,1").is_none());
     }
 
     #[test]

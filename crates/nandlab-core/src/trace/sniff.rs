@@ -131,7 +131,8 @@ pub(crate) fn sniff_lines(lines: &[String]) -> Option<TraceFormat> {
                 || s.eq_ignore_ascii_case("read")
                 || s.eq_ignore_ascii_case("write")
         };
-        if n >= 7
+        // MSR: 7 columns, or 6 without the optional ResponseTime.
+        if n >= 6
             && (f[3].eq_ignore_ascii_case("read") || f[3].eq_ignore_ascii_case("write"))
             && is_int(f[0])
         {
@@ -166,6 +167,9 @@ pub(crate) fn sniff_lines(lines: &[String]) -> Option<TraceFormat> {
         return Some(TraceFormat::Blkparse);
     }
     if toks.len() == 5 && is_dec(toks[0]) && toks[1..].iter().all(|s| is_int(s)) {
+        // DiskSim times are decimal milliseconds; MQSim/SSDsim times integer nanoseconds with
+        // ops 0/1. Integer times with another op value are neither for certain: say so
+        // instead of reading nanoseconds as milliseconds.
         let mut any_dot = false;
         let mut ops_01 = true;
         for l in data {
@@ -176,11 +180,11 @@ pub(crate) fn sniff_lines(lines: &[String]) -> Option<TraceFormat> {
             any_dot |= t[0].contains('.');
             ops_01 &= t[4] == "0" || t[4] == "1";
         }
-        return Some(if !any_dot && ops_01 {
-            TraceFormat::Mqsim
-        } else {
-            TraceFormat::Disksim
-        });
+        return match (any_dot, ops_01) {
+            (true, _) => Some(TraceFormat::Disksim),
+            (false, true) => Some(TraceFormat::Mqsim),
+            (false, false) => None,
+        };
     }
     None
 }
@@ -210,7 +214,7 @@ mod tests {
     #[test]
     fn rules() {
         use TraceFormat::*;
-        let cases: [(&[&str], Option<TraceFormat>); 12] = [
+        let cases: [(&[&str], Option<TraceFormat>); 14] = [
             (
                 &["128166385295514663,hm,0,Write,9056014336,2048,2833"],
                 Some(Msr),
@@ -222,7 +226,14 @@ mod tests {
             (&["0,303567,3584,w,0.000000"], Some(Spc)),
             (&["7961.833 0 20228336 8 0"], Some(Disksim)),
             (&["0 0 303567 7 0", "26214000 0 303574 7 1"], Some(Mqsim)),
-            (&["0 0 303567 7 0", "2 0 303574 7 4"], Some(Disksim)),
+            // Integer times (MQSim's ns) with an op that is not 0/1: not certain, say so.
+            (&["0 0 303567 7 0", "2 0 303574 7 4"], None),
+            (&["0.5 0 303567 7 0", "2.25 0 303574 7 4"], Some(Disksim)),
+            // MSR without the optional ResponseTime column.
+            (
+                &["128166385295514663,hm,0,Write,9056014336,2048"],
+                Some(Msr),
+            ),
             (
                 &["  8,0    3        1     0.000000000   697  Q   W 223490 + 8 [kjournald]"],
                 Some(Blkparse),
