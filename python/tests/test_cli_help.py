@@ -27,6 +27,7 @@ COMMANDS = [
     ["report"],
     ["reproduce", "dpa"],
     ["reproduce", "flexlevel"],
+    ["reproduce", "flexecc"],
     ["dpa"],
     ["dpa", "analyze"],
 ]

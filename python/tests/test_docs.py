@@ -85,7 +85,7 @@ def test_default_toml_documents_every_config_key() -> None:
 @pytest.mark.parametrize("scheme", _core.scheme_names())
 def test_default_toml_documents_every_scheme_parameter(scheme: str) -> None:
     keys = None
-    for preset in ("default", "xia-diffecc", "efm", "ida-tlc"):
+    for preset in ("default", "xia-diffecc", "efm", "ida-tlc", "flexecc"):
         try:
             keys = _core.scheme_param_keys(config_text(preset)[0], scheme)
             break
@@ -159,6 +159,15 @@ def _real_reports() -> tuple[dict[str, Any], ...]:
                 "dram.capacity_bytes": 1 << 20,
                 "dram.access_us": 2.0,
                 "device.planes_per_die": 2,
+            },
+        ),
+        nandlab.simulate(
+            "flexecc",
+            overrides={
+                **cut,
+                "cache.size_bytes": 0,
+                "cache.size_fraction_of_footprint": 0.0833,
+                "faults.mode": "every_nth_bit",
             },
         ),
     ]

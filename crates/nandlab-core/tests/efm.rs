@@ -183,6 +183,7 @@ fn migration_fires_exactly_at_the_threshold() {
                 assert_eq!(*source, Source::Migration);
                 *lpn
             }
+            other => panic!("unexpected action {other:?}"),
         })
         .collect();
     assert_eq!(lpns, vec![0, 1, 2], "the block's three valid pages migrate");

@@ -21,6 +21,8 @@ mod ecc_models;
 mod efm;
 #[path = "engine_validation.rs"]
 mod engine_validation;
+#[path = "flexecc.rs"]
+mod flexecc;
 #[path = "flexlevel.rs"]
 mod flexlevel;
 #[path = "fuzz.rs"]

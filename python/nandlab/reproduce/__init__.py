@@ -14,6 +14,7 @@ import click
 
 from nandlab.reproduce import dpa as _dpa
 from nandlab.reproduce import efm as _efm
+from nandlab.reproduce import flexecc as _flexecc
 from nandlab.reproduce import flexlevel as _flexlevel
 from nandlab.reproduce import ida as _ida
 from nandlab.reproduce import xia_diffecc as _xia_diffecc
@@ -29,5 +30,6 @@ reproduce.add_command(_ida.ida)
 reproduce.add_command(_efm.efm)
 reproduce.add_command(_dpa.dpa)
 reproduce.add_command(_flexlevel.flexlevel)
+reproduce.add_command(_flexecc.flexecc)
 
 __all__ = ["reproduce"]

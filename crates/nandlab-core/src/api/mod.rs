@@ -167,6 +167,9 @@ pub fn simulate_source<S: RequestSource>(
     trace: serde_json::Value,
     progress: &mut ProgressFn<'_>,
 ) -> Result<serde_json::Value, NandlabError> {
+    if cfg.cache.is_some() {
+        return simulate_cached(cfg, open, trace, progress);
+    }
     let t0 = Instant::now();
     let auto_size = cfg.device.blocks_per_plane == 0 && cfg.device.logical_capacity_bytes == 0;
     let want_touched = cfg.precondition.fill == Fill::Touched;
@@ -351,4 +354,119 @@ pub fn trace_generate(params_json: &str, output: &Path) -> Result<u64, NandlabEr
             msg: e.to_string(),
         })?;
     Ok(crate::trace::generate(&p, output)?)
+}
+
+/// [`simulate_source`] with `[cache]`: the SSD is a cache in front of a disk
+/// ([`crate::host::cache`]). A pre-pass over the primary trace finds its footprint (distinct
+/// pages) and span; the cache has `cache.size_bytes` or `size_fraction_of_footprint` of it in
+/// slots, which are the SSD's logical pages (an auto-sized device is sized from them). The
+/// replay reads the trace again through the cache manager. The report gains
+/// `cache.manager` (the manager's counters, Table 1's read share).
+fn simulate_cached<S: RequestSource>(
+    cfg: Config,
+    open: &mut dyn FnMut() -> Result<S, NandlabError>,
+    trace: serde_json::Value,
+    progress: &mut ProgressFn<'_>,
+) -> Result<serde_json::Value, NandlabError> {
+    use crate::host::cache::CacheSource;
+    let t0 = Instant::now();
+    let cc = cfg.cache.clone().expect("cache mode");
+    let ps = cfg.device.page_size_bytes as u64;
+    if cfg.precondition.fill == Fill::Touched {
+        return Err(crate::config::ConfigError::Invalid {
+            key: "precondition.fill".into(),
+            value: "\"touched\"".into(),
+            msg: "with [cache] the SSD's logical pages are cache slots, not trace addresses; \
+                  use \"none\" (a cold cache, FlexECC §4) or \"fraction\""
+                .into(),
+        }
+        .into());
+    }
+    let auto_size = cfg.device.blocks_per_plane == 0 && cfg.device.logical_capacity_bytes == 0;
+    // Pre-pass: footprint (distinct pages) and the last arrival; only when the cache size is a
+    // fraction of the footprint, the device is sized from the cache, or faults need the span.
+    let need_prepass = cc.size_bytes == 0 || auto_size || !cfg.faults.is_off();
+    let mut touched: Vec<u64> = Vec::new();
+    let (mut footprint, mut last_ns) = (0u64, 0u64);
+    let mut src = if need_prepass { Some(open()?) } else { None };
+    while let Some(r) = match src.as_mut() {
+        Some(s) => s.next_request()?,
+        None => None,
+    } {
+        last_ns = last_ns.max(r.arrival_ns);
+        let sp = crate::hil::span(r.offset_bytes, r.len_bytes, ps);
+        for lpn in sp.first_lpn..sp.first_lpn + sp.pages {
+            let w = (lpn / 64) as usize;
+            if w >= touched.len() {
+                touched.resize((w + 1).next_power_of_two(), 0);
+            }
+            let bit = 1u64 << (lpn % 64);
+            footprint += u64::from(touched[w] & bit == 0);
+            touched[w] |= bit;
+        }
+    }
+    drop(touched);
+    drop(src);
+    let slots = cc.slots(ps, footprint);
+    let (geo, logical_pages) = cfg.size_device(if auto_size { slots * ps } else { 0 })?;
+    if logical_pages < slots {
+        return Err(crate::config::ConfigError::Invalid {
+            key: if cc.size_bytes > 0 {
+                "cache.size_bytes".into()
+            } else {
+                "cache.size_fraction_of_footprint".into()
+            },
+            value: format!("{} bytes ({slots} slots)", slots * ps),
+            msg: format!(
+                "the cache does not fit the device's logical capacity of {logical_pages} pages; \
+                 lower the cache size or raise device.logical_capacity_bytes"
+            ),
+        }
+        .into());
+    }
+    let scheme = crate::scheme::registry(
+        &cfg.scheme.name,
+        &cfg.scheme.params,
+        &cfg.timing()?,
+        cfg.ftl.streams,
+    )?;
+    let scale = cfg.host.time_scale;
+    let mut engine = Engine::new(cfg, geo, logical_pages, scheme)?;
+    engine.precondition(None)?;
+    engine.set_fault_space((last_ns as f64 * scale).round() as u64, slots);
+    let t1 = Instant::now();
+    let mut cs = CacheSource::new(open()?, &cc, slots, ps, scale);
+    engine.run(&mut cs, 0, progress)?;
+    debug_assert_eq!(engine.check_invariants(), Ok(()));
+    if let Some(ts) = engine.stats.timeseries.take() {
+        ts.write(engine.now_ns()).map_err(NandlabError::Sim)?;
+    }
+    let replay = t1.elapsed().as_secs_f64();
+    let wall = t0.elapsed().as_secs_f64();
+    let described = cs.describe();
+    let trace = match (trace, described) {
+        (serde_json::Value::Null, d) => d,
+        (t, serde_json::Value::Null) => t,
+        (mut t, serde_json::Value::Object(d)) => {
+            if let serde_json::Value::Object(m) = &mut t {
+                m.extend(d);
+            }
+            t
+        }
+        (t, _) => t,
+    };
+    let mut report = engine.report(trace, wall, replay);
+    let c = cs.counters;
+    report["cache"]["manager"] = serde_json::json!({
+        "footprint_pages": need_prepass.then_some(footprint),
+        "slots": slots,
+        "size_bytes": slots * ps,
+        "flush_period_s": cc.flush_period_s,
+        "flush_max_per_s": cc.flush_max_per_s,
+        "write_through": cc.write_through,
+        "counters": c,
+        "ssd_read_share_percent": c.ssd_read_share_percent(),
+        "dirty_at_end": cs.dirty_blocks(),
+    });
+    Ok(report)
 }

@@ -86,6 +86,14 @@ pub struct Config {
     pub dpa: crate::dpa::DpaConfig,
     /// Controller DRAM data cache (issue 13; off by default: `capacity_bytes = 0`).
     pub dram: DramConfig,
+    /// SSD-as-cache front end (`[cache]`, FlexECC §3.2; [`crate::host::cache`]); off (`None`)
+    /// without the section, and then left out of the serialized config.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache: Option<crate::host::cache::CacheConfig>,
+    /// Fault injection (`[faults]`, FlexECC §4.4); off by default and then left out of the
+    /// serialized config.
+    #[serde(skip_serializing_if = "crate::reliability::faults::FaultsConfig::is_off")]
+    pub faults: crate::reliability::faults::FaultsConfig,
 }
 
 /// The controller's DRAM data cache (`[dram]`): a write-back cache of host pages. A host
@@ -497,6 +505,8 @@ impl Default for Config {
             regions: RegionsConfig::default(),
             dpa: crate::dpa::DpaConfig::default(),
             dram: DramConfig::default(),
+            cache: None,
+            faults: Default::default(),
         }
     }
 }
@@ -579,6 +589,19 @@ pub struct EccConfig {
     /// Extra array sensing per read, µs (e.g. soft sensing).
     #[serde(default)]
     pub extra_sense_us: f64,
+    /// Decode latency of a page with bit errors, µs (FlexECC Table 2: BCH 10); 0 = `decode_us`.
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub decode_corrupted_us: f64,
+    /// Encode latency before each program, µs (FlexECC Table 2: 0.8); 0 = none.
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub encode_us: f64,
+    /// Detection only (CRC, FlexECC §2.2): corrupted pages are detected, not corrected.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub detect_only: bool,
+}
+
+fn is_zero_f64(v: &f64) -> bool {
+    *v == 0.0
 }
 
 /// Operation timing.
@@ -599,6 +622,12 @@ pub struct TimingConfig {
     pub ecc_decode_us: f64,
     /// Name of ECC id 0 in reports.
     pub ecc_name: String,
+    /// Decode latency of a corrupted page with ECC id 0, µs; 0 = `ecc_decode_us`.
+    #[serde(skip_serializing_if = "is_zero_f64")]
+    pub ecc_decode_corrupted_us: f64,
+    /// Encode latency of ECC id 0 before each program, µs; 0 = none.
+    #[serde(skip_serializing_if = "is_zero_f64")]
+    pub ecc_encode_us: f64,
     /// Name of program mode id 0 in reports.
     pub program_mode_name: String,
     /// Additional program modes (ids 1, 2, …; id 0 is `program_us`, named `normal`).
@@ -617,6 +646,8 @@ impl Default for TimingConfig {
             channel_width_bytes: 1,
             ecc_decode_us: 0.0,
             ecc_name: "default".into(),
+            ecc_decode_corrupted_us: 0.0,
+            ecc_encode_us: 0.0,
             program_mode_name: "normal".into(),
             program_modes: Vec::new(),
             ecc: Vec::new(),
@@ -658,6 +689,11 @@ pub struct FtlConfig {
     pub gc_victim: VictimPolicy,
     /// Valid-page moves use copyback (no channel transfer) when true.
     pub copyback: bool,
+    /// With `copyback`, a move still decodes and re-encodes the page in the controller
+    /// (sense, decode + encode, program; no transfer). FlexECC §4.3 needs this: its GC saving
+    /// is decode time, which a pure copy-back would hide (spec §1.5).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub copyback_decode: bool,
     /// Offsets beyond the logical capacity wrap around (DiskSim habit) instead of failing.
     pub wrap_offsets: bool,
     /// Number of write streams (open blocks per plane). Stream 0 = host, 1 = GC by default.
@@ -680,6 +716,7 @@ impl Default for FtlConfig {
             gc_threshold_pct: 5.0,
             gc_victim: VictimPolicy::Greedy,
             copyback: false,
+            copyback_decode: false,
             wrap_offsets: false,
             streams: 2,
             read_modify_write: false,
@@ -1402,6 +1439,8 @@ impl Config {
         per_type_ns("timing.program_us", &t.program_us, bits as usize)?;
         check_us("timing.erase_us", t.erase_us)?;
         check_us("timing.ecc_decode_us", t.ecc_decode_us)?;
+        check_us("timing.ecc_decode_corrupted_us", t.ecc_decode_corrupted_us)?;
+        check_us("timing.ecc_encode_us", t.ecc_encode_us)?;
         // Physical range: legacy asynchronous NAND runs at tens of MT/s, ONFI 5 / Toggle 5 at
         // a few thousand; outside 1 ..= 100,000 MT/s a value is a unit mistake, and a tiny one
         // saturated the clock (issue 20).
@@ -1423,6 +1462,11 @@ impl Config {
         for (i, e) in t.ecc.iter().enumerate() {
             check_us(&format!("timing.ecc[{i}].decode_us"), e.decode_us)?;
             check_us(&format!("timing.ecc[{i}].extra_sense_us"), e.extra_sense_us)?;
+            check_us(
+                &format!("timing.ecc[{i}].decode_corrupted_us"),
+                e.decode_corrupted_us,
+            )?;
+            check_us(&format!("timing.ecc[{i}].encode_us"), e.encode_us)?;
         }
         if t.program_modes.len() > 254 || t.ecc.len() > 254 {
             return Err(invalid(
@@ -1566,6 +1610,27 @@ impl Config {
             ));
         }
         self.dpa.validate()?;
+        if let Some(c) = &self.cache {
+            c.validate()?;
+            if self.ftl.trim {
+                return Err(invalid(
+                    "ftl.trim",
+                    true,
+                    "the [cache] layer does not model discards of the primary storage; set \
+                     ftl.trim = false (discards are then skipped and counted by the reader)",
+                ));
+            }
+        }
+        self.faults.validate()?;
+        if !self.faults.is_off() && self.cache.is_none() {
+            return Err(invalid(
+                "faults.mode",
+                format!("{:?}", self.faults.mode),
+                "fault injection needs a [cache] section (corruptions are spread over the \
+                 cache's replay, and a corrupted detect-only page is fetched from its backend \
+                 disk)",
+            ));
+        }
         if p.initial_pe_spread > p.initial_pe_cycles {
             return Err(invalid(
                 "precondition.initial_pe_spread",
@@ -1616,12 +1681,18 @@ impl Config {
             name: t.ecc_name.clone(),
             decode_ns: us_to_ns(t.ecc_decode_us),
             extra_sense_ns: 0,
+            decode_corrupted_ns: us_to_ns(t.ecc_decode_corrupted_us),
+            encode_ns: us_to_ns(t.ecc_encode_us),
+            detect_only: false,
         }];
         for e in &t.ecc {
             eccs.push(EccTiming {
                 name: e.name.clone(),
                 decode_ns: us_to_ns(e.decode_us),
                 extra_sense_ns: us_to_ns(e.extra_sense_us),
+                decode_corrupted_ns: us_to_ns(e.decode_corrupted_us),
+                encode_ns: us_to_ns(e.encode_us),
+                detect_only: e.detect_only,
             });
         }
         let bytes_per_s = t.channel_mt_s * 1e6 * t.channel_width_bytes as f64;

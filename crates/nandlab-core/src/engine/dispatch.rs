@@ -90,9 +90,17 @@ impl Engine {
                     let pt = self.layout.page_type[self.ftl.page_index(t.ppn) as usize];
                     let ecc = self.ftl.page_ecc(t.ppn);
                     let rt = self.read_type(t.ppn, pt, t.source);
-                    let (sense, bus, decode) = self.read_cost(t.ppn, rt, ecc);
+                    let (sense, bus, mut decode) = self.read_cost(t.ppn, rt, ecc);
                     self.ftl.note_read(t.ppn);
                     self.count_read(t.source, ecc, pt);
+                    if t.source == Source::Host {
+                        self.stats.cache.host_reads_by_ecc[ecc as usize] += 1;
+                        if !self.faults.is_empty() {
+                            let (d, extra) =
+                                self.corrupt_read(t.lpn, t.ppn, ecc, sense + bus + decode, decode);
+                            decode = d + extra;
+                        }
+                    }
                     if self.rg.is_some() {
                         self.count_region_read(t.source, t.ppn, sense + bus + decode);
                     }
@@ -112,6 +120,10 @@ impl Engine {
                         return;
                     };
                     let prog = self.timing.program_ns(pt, mode);
+                    let encode = self.timing.eccs[t.placement.ecc as usize].encode_ns;
+                    if encode > 0 {
+                        self.exec.push_phase(die, Phase::Ctrl(encode));
+                    }
                     self.exec.push_phase(die, Phase::Bus(xfer));
                     self.exec.push_phase(die, Phase::Array(prog));
                     self.exec.stage_mut(die, 0).ppn = ppn;
@@ -162,12 +174,20 @@ impl Engine {
                         }
                     } else {
                         self.stats.gc_pages_moved += 1;
+                        let n = self.timing.eccs.len();
+                        self.stats.cache.gc_moves_by_ecc
+                            [ecc as usize * n + t.placement.ecc as usize] += 1;
                     }
+                    let encode = self.timing.eccs[t.placement.ecc as usize].encode_ns;
                     self.exec.push_phase(die, Phase::Array(sense));
                     if !self.cfg.ftl.copyback {
                         self.exec.push_phase(die, Phase::Bus(bus));
-                        self.exec.push_phase(die, Phase::Ctrl(decode));
+                        self.exec.push_phase(die, Phase::Ctrl(decode + encode));
                         self.exec.push_phase(die, Phase::Bus(xfer));
+                    } else if self.cfg.ftl.copyback_decode {
+                        // Copy-back through the controller's ECC (spec §1.5): decode and
+                        // re-encode, no channel transfer.
+                        self.exec.push_phase(die, Phase::Ctrl(decode + encode));
                     }
                     let prog = self.timing.program_ns(dst_pt, dst_mode);
                     self.exec.push_phase(die, Phase::Array(prog));
@@ -394,6 +414,9 @@ impl Engine {
             let gc_move = t.kind == TxnKind::Move && t.source != Source::Refresh;
             ts.flash_done(done.start_ns, self.now, t.kind == TxnKind::Erase, gc_move);
         }
+        if t.source == Source::Gc && matches!(t.kind, TxnKind::Move | TxnKind::Erase) {
+            self.stats.cache.cleaning_ns += service;
+        }
         match t.kind {
             TxnKind::Read => {
                 let end = self.now + done.tail_ns;
@@ -405,6 +428,8 @@ impl Engine {
                     }
                 } else if t.source == Source::Refresh {
                     self.refresh_step_done(t.plane);
+                } else if t.source == Source::Scrub {
+                    // A scrub read only checks the page (spec §3 item 4): never reprogrammed.
                 } else if self.ftl.lookup(t.lpn) == t.ppn {
                     // Second half of a scheme rewrite: program the data again (a synchronous
                     // one keeps its host request as owner).
@@ -510,6 +535,9 @@ impl Engine {
         match src {
             None => self.ftl.program(ppn, t.lpn, mode, t.placement.ecc, time_s),
             Some(src) => self.ftl.relocate(src, ppn, mode, t.placement.ecc, time_s),
+        }
+        if !self.faults.is_empty() {
+            self.fault_program(t.lpn, src, ppn);
         }
         self.stats.flash_programs.add(source);
         self.stats.programs_by_mode[mode as usize] += 1;

@@ -40,6 +40,7 @@
 //! ([`crate::flash::DivU32`]); a trace is parsed once, on its own thread
 //! ([`crate::host::spill`], [`crate::host::threaded`]). None of this changes a report.
 
+mod backend;
 mod dispatch;
 mod dram;
 mod gc;
@@ -56,7 +57,9 @@ use crate::error::NandlabError;
 use crate::exec::{Event, Executor};
 use crate::flash::{BlockLayout, Timing};
 use crate::ftl::{Ftl, NONE, UNMAPPED};
+use crate::host::cache::CacheOp;
 use crate::host::RequestSource;
+use crate::reliability::faults::{Fault, FaultMode};
 use crate::sched::{Sched, TxnKind};
 use crate::scheme::{Action, AdjustedPage, Ctx, Placement, RefreshPlan, Scheme, Source};
 use crate::stats::Stats;
@@ -69,6 +72,12 @@ use regions::RegionRuntime;
 const EV_HOST: u64 = 2 << 32;
 const EV_TICK: u64 = 3 << 32;
 const EV_REFRESH: u64 = 4 << 32;
+/// A backend-disk fetch returns (id = fetch slot).
+const EV_BACKEND: u64 = 5 << 32;
+/// The next fault injection is due.
+const EV_FAULT: u64 = 6 << 32;
+/// A host page served from the backend disk is done (id = host request slot).
+const EV_DISK_READ: u64 = 7 << 32;
 const ID_MASK: u64 = (1 << 32) - 1;
 const PROGRESS_EVERY: u64 = 1 << 16;
 /// Requests read ahead of the one arriving next (prefetch distance).
@@ -81,7 +90,7 @@ struct Feed {
     pulled: u64,
     max: u64,
     scale: f64,
-    ahead: std::collections::VecDeque<HostRequest>,
+    ahead: std::collections::VecDeque<(HostRequest, CacheOp)>,
     err: Option<NandlabError>,
     exhausted: bool,
 }
@@ -89,7 +98,10 @@ struct Feed {
 impl Feed {
     /// The next request from `src` (at most `max`, arrival scaled by `host.time_scale`).
     #[inline]
-    fn pull<S: RequestSource>(&mut self, src: &mut S) -> Result<Option<HostRequest>, NandlabError> {
+    fn pull<S: RequestSource>(
+        &mut self,
+        src: &mut S,
+    ) -> Result<Option<(HostRequest, CacheOp)>, NandlabError> {
         if self.pulled >= self.max {
             return Ok(None);
         }
@@ -99,7 +111,7 @@ impl Feed {
                 if self.scale != 1.0 {
                     r.arrival_ns = (r.arrival_ns as f64 * self.scale).round() as u64;
                 }
-                Ok(Some(r))
+                Ok(Some((r, src.tag())))
             }
             None => Ok(None),
         }
@@ -111,7 +123,7 @@ impl Feed {
         while self.ahead.len() < LOOKAHEAD && !self.exhausted {
             match self.pull(src) {
                 Ok(Some(r)) => {
-                    on_new(&r);
+                    on_new(&r.0);
                     self.ahead.push_back(r);
                 }
                 Ok(None) => self.exhausted = true,
@@ -133,6 +145,7 @@ struct HostSlot {
     pending: u32,
     done_ns: u64,
     service_ns: u64,
+    tag: CacheOp,
 }
 
 /// A simulation of one device, one scheme, one run.
@@ -213,6 +226,21 @@ pub struct Engine {
     susp_prefix_ns: u64,
     /// Controller DRAM data cache (`[dram]`); `None` without.
     dram: Option<Box<dram::Dram>>,
+    /// Backend disk latency (`cache.disk_us`), ns; 0 without `[cache]`.
+    disk_ns: u64,
+    /// The scheme's idle threshold (open loop), ns.
+    idle_threshold_ns: Option<u64>,
+    /// Corrupted pages by LPN (`[faults]`); empty when off.
+    faults: std::collections::BTreeMap<u32, Fault>,
+    /// Fault injection plan: (period P in pages, N injections, next injection index).
+    fault_plan: Option<(u64, u64, u64)>,
+    /// Scaled span of the replay faults are spread over, ns (see [`Engine::set_fault_span_ns`]).
+    fault_span_ns: u64,
+    /// LPNs faults are drawn from (cache slots).
+    fault_pages: u64,
+    /// Pending backend fetches: (LPN, expected PPN, reason 0 = refill / 1 = prefetch).
+    fetches: Vec<(u32, u32, u8)>,
+    fetch_free: Vec<u32>,
 }
 impl Engine {
     /// Build an engine for a sized device. `logical_pages` is the host-visible capacity.
@@ -250,6 +278,11 @@ impl Engine {
         let stats = Stats {
             programs_by_mode: vec![0; timing.modes.len()],
             reads_by_ecc: vec![0; timing.eccs.len()],
+            cache: crate::stats::CachePathStats {
+                host_reads_by_ecc: vec![0; timing.eccs.len()],
+                gc_moves_by_ecc: vec![0; timing.eccs.len() * timing.eccs.len()],
+                ..Default::default()
+            },
             regions: crate::stats::RegionStats::new(ftl.regions() as usize),
             die_busy_ns: vec![0; dies as usize],
             channel_busy_ns: vec![0; geo.channels as usize],
@@ -382,8 +415,21 @@ impl Engine {
                     (cfg.dram.access_us * 1000.0).round() as u64,
                 ))
             }),
+            disk_ns: cfg.cache.as_ref().map_or(0, |c| c.disk_ns()),
+            idle_threshold_ns: None,
+            faults: std::collections::BTreeMap::new(),
+            fault_plan: None,
+            fault_span_ns: 0,
+            fault_pages: logical_pages,
+            fetches: Vec::new(),
+            fetch_free: Vec::new(),
             cfg,
         };
+        e.idle_threshold_ns = e.scheme.idle_threshold_ns();
+        if e.cfg.faults.mode == FaultMode::EveryNthBit {
+            let p = e.cfg.faults.period_pages(e.page_size);
+            e.fault_plan = Some((p, logical_pages / p, 0));
+        }
         if let Some(w) = e.log.as_mut() {
             writeln!(
                 w,
@@ -473,6 +519,7 @@ impl Engine {
         if self.rf_on {
             self.push(self.now, EV_REFRESH);
         }
+        self.schedule_fault();
         let mut feed = Feed {
             pulled: 0,
             max,
@@ -488,7 +535,8 @@ impl Engine {
                     return Err(e);
                 }
                 let mut next = feed.ahead.front().copied();
-                self.next_arrival_ns = next.map(|r| r.arrival_ns);
+                let idle = self.idle_threshold_ns;
+                self.next_arrival_ns = next.map(|(r, _)| r.arrival_ns);
                 loop {
                     if let Some(e) = self.error.take() {
                         return Err(e);
@@ -500,7 +548,7 @@ impl Engine {
                     let ev_t = self.exec.events.next_time();
                     let room = self.in_flight < self.cfg.host.max_outstanding as u64;
                     match (next, ev_t) {
-                        (Some(r), t)
+                        (Some((r, tag)), t)
                             if (room || t.is_none()) && t.is_none_or(|t| r.arrival_ns <= t) =>
                         {
                             if !room {
@@ -514,16 +562,24 @@ impl Engine {
                                 self.stats.host_throttled += 1;
                             }
                             self.now = self.now.max(r.arrival_ns);
-                            self.on_arrival(r)?;
+                            self.on_arrival(r, tag)?;
                             feed.ahead.pop_front();
                             if let (None, Some(e)) = (feed.ahead.front(), feed.err.take()) {
                                 return Err(e);
                             }
                             feed.fill(src, |r| self.prefetch_request(r));
                             next = feed.ahead.front().copied();
-                            self.next_arrival_ns = next.map(|r| r.arrival_ns);
+                            self.next_arrival_ns = next.map(|(r, _)| r.arrival_ns);
                             match &next {
-                                Some(r) => self.prefetch_pages(r),
+                                Some((r, _)) => {
+                                    self.prefetch_pages(r);
+                                    if let Some(th) = idle {
+                                        let gap = r.arrival_ns.saturating_sub(self.now);
+                                        if gap > th {
+                                            self.idle(gap);
+                                        }
+                                    }
+                                }
                                 None => self.input_done = true,
                             }
                         }
@@ -549,10 +605,10 @@ impl Engine {
                     }
                     while self.to_issue > 0 && !self.input_done {
                         match feed.pull(src)? {
-                            Some(mut r) => {
+                            Some((mut r, tag)) => {
                                 self.to_issue -= 1;
                                 r.arrival_ns = self.now;
-                                self.on_arrival(r)?;
+                                self.on_arrival(r, tag)?;
                             }
                             None => self.input_done = true,
                         }
@@ -611,6 +667,12 @@ impl Engine {
         let id = (payload & ID_MASK) as u32;
         match payload & !ID_MASK {
             EV_HOST => self.finish_host(id),
+            EV_BACKEND => self.fetch_returned(id),
+            EV_FAULT => self.inject_fault(),
+            EV_DISK_READ => {
+                let d = self.disk_ns;
+                self.host_page_done(id, self.now, d);
+            }
             EV_TICK => {
                 self.actions.clear();
                 let ctx = Ctx {
@@ -703,7 +765,7 @@ impl Engine {
         }
     }
 
-    fn on_arrival(&mut self, r: HostRequest) -> Result<(), NandlabError> {
+    fn on_arrival(&mut self, r: HostRequest, tag: CacheOp) -> Result<(), NandlabError> {
         self.last_arrival_ns = r.arrival_ns;
         let logical_bytes = self.logical_pages * self.page_size;
         let mut offset = r.offset_bytes;
@@ -733,6 +795,7 @@ impl Engine {
             pending: 0,
             done_ns: self.now,
             service_ns: 0,
+            tag,
         });
         self.in_flight += 1;
         match r.op {
@@ -748,6 +811,9 @@ impl Engine {
         }
         self.actions.clear();
         let first = (span.first_lpn % self.logical_pages) as u32;
+        if tag != CacheOp::None {
+            self.scheme.on_cache_op(tag, first, span.pages as u32);
+        }
         self.scheme.on_host_request(r.op, first, span.pages as u32);
         let ctx = Ctx {
             now_ns: self.now,
@@ -779,6 +845,9 @@ impl Engine {
                     let ppn = self.ftl.lookup(lpn);
                     if ppn == UNMAPPED {
                         self.stats.unmapped_read_pages += 1;
+                        continue;
+                    }
+                    if !self.faults.is_empty() && self.known_corrupt_disk_read(lpn, ppn, slot) {
                         continue;
                     }
                     let ctx = Ctx {
@@ -1110,6 +1179,12 @@ impl Engine {
         class.response.record(response);
         class.wait.record(wait);
         class.service.record(service);
+        if s.tag != CacheOp::None {
+            let c = &mut self.stats.cache.by_tag[s.tag as usize];
+            c.response.record(response);
+            c.wait.record(wait);
+            c.service.record(service);
+        }
         if let Some(w) = self.log.as_mut() {
             let op = if s.op == Op::Read { 'R' } else { 'W' };
             if let Err(err) = writeln!(
@@ -1156,6 +1231,8 @@ impl Engine {
                         self.dispatch(die);
                     }
                 }
+                Action::Verify { first_lpn, count } => self.verify(first_lpn, count),
+                Action::Fetch { lpn, expect_ppn } => self.queue_fetch(lpn, expect_ppn, 1, 0),
             }
             i += 1;
         }

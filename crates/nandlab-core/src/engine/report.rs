@@ -224,6 +224,9 @@ impl Engine {
                     .collect::<Vec<_>>()),
             );
         }
+        if self.config().cache.is_some() || !self.config().faults.is_off() {
+            report["cache"] = self.cache_report();
+        }
         if s.sync_rewrites > 0 {
             // Only runs with synchronous scheme rewrites carry it (other reports unchanged).
             report["sync_rewrites"] = json!(s.sync_rewrites);
@@ -387,6 +390,77 @@ impl Engine {
                 "lsb_valid_csb_invalid": v[1],
                 "lower_all_invalid": v[0],
                 "served_adjusted": r.host_msb_reads_adjusted,
+            },
+        })
+    }
+
+    /// The `cache` section (only with `[cache]` or `[faults]`): latency per cache tag, host
+    /// reads and GC moves by ECC (FlexECC Table 3), cleaning time (Fig. 5), backend disk,
+    /// idle time, verification and faults (Table 4).
+    fn cache_report(&self) -> Value {
+        let c = &self.stats.cache;
+        let names: Vec<&str> = self.timing().eccs.iter().map(|e| e.name.as_str()).collect();
+        let n = names.len();
+        let mut by_tag = serde_json::Map::new();
+        for tag in crate::host::cache::CacheOp::ALL {
+            let l = &c.by_tag[tag as usize];
+            if tag == crate::host::cache::CacheOp::None && l.response.summary().count == 0 {
+                continue;
+            }
+            by_tag.insert(
+                tag.name().into(),
+                json!({
+                    "response": l.response.summary(),
+                    "wait": l.wait.summary(),
+                    "service": l.service.summary(),
+                }),
+            );
+        }
+        let mut reads = serde_json::Map::new();
+        for (i, name) in names.iter().enumerate() {
+            reads.insert((*name).into(), json!(c.host_reads_by_ecc[i]));
+        }
+        let mut moves = serde_json::Map::new();
+        for (i, a) in names.iter().enumerate() {
+            for (j, b) in names.iter().enumerate() {
+                moves.insert(format!("{a}->{b}"), json!(c.gc_moves_by_ecc[i * n + j]));
+            }
+        }
+        let f = &self.config().faults;
+        json!({
+            "by_tag": Value::Object(by_tag),
+            "host_reads_by_ecc": Value::Object(reads),
+            "gc_moves_by_ecc": Value::Object(moves),
+            "cleaning_us": c.cleaning_ns as f64 / 1000.0,
+            "backend": {
+                "disk_us": self.disk_ns as f64 / 1000.0,
+                "disk_accesses": c.disk_accesses,
+                "known_corrupt_disk_reads": c.known_corrupt_disk_reads,
+                "fetches_refill": c.fetches[0],
+                "fetches_prefetch": c.fetches[1],
+                "fetches_cancelled": c.fetches_cancelled,
+                "refilled": c.fetch_programs[0],
+                "prefetched": c.fetch_programs[1],
+            },
+            "idle": {
+                "threshold_us": self.idle_threshold_ns.map(|t| t as f64 / 1000.0),
+                "calls": c.idle_calls,
+                "idle_s": c.idle_ns as f64 / 1e9,
+                "verified_pages": c.verified_pages,
+                "verify_found": c.verify_found,
+            },
+            "faults": {
+                "mode": f.mode,
+                "rber": (!f.is_off()).then_some(f.rber),
+                "period_pages": self.fault_plan.map(|p| p.0),
+                "planned": self.fault_plan.map(|p| p.1),
+                "corruptions": c.corruptions,
+                "corruptions_detect_only": c.corruptions_detect_only,
+                "skipped": c.corruptions_skipped,
+                "corrected_reads": c.corrected_reads,
+                "gc_corrected": c.gc_corrected,
+                "gc_carried": c.gc_carried,
+                "corrupted_at_end": self.faults.len(),
             },
         })
     }

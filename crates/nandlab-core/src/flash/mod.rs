@@ -370,6 +370,21 @@ pub struct EccTiming {
     pub decode_ns: u64,
     /// Extra array sensing time added to reads of pages with this ECC, ns.
     pub extra_sense_ns: u64,
+    /// Decode latency of a page with bit errors, ns (FlexECC Table 2: BCH 10 µs); 0 = same as
+    /// `decode_ns`. Used by fault injection (`[faults]`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub decode_corrupted_ns: u64,
+    /// Encode latency before a program, ns (FlexECC Table 2: 0.8 µs for BCH and CRC); 0 = none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub encode_ns: u64,
+    /// Detection only (CRC): a corrupted page is not corrected; in cache mode it is served
+    /// again from the backend disk (FlexECC §3.1).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub detect_only: bool,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// Operation timing in nanoseconds, resolved from the config.

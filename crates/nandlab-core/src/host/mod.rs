@@ -7,9 +7,16 @@
 //! * `closed`: `queue_depth` requests are outstanding at all times; a request is issued the
 //!   moment another completes; timestamps are ignored.
 //!
+//! Closed loop has no idle time: a request is issued the moment another completes, so
+//! [`crate::scheme::Scheme::on_idle`] (e.g. FlexECC's scrubber) never runs there.
+//!
+//! The optional SSD-as-cache front end ([`cache`], `[cache]`) turns a primary-storage trace
+//! into tagged page operations (FlexECC §3.2).
+//!
 //! Requests are pulled lazily from a [`RequestSource`], so a trace of any length streams in
 //! constant memory.
 
+pub mod cache;
 pub mod spill;
 pub mod threaded;
 
@@ -22,6 +29,12 @@ pub trait RequestSource {
     /// # Errors
     /// A [`TraceError`] naming file, line and field.
     fn next_request(&mut self) -> Result<Option<HostRequest>, TraceError>;
+
+    /// The cache operation of the request last returned by [`RequestSource::next_request`]
+    /// ([`cache::CacheOp::None`] for a plain trace; [`cache::CacheSource`] tags its output).
+    fn tag(&self) -> cache::CacheOp {
+        cache::CacheOp::None
+    }
 
     /// What the report says about this source after replay (format, counters…).
     fn describe(&self) -> serde_json::Value {

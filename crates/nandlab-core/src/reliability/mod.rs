@@ -26,6 +26,7 @@
 //! let _extra_ns = cost.extra_sense_ns + cost.extra_transfer_ns + cost.decode_ns;
 //! ```
 
+pub mod faults;
 pub mod math;
 pub mod modes;
 pub mod reducecode;

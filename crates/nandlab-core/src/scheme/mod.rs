@@ -14,7 +14,8 @@
 //! | [`Scheme::on_host_request`] | once per host request, before its pages | `diffecc_wa` (round-robin Bloom-filter pair, decay every 512 requests) |
 //! | [`Scheme::on_host_write`] | each page of a host write, before placement | `diffecc_wa` (Bloom filters), `agcr`, `efm` (Read/Write_TBL, MRO), `hotis` |
 //! | [`Scheme::on_tick`] | every [`Scheme::tick_period_ns`] of simulated time | `efm` (×0.2 decay every T, wear stages), `diffecc_wa` (filter decay is per request, not per tick), `flexlevel` |
-//! | [`Scheme::on_idle`] | when the device has been idle (engine support lands with FlexECC's scrubber) | `flexecc` scrubber |
+//! | [`Scheme::on_cache_op`] | once per cache-layer request, before its pages (`[cache]`) | `flexecc` (DirtyWrite → BCH, CleanWrite → CRC, FlushRead marks) |
+//! | [`Scheme::on_idle`] | open loop: after an arrival whose gap to the next exceeds [`Scheme::idle_threshold_ns`] | `flexecc` scrubber |
 //! | [`Scheme::plan_refresh`] | per block due for data refresh (`[refresh] period_s`) | `ida` (voltage-adjust word lines), `warm`; default: move every valid page |
 //! | [`Scheme::gc_move`] | every valid page GC relocates | `flexecc` (flushed BCH → CRC), `efm` (keep region) |
 //!
@@ -25,6 +26,7 @@ pub mod agcr;
 pub mod baseline;
 pub mod diffecc_wa;
 pub mod efm;
+pub mod flexecc;
 pub mod flexlevel;
 pub mod hotis;
 pub mod ida;
@@ -118,6 +120,27 @@ pub enum Action {
         /// `on_request`), that request completes only after the rewrite's program does, so
         /// the rewrite's time is in its response. `false`: background work.
         wait: bool,
+    },
+    /// Verify-only check of `count` logical pages from `first_lpn` (wrapping at the logical
+    /// capacity): each corrupted page of a detect-only code among them becomes known corrupted
+    /// and is reported back through [`Scheme::on_verify`]. No flash time is charged (FlexECC
+    /// §3.4 as written: the scrubber's thresholds involve only the CRC check time). Never a
+    /// rewrite: nothing is reprogrammed.
+    Verify {
+        /// First logical page.
+        first_lpn: u32,
+        /// Pages checked.
+        count: u32,
+    },
+    /// Fetch `lpn` from the backend disk (`cache.disk_us`) and program it again as clean data
+    /// (the scheme's placement is asked with [`Source::Scrub`] after
+    /// [`Scheme::on_cache_op`] with `CleanWrite`). Dropped when, by then, the LPN was
+    /// reprogrammed (its copy is neither `expect_ppn` nor still corrupted).
+    Fetch {
+        /// Logical page.
+        lpn: u32,
+        /// The copy the fetch replaces.
+        expect_ppn: u32,
     },
 }
 
@@ -390,8 +413,24 @@ pub trait Scheme: Send {
         0
     }
 
-    /// Idle-time work (`idle_ns` since the device went idle).
+    /// The cache operation of the host request arriving next (called before
+    /// [`Scheme::on_host_request`] when the request comes from the cache layer
+    /// [`crate::host::cache`]; and with `CleanWrite` before the placement of a backend fetch).
+    fn on_cache_op(&mut self, _op: crate::host::cache::CacheOp, _first_lpn: u32, _pages: u32) {}
+
+    /// Idle gap (open loop) above which [`Scheme::on_idle`] is called, ns of simulated time;
+    /// `None` (default) = never.
+    fn idle_threshold_ns(&self) -> Option<u64> {
+        None
+    }
+
+    /// Idle-time work: called right after a host arrival when the gap `idle_ns` (simulated
+    /// ns) before the next arrival exceeds [`Scheme::idle_threshold_ns`] (open loop only;
+    /// closed loop has no idle time).
     fn on_idle(&mut self, _idle_ns: u64, _ctx: &Ctx<'_>, _actions: &mut Vec<Action>) {}
+
+    /// A [`Action::Verify`] found `lpn` (copy `ppn`) corrupted.
+    fn on_verify(&mut self, _lpn: u32, _ppn: u32) {}
 
     /// Placement of a GC relocation of `lpn` from `ppn`; default asks [`Scheme::placement`]
     /// with [`Source::Gc`].
@@ -439,6 +478,7 @@ pub fn registry(
         "flexlevel" => Ok(Box::new(flexlevel::FlexLevel::new(
             params, timing, streams,
         )?)),
+        "flexecc" => Ok(Box::new(flexecc::FlexEcc::new(params, timing, streams)?)),
         other => Err(ConfigError::Invalid {
             key: "scheme.name".into(),
             value: format!("{other:?}"),
@@ -459,4 +499,5 @@ pub const NAMES: &[&str] = &[
     "warm",
     "hotis",
     "flexlevel",
+    "flexecc",
 ];

@@ -269,6 +269,8 @@ pub struct Stats {
     pub regions: RegionStats,
     /// Per-interval time series (`stats.timeseries`; `None` when off).
     pub timeseries: Option<Box<TimeSeries>>,
+    /// Cache path, backend disk and fault counters.
+    pub cache: CachePathStats,
 }
 
 /// Per-region counters and the flash-time breakdown of EFM Fig. 6 (only with `[regions]`).
@@ -539,4 +541,55 @@ mod tests {
         assert!((d.mean - 3.0).abs() < 1e-12);
         assert!((d.std - (8.0f64 / 3.0).sqrt()).abs() < 1e-12);
     }
+}
+
+/// Counters of the SSD-as-cache path (`[cache]`, FlexECC), of the backend disk and of fault
+/// injection (`[faults]`). Reported (section `cache`) only when one of them is on, so reports
+/// of plain runs are unchanged.
+#[derive(Clone, Debug, Default)]
+pub struct CachePathStats {
+    /// Latency per cache tag ([`crate::host::cache::CacheOp`] order: untagged, host_read,
+    /// flush_read, dirty_write, clean_write).
+    pub by_tag: [ClassLatency; 5],
+    /// Flash page reads of host-path requests (any tag) per ECC id of the page read
+    /// (FlexECC Table 3 BCH_READ / CRC_READ).
+    pub host_reads_by_ecc: Vec<u64>,
+    /// GC relocations per (source page ECC id, destination ECC id): entry `src · n + dst`
+    /// (Table 3 CRC_MOVED, BCH2CRC, BCH_MOVED).
+    pub gc_moves_by_ecc: Vec<u64>,
+    /// Die time of GC relocations and erases (FlexECC Fig. 5 "cleaning time"), ns.
+    pub cleaning_ns: u64,
+    /// Undetected corrupted pages of a detect-only code read by the host: served again from
+    /// the backend disk (Table 4 "Disk Access").
+    pub disk_accesses: u64,
+    /// Host reads of pages already known corrupted: served from the backend disk only.
+    pub known_corrupt_disk_reads: u64,
+    /// Corrupted pages of a correcting code read by the host, first read only (Table 4 "BCH
+    /// Decoded").
+    pub corrected_reads: u64,
+    /// Backend fetches queued (disk read then CleanWrite), by reason: `[refill, prefetch]`.
+    pub fetches: [u64; 2],
+    /// Fetches dropped because the page was rewritten before the disk read returned.
+    pub fetches_cancelled: u64,
+    /// Fetches whose CleanWrite was programmed, by reason (`[refill, prefetch]`; Table 4
+    /// "Prefetched" is the second).
+    pub fetch_programs: [u64; 2],
+    /// Idle gaps handed to the scheme (`Scheme::on_idle`).
+    pub idle_calls: u64,
+    /// Idle time handed to the scheme, ns.
+    pub idle_ns: u64,
+    /// Pages the scheme verified (`Action::Verify`), and those found corrupted.
+    pub verified_pages: u64,
+    /// Corrupted pages found by verification.
+    pub verify_found: u64,
+    /// Corruptions injected (Table 4 "Corruptions").
+    pub corruptions: u64,
+    /// Corruptions injected into a page of a detect-only code.
+    pub corruptions_detect_only: u64,
+    /// Injections that found no mapped page.
+    pub corruptions_skipped: u64,
+    /// Corrupted pages GC relocated with a correcting read (the flag is cleared).
+    pub gc_corrected: u64,
+    /// Corrupted detect-only pages GC relocated as they are (the flag follows, now known).
+    pub gc_carried: u64,
 }

@@ -1,0 +1,651 @@
+//! `host::cache`: the SSD as a write-back cache in front of a disk (FlexECC, Huang et al.,
+//! ATC'14, §3.2–§3.4; `[cache]` section). A [`RequestSource`] adapter: it reads a
+//! primary-storage trace and emits the 4 KiB (one flash page) operations the cache manager
+//! sends to the SSD, each tagged with its [`CacheOp`]. The SSD's LPN is the cache slot.
+//!
+//! ```text
+//!  primary trace ──► CacheSource ─────────── tagged page ops (LPN = slot) ──► engine ──► SSD
+//!  (R/W, bytes)      │ LRU list over slots                                    │ tag → scheme,
+//!                    │ block → slot map (O(slots))                            │ latency per tag
+//!                    │ read hit   → HostRead(slot) at t                       │
+//!                    │ read miss  → [disk read, disk_us] → CleanWrite(slot) at t + disk_us
+//!                    │ write      → DirtyWrite(slot) at t   (write-through: CleanWrite)
+//!                    │ evict dirty LRU victim → FlushRead(victim) at t (disk write: not an SSD op)
+//!                    └ every flush_period_s of trace time: FlushRead(every dirty slot), clean
+//!                      (all at once, or one every 1/flush_max_per_s s)
+//!                                                      backend disk (fixed latency, unbounded
+//!                                                      concurrency; counted here and in the engine)
+//! ```
+//!
+//! Output times never decrease: emissions wait, ordered by (time, sequence), until the next
+//! trace request is later (three queues: at the current time, a disk delay later, and a heap
+//! for the rest). Times are trace time (the engine scales them by `host.time_scale`); the
+//! disk delay is a device latency, so it enters the heap divided by the time scale and is
+//! `disk_us` after scaling. The flush period is trace time and so stretches with the scale.
+//!
+//! What it does **not** model: the disk's own queueing and seek (every access costs `disk_us`,
+//! any number in parallel; §3.4 uses the same average); the read-fill of a partial-block write
+//! (a write of part of a block dirties the whole block without reading it); Flashcache's bypass
+//! of non-4 KiB and large sequential requests (footnote 4; off in the spec's runs and not
+//! implemented); the
+//! cache manager's own CPU time; host-visible end-to-end latency (the metric is the SSD's, §4.2:
+//! a miss's disk time is outside it). A block whose populate (CleanWrite) is still pending is
+//! never chosen as an eviction victim (the next LRU block is), so every HostRead finds its data.
+//!
+//! Memory: O(cache slots) (slot arrays, the block map, the heap of pending emissions), whatever
+//! the trace length.
+
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+
+use serde::{Deserialize, Serialize};
+
+use super::RequestSource;
+use crate::config::ConfigError;
+use crate::trace::{HostRequest, Op, TraceError};
+
+/// The cache manager's operation behind an SSD request (FlexECC §3.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[repr(u8)]
+pub enum CacheOp {
+    /// Not from a cache manager (plain replay).
+    #[default]
+    None = 0,
+    /// A host read served by the cache (hit).
+    HostRead = 1,
+    /// A read of a dirty block to write it back to disk (eviction or periodic flush).
+    FlushRead = 2,
+    /// A host write into the cache: the cached copy is the only up-to-date one.
+    DirtyWrite = 3,
+    /// A write of data that has a copy on disk (miss populate, refill, prefetch,
+    /// write-through).
+    CleanWrite = 4,
+}
+
+impl CacheOp {
+    /// All tags, in report order.
+    pub const ALL: [CacheOp; 5] = [
+        CacheOp::None,
+        CacheOp::HostRead,
+        CacheOp::FlushRead,
+        CacheOp::DirtyWrite,
+        CacheOp::CleanWrite,
+    ];
+    /// Name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            CacheOp::None => "untagged",
+            CacheOp::HostRead => "host_read",
+            CacheOp::FlushRead => "flush_read",
+            CacheOp::DirtyWrite => "dirty_write",
+            CacheOp::CleanWrite => "clean_write",
+        }
+    }
+    /// The SSD operation of the tag.
+    pub fn op(self) -> Op {
+        match self {
+            CacheOp::HostRead | CacheOp::FlushRead | CacheOp::None => Op::Read,
+            CacheOp::DirtyWrite | CacheOp::CleanWrite => Op::Write,
+        }
+    }
+}
+
+/// `[cache]`: the SSD-as-cache front end (off when the section is absent).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct CacheConfig {
+    /// Cache size, bytes (a multiple of the page size is used; the rest is dropped); 0 = use
+    /// `size_fraction_of_footprint`. FlexECC §4.1: 30 GB.
+    pub size_bytes: u64,
+    /// Cache size as a fraction of the trace's footprint (distinct pages touched), in (0, 1];
+    /// 0 = use `size_bytes`. The spec's scaling: 1/12 (30 GB of a 360 GB working set).
+    pub size_fraction_of_footprint: f64,
+    /// Period of the write-back of every dirty block, s of trace time (stretched by
+    /// `host.time_scale`); 0 = no periodic flush (only evictions write back). §3.2: "e.g.,
+    /// every 5 minutes".
+    pub flush_period_s: f64,
+    /// Largest rate of a periodic flush's write-backs, blocks per s of trace time: the dirty
+    /// blocks of one flush are written back one every 1 / rate s (a block written again
+    /// meanwhile is written back with its new data); 0 = all at the period boundary (a burst).
+    /// The paper flushes "at a configurable rate" (§3.2) without giving one.
+    pub flush_max_per_s: f64,
+    /// Write-through: host writes go to disk and into the cache as clean data (CleanWrite);
+    /// no block is ever dirty (§3.2).
+    pub write_through: bool,
+    /// Backend disk access latency, µs (§3.4: 1.5 ms average, from [37]).
+    pub disk_us: f64,
+}
+
+impl Default for CacheConfig {
+    fn default() -> Self {
+        CacheConfig {
+            size_bytes: 0,
+            size_fraction_of_footprint: 0.0,
+            flush_period_s: 300.0,
+            flush_max_per_s: 0.0,
+            write_through: false,
+            disk_us: 1500.0,
+        }
+    }
+}
+
+impl CacheConfig {
+    /// Check ranges.
+    ///
+    /// # Errors
+    /// [`ConfigError::Invalid`] naming the `cache.` key.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |key: &str, value: String, msg: &str| ConfigError::Invalid {
+            key: format!("cache.{key}"),
+            value,
+            msg: msg.into(),
+        };
+        let f = self.size_fraction_of_footprint;
+        if !(f.is_finite() && (0.0..=1.0).contains(&f)) {
+            return Err(bad(
+                "size_fraction_of_footprint",
+                f.to_string(),
+                "must be in (0, 1] (0 = use cache.size_bytes)",
+            ));
+        }
+        if (self.size_bytes == 0) == (f == 0.0) {
+            return Err(bad(
+                "size_bytes",
+                self.size_bytes.to_string(),
+                "give exactly one of cache.size_bytes (> 0) and cache.size_fraction_of_footprint \
+                 (in (0, 1])",
+            ));
+        }
+        if !(self.flush_period_s.is_finite() && self.flush_period_s >= 0.0) {
+            return Err(bad(
+                "flush_period_s",
+                self.flush_period_s.to_string(),
+                "must be >= 0 s (0 = no periodic flush)",
+            ));
+        }
+        if !(self.flush_max_per_s.is_finite() && self.flush_max_per_s >= 0.0) {
+            return Err(bad(
+                "flush_max_per_s",
+                self.flush_max_per_s.to_string(),
+                "must be >= 0 blocks/s (0 = write back all at once)",
+            ));
+        }
+        if !(self.disk_us.is_finite() && self.disk_us >= 0.0 && self.disk_us <= 1e9) {
+            return Err(bad(
+                "disk_us",
+                self.disk_us.to_string(),
+                "must be in [0, 1e9] µs",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Backend disk latency, ns.
+    pub fn disk_ns(&self) -> u64 {
+        (self.disk_us * 1000.0).round() as u64
+    }
+
+    /// Cache slots (pages of `page_size_bytes`) for a trace touching `footprint_pages` pages
+    /// (at least 1).
+    pub fn slots(&self, page_size_bytes: u64, footprint_pages: u64) -> u64 {
+        let n = if self.size_bytes > 0 {
+            self.size_bytes / page_size_bytes
+        } else {
+            (footprint_pages as f64 * self.size_fraction_of_footprint).floor() as u64
+        };
+        n.max(1)
+    }
+}
+
+/// Cache counters (FlexECC Table 1 is `ssd_read_share`).
+#[derive(Clone, Copy, Debug, Default, Serialize, PartialEq)]
+pub struct CacheCounters {
+    /// Primary-trace requests read.
+    pub requests: u64,
+    /// Page reads that hit.
+    pub read_hits: u64,
+    /// Page reads that missed (each a disk read and a CleanWrite).
+    pub read_misses: u64,
+    /// Page writes to a cached block.
+    pub write_hits: u64,
+    /// Page writes to an uncached block.
+    pub write_misses: u64,
+    /// Clean LRU victims dropped.
+    pub evictions_clean: u64,
+    /// Dirty LRU victims written back (each a FlushRead).
+    pub evictions_dirty: u64,
+    /// Periodic flushes run.
+    pub flush_rounds: u64,
+    /// Blocks written back by periodic flushes (each a FlushRead).
+    pub flushed_blocks: u64,
+    /// Populates cancelled because the block was written before its disk read returned.
+    pub populates_cancelled: u64,
+    /// Backend disk reads (misses).
+    pub disk_reads: u64,
+    /// Backend disk writes (write-backs; write-through writes).
+    pub disk_writes: u64,
+    /// SSD operations emitted, by tag (`[untagged, host_read, flush_read, dirty_write,
+    /// clean_write]`).
+    pub ops_by_tag: [u64; 5],
+}
+
+impl CacheCounters {
+    /// Share of SSD operations that are reads (HostRead + FlushRead), % (Table 1).
+    pub fn ssd_read_share_percent(&self) -> Option<f64> {
+        let t: u64 = self.ops_by_tag.iter().sum();
+        (t > 0).then(|| 100.0 * (self.ops_by_tag[1] + self.ops_by_tag[2]) as f64 / t as f64)
+    }
+}
+
+const NIL: u32 = u32::MAX;
+/// Heap tag of a miss's populate (emitted as [`CacheOp::CleanWrite`] unless cancelled).
+const POPULATE: u8 = 5;
+/// Heap tag of a spread periodic write-back (emitted as [`CacheOp::FlushRead`] if the slot
+/// still holds the block and it is dirty).
+const SPREAD_FLUSH: u8 = 6;
+
+/// Multiply-shift hasher for the block → slot map (keys are block numbers, not adversarial).
+#[derive(Default, Clone, Copy)]
+struct BlockHasher(u64);
+
+impl std::hash::Hasher for BlockHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (v ^ (v >> 29)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        self.0 ^= self.0 >> 32;
+    }
+}
+
+type BuildBlockHasher = std::hash::BuildHasherDefault<BlockHasher>;
+
+/// A pending emission: (time, sequence, slot, tag) ordered by time then sequence.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Emit {
+    t: u64,
+    seq: u64,
+    slot: u32,
+    tag: u8,
+}
+
+/// The cache manager as a request source (see the module documentation).
+pub struct CacheSource<S: RequestSource> {
+    inner: S,
+    page: u64,
+    slots: u32,
+    used: u32,
+    disk_trace_ns: u64,
+    flush_period_ns: u64,
+    /// Spacing of a spread flush's write-backs, ns of trace time (0 = burst).
+    flush_gap_ns: u64,
+    /// Sequence number of the slot's pending spread write-back, 0 = none.
+    flush_seq: Vec<u64>,
+    write_through: bool,
+    map: HashMap<u64, u32, BuildBlockHasher>,
+    block: Vec<u64>,
+    prev: Vec<u32>,
+    next: Vec<u32>,
+    dirty: Vec<bool>,
+    /// Sequence number of the slot's pending populate (CleanWrite), 0 = none.
+    populate: Vec<u64>,
+    /// Trace time the slot's data is in the cache (its populate's time).
+    ready: Vec<u64>,
+    head: u32,
+    tail: u32,
+    /// Emissions at the time being processed (times never decrease in push order).
+    now_q: VecDeque<Emit>,
+    /// Miss populates (time + the constant disk delay: never decrease in push order).
+    delay_q: VecDeque<Emit>,
+    /// Anything else (hits on a block whose populate is pending).
+    heap: BinaryHeap<std::cmp::Reverse<Emit>>,
+    /// The trace time being processed.
+    cur_t: u64,
+    seq: u64,
+    peeked: Option<HostRequest>,
+    inner_done: bool,
+    next_flush: u64,
+    last_tag: CacheOp,
+    /// Counters.
+    pub counters: CacheCounters,
+}
+
+impl<S: RequestSource> CacheSource<S> {
+    /// A cold cache of `slots` pages of `page_size_bytes` over `inner`; `time_scale` is
+    /// `host.time_scale` (the disk delay is divided by it so that it is `cache.disk_us` after
+    /// the engine scales arrivals).
+    pub fn new(
+        inner: S,
+        cfg: &CacheConfig,
+        slots: u64,
+        page_size_bytes: u64,
+        time_scale: f64,
+    ) -> CacheSource<S> {
+        let n = slots.min(u32::MAX as u64 - 1) as u32;
+        let flush_period_ns = (cfg.flush_period_s * 1e9).round() as u64;
+        CacheSource {
+            inner,
+            page: page_size_bytes,
+            slots: n,
+            used: 0,
+            disk_trace_ns: (cfg.disk_ns() as f64 / time_scale).round() as u64,
+            flush_period_ns,
+            flush_gap_ns: if cfg.flush_max_per_s > 0.0 {
+                ((1e9 / cfg.flush_max_per_s).round() as u64).max(1)
+            } else {
+                0
+            },
+            flush_seq: if cfg.flush_max_per_s > 0.0 {
+                vec![0; n as usize]
+            } else {
+                Vec::new()
+            },
+            write_through: cfg.write_through,
+            map: HashMap::with_capacity_and_hasher(n as usize, Default::default()),
+            block: vec![0; n as usize],
+            prev: vec![NIL; n as usize],
+            next: vec![NIL; n as usize],
+            dirty: vec![false; n as usize],
+            populate: vec![0; n as usize],
+            ready: vec![0; n as usize],
+            head: NIL,
+            tail: NIL,
+            now_q: VecDeque::with_capacity(1024),
+            delay_q: VecDeque::with_capacity(1024),
+            heap: BinaryHeap::with_capacity(64),
+            cur_t: 0,
+            seq: 1,
+            peeked: None,
+            inner_done: false,
+            next_flush: if flush_period_ns > 0 {
+                flush_period_ns
+            } else {
+                u64::MAX
+            },
+            last_tag: CacheOp::None,
+            counters: CacheCounters::default(),
+        }
+    }
+
+    /// Cache slots (the SSD's logical pages).
+    pub fn slots(&self) -> u64 {
+        self.slots as u64
+    }
+
+    /// Blocks cached and dirty now.
+    pub fn dirty_blocks(&self) -> u64 {
+        self.dirty.iter().filter(|&&d| d).count() as u64
+    }
+
+    #[inline]
+    fn emit(&mut self, t: u64, slot: u32, tag: CacheOp) -> u64 {
+        self.emit_raw(t, slot, tag as u8)
+    }
+
+    #[inline]
+    fn emit_raw(&mut self, t: u64, slot: u32, tag: u8) -> u64 {
+        let seq = self.seq;
+        self.seq += 1;
+        let e = Emit { t, seq, slot, tag };
+        // Three queues instead of one heap: most emissions are at the time being processed or
+        // a constant disk delay later, so they arrive in order (no heap operation per op).
+        if t == self.cur_t {
+            self.now_q.push_back(e);
+        } else if tag == POPULATE {
+            debug_assert!(self.delay_q.back().is_none_or(|b| b.t <= t));
+            self.delay_q.push_back(e);
+        } else {
+            self.heap.push(std::cmp::Reverse(e));
+        }
+        seq
+    }
+
+    /// The earliest pending emission (by time, then sequence) and its queue.
+    #[inline]
+    fn peek_min(&self) -> Option<(u8, Emit)> {
+        let mut best: Option<(u8, Emit)> = self.now_q.front().map(|e| (0, *e));
+        for (q, e) in [
+            (1u8, self.delay_q.front().copied()),
+            (2u8, self.heap.peek().map(|r| r.0)),
+        ] {
+            if let Some(e) = e {
+                if best.is_none_or(|(_, b)| (e.t, e.seq) < (b.t, b.seq)) {
+                    best = Some((q, e));
+                }
+            }
+        }
+        best
+    }
+
+    #[inline]
+    fn unlink(&mut self, s: u32) {
+        let (p, n) = (self.prev[s as usize], self.next[s as usize]);
+        if p != NIL {
+            self.next[p as usize] = n;
+        } else {
+            self.head = n;
+        }
+        if n != NIL {
+            self.prev[n as usize] = p;
+        } else {
+            self.tail = p;
+        }
+    }
+
+    /// Put `s` at the MRU end (head).
+    #[inline]
+    fn push_front(&mut self, s: u32) {
+        self.prev[s as usize] = NIL;
+        self.next[s as usize] = self.head;
+        if self.head != NIL {
+            self.prev[self.head as usize] = s;
+        }
+        self.head = s;
+        if self.tail == NIL {
+            self.tail = s;
+        }
+    }
+
+    /// A slot for a new block at trace time `t`: a never-used one, else the LRU block (a dirty
+    /// victim is written back first: FlushRead).
+    fn allocate(&mut self, blk: u64, t: u64) -> u32 {
+        let s = if self.used < self.slots {
+            self.used += 1;
+            self.used - 1
+        } else {
+            // The LRU block whose data is in the cache (a pending populate is skipped).
+            let mut v = self.tail;
+            while self.populate[v as usize] != 0 && self.prev[v as usize] != NIL {
+                v = self.prev[v as usize];
+            }
+            self.unlink(v);
+            self.map.remove(&self.block[v as usize]);
+            if let Some(f) = self.flush_seq.get_mut(v as usize) {
+                *f = 0;
+            }
+            if self.dirty[v as usize] {
+                self.counters.evictions_dirty += 1;
+                self.counters.disk_writes += 1;
+                self.emit(t, v, CacheOp::FlushRead);
+                self.dirty[v as usize] = false;
+            } else {
+                self.counters.evictions_clean += 1;
+            }
+            // A victim with a pending populate (all were pending): cancel it.
+            if self.populate[v as usize] != 0 {
+                self.populate[v as usize] = 0;
+                self.counters.populates_cancelled += 1;
+            }
+            v
+        };
+        self.block[s as usize] = blk;
+        self.map.insert(blk, s);
+        self.ready[s as usize] = t;
+        self.push_front(s);
+        s
+    }
+
+    /// Write back every dirty block at trace time `t`.
+    fn flush_all(&mut self, t: u64) {
+        self.cur_t = t;
+        self.counters.flush_rounds += 1;
+        if self.flush_gap_ns > 0 {
+            let mut k = 0u64;
+            for s in 0..self.used {
+                if self.dirty[s as usize] {
+                    let seq = self.emit_raw(t + k * self.flush_gap_ns, s, SPREAD_FLUSH);
+                    self.flush_seq[s as usize] = seq;
+                    k += 1;
+                }
+            }
+            return;
+        }
+        for s in 0..self.used {
+            if self.dirty[s as usize] {
+                self.dirty[s as usize] = false;
+                self.counters.flushed_blocks += 1;
+                self.counters.disk_writes += 1;
+                self.emit(t, s, CacheOp::FlushRead);
+            }
+        }
+    }
+
+    /// Turn one primary request into emissions.
+    fn process(&mut self, r: HostRequest) {
+        self.counters.requests += 1;
+        let t = r.arrival_ns;
+        self.cur_t = t;
+        let first = r.offset_bytes / self.page;
+        let last = (r.offset_bytes + r.len_bytes.max(1) - 1) / self.page;
+        for blk in first..=last {
+            match (r.op, self.map.get(&blk).copied()) {
+                // Not reached: a [cache] config refuses ftl.trim, so readers skip discards.
+                (Op::Trim, _) => {}
+                (Op::Read, Some(s)) => {
+                    self.counters.read_hits += 1;
+                    self.unlink(s);
+                    self.push_front(s);
+                    let at = self.ready[s as usize].max(t);
+                    self.emit(at, s, CacheOp::HostRead);
+                }
+                (Op::Read, None) => {
+                    self.counters.read_misses += 1;
+                    self.counters.disk_reads += 1;
+                    let s = self.allocate(blk, t);
+                    let at = t + self.disk_trace_ns;
+                    let seq = self.emit_raw(at, s, POPULATE);
+                    self.populate[s as usize] = seq;
+                    self.ready[s as usize] = at;
+                }
+                (Op::Write, hit) => {
+                    let s = match hit {
+                        Some(s) => {
+                            self.counters.write_hits += 1;
+                            self.unlink(s);
+                            self.push_front(s);
+                            s
+                        }
+                        None => {
+                            self.counters.write_misses += 1;
+                            self.allocate(blk, t)
+                        }
+                    };
+                    if self.populate[s as usize] != 0 {
+                        // The host's data supersedes the disk copy still on its way.
+                        self.populate[s as usize] = 0;
+                        self.counters.populates_cancelled += 1;
+                    }
+                    self.ready[s as usize] = t;
+                    if self.write_through {
+                        self.counters.disk_writes += 1;
+                        self.emit(t, s, CacheOp::CleanWrite);
+                    } else {
+                        self.dirty[s as usize] = true;
+                        self.emit(t, s, CacheOp::DirtyWrite);
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl<S: RequestSource> RequestSource for CacheSource<S> {
+    fn next_request(&mut self) -> Result<Option<HostRequest>, TraceError> {
+        loop {
+            if self.peeked.is_none() && !self.inner_done {
+                self.peeked = self.inner.next_request()?;
+                self.inner_done = self.peeked.is_none();
+            }
+            let next_in = self.peeked.map_or(u64::MAX, |r| r.arrival_ns);
+            // Periodic flushes due before the next trace request (none after the trace ends).
+            if !self.inner_done && self.next_flush <= next_in {
+                let t = self.next_flush;
+                self.next_flush = self.next_flush.saturating_add(self.flush_period_ns);
+                self.flush_all(t);
+                continue;
+            }
+            if let Some((q, e)) = self.peek_min() {
+                if e.t < next_in || self.inner_done {
+                    match q {
+                        0 => {
+                            self.now_q.pop_front();
+                        }
+                        1 => {
+                            self.delay_q.pop_front();
+                        }
+                        _ => {
+                            self.heap.pop();
+                        }
+                    }
+                    let tag = if e.tag == POPULATE {
+                        // A miss's populate: dropped when the block was written or evicted
+                        // before its disk read returned.
+                        if self.populate[e.slot as usize] != e.seq {
+                            continue;
+                        }
+                        self.populate[e.slot as usize] = 0;
+                        CacheOp::CleanWrite
+                    } else if e.tag == SPREAD_FLUSH {
+                        // A spread write-back: dropped when the slot was evicted (and written
+                        // back then) or a later flush took it over, or the block is clean.
+                        let s = e.slot as usize;
+                        if self.flush_seq[s] != e.seq || !self.dirty[s] {
+                            continue;
+                        }
+                        self.flush_seq[s] = 0;
+                        self.dirty[s] = false;
+                        self.counters.flushed_blocks += 1;
+                        self.counters.disk_writes += 1;
+                        CacheOp::FlushRead
+                    } else {
+                        CacheOp::ALL[e.tag as usize]
+                    };
+                    self.counters.ops_by_tag[tag as usize] += 1;
+                    self.last_tag = tag;
+                    return Ok(Some(HostRequest {
+                        arrival_ns: e.t,
+                        op: tag.op(),
+                        offset_bytes: e.slot as u64 * self.page,
+                        len_bytes: self.page,
+                    }));
+                }
+            }
+            match self.peeked.take() {
+                Some(r) => self.process(r),
+                None => return Ok(None),
+            }
+        }
+    }
+
+    fn tag(&self) -> CacheOp {
+        self.last_tag
+    }
+
+    fn describe(&self) -> serde_json::Value {
+        self.inner.describe()
+    }
+}
