@@ -136,3 +136,16 @@ def test_workers_die_with_a_killed_reproduce(tmp_path: Path) -> None:
             os.killpg(p.pid, signal.SIGKILL)
     assert not reader.is_alive(), "the killed command's stdout stayed open"
     assert not left, f"left behind: {left}"
+
+
+def test_a_small_mutation_attack_finds_no_failure() -> None:
+    """The mutation corpus of ``python -m nandlab._attack`` (issue 20), CI-sized: every case
+    ends in a clean one-line error or a run with a report, under a 4 GiB address-space cap
+    and a timeout. The full attack (2,000 traces + 2,000 overrides) is in the issue's note."""
+    from nandlab._attack import FAILURES, attack
+
+    res = attack(16, 16, seed=7, jobs=2)
+    assert not res["failures"], res["failures"][:3]
+    total = sum(sum(c.values()) for c in res["counts"].values())
+    assert total == 32
+    assert not any(res["counts"][k].get(f) for k in res["counts"] for f in FAILURES)
