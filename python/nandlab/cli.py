@@ -6,6 +6,7 @@ files print one red line on stderr and exit with status 2; no traceback.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -14,7 +15,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 from rich.console import Console
@@ -185,6 +186,42 @@ class _Group(click.Group):
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
+
+
+T = TypeVar("T")
+
+
+def _interruptible(fn: Callable[..., T], *args: Any, partial: Path | None = None) -> T:
+    """Run a long core call (which releases the GIL) on a worker thread so that Ctrl-C stops
+    the command at once instead of when the call ends (issue 20: `trace convert` of 45 M lines
+    ignored Ctrl-C for 111 s). On Ctrl-C the partial output file, if any, is removed and the
+    interrupt goes on to the CLI's handler (one line, exit 130); the abandoned call ends with
+    the process."""
+    import threading
+
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["value"] = fn(*args)
+        except BaseException as e:  # re-raised in the caller's thread
+            box["error"] = e
+
+    t = threading.Thread(target=work, name="nandlab-core-call", daemon=True)
+    if partial is not None:
+        on_interrupt(f"the partial {partial} was removed")
+    t.start()
+    try:
+        while t.is_alive():
+            t.join(0.1)
+    except KeyboardInterrupt:
+        if partial is not None:
+            with contextlib.suppress(OSError):
+                partial.unlink()
+        raise
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
 
 
 def _require_file(path: Path, what: str) -> Path:
@@ -559,7 +596,9 @@ def trace_stats(
     """Workload characteristics (Xia & Xiao Table II) and page overlap ratios."""
     _require_file(file, "trace file")
     stats = json.loads(
-        _core.trace_stats(str(file), trace_options_json(trace_format, device), page_size_bytes)
+        _interruptible(
+            _core.trace_stats, str(file), trace_options_json(trace_format, device), page_size_bytes
+        )
     )
     _write_json(json_out, stats)
     if json_out == "-":
@@ -620,7 +659,13 @@ def trace_convert(
 ) -> None:
     """Convert a trace to nandlab's canonical CSV (gzip if OUTPUT ends in .gz)."""
     _require_file(input, "trace file")
-    n = _core.trace_convert(str(input), trace_options_json(trace_format, device), str(output))
+    n = _interruptible(
+        _core.trace_convert,
+        str(input),
+        trace_options_json(trace_format, device),
+        str(output),
+        partial=output,
+    )
     _write_json(json_out, {"input": str(input), "output": str(output), "requests": n})
     if json_out != "-":
         _out.print(f"wrote {n:,} requests to {output}")
@@ -692,7 +737,7 @@ def trace_generate(
         "iops": iops,
         "seed": seed,
     }
-    n = _core.trace_generate(json.dumps(params), str(output))
+    n = _interruptible(_core.trace_generate, json.dumps(params), str(output), partial=output)
     _write_json(json_out, {"output": str(output), "requests": n, "params": params})
     if json_out != "-":
         _out.print(f"wrote {n:,} requests to {output}")
