@@ -184,3 +184,17 @@ fn latencies_beyond_an_hour_keep_their_true_max() {
     assert!(s.mean_us.unwrap() <= s.max_us.unwrap());
     assert!(s.p99_us.unwrap() <= hour_ns as f64 / 1000.0 * 1.001);
 }
+
+/// Item 2: a blkparse `D` line with a missing field is an error naming its line, not a
+/// skipped non-request line.
+#[test]
+fn a_broken_blkparse_dispatch_line_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(
+        &dir,
+        "blk.txt",
+        b"  8,0    3        1     0.000000000   697  D   W 223490 + 8 [kjournald]\n  8,0    3        2     0.000001000   697  D   W 223490 +\n",
+    );
+    let e = requests(&p).unwrap_err();
+    assert!(e.contains("line 2") && e.contains("nsectors"), "{e}");
+}
