@@ -198,3 +198,24 @@ fn a_broken_blkparse_dispatch_line_is_an_error() {
     let e = requests(&p).unwrap_err();
     assert!(e.contains("line 2") && e.contains("nsectors"), "{e}");
 }
+
+/// Item 3: settings that sized something out of range or saturated the clock are one-line
+/// config errors naming the key.
+#[test]
+fn out_of_range_settings_are_config_errors() {
+    let text = std::fs::read_to_string(root().join("python/nandlab/configs/default.toml")).unwrap();
+    for (set, key) in [
+        ("timing.channel_mt_s=1e-9", "timing.channel_mt_s"),
+        ("host.time_scale=1e-300", "host.time_scale"),
+        ("device.blocks_per_plane=65536", "device.blocks_per_plane"),
+    ] {
+        let r = nandlab_core::config::load(
+            &text,
+            "default.toml",
+            &[set.to_string(), "device.channels=1024".to_string()],
+        )
+        .and_then(|c| c.size_device(1 << 30).map(|_| ()));
+        let e = r.expect_err(set).to_string();
+        assert!(e.contains(key) && !e.contains('\n'), "{set}: {e}");
+    }
+}
