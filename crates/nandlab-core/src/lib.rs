@@ -78,6 +78,7 @@ pub mod flash;
 pub mod ftl;
 pub mod hil;
 pub mod host;
+pub mod osd;
 mod prefetch;
 pub mod reliability;
 pub mod rng;
