@@ -177,6 +177,9 @@ fn rmw_write_costs_a_read_and_a_program_only_into_a_mapped_page() {
     assert_eq!(f(&on, "flash.reads_by_source.host"), 1.0);
     let mean = (3 * PROG + READ + PROG) as f64 / 4.0;
     assert_eq!(f(&on, "host.write_mean_us") * 1000.0, mean);
+    // The RMW read is service, not queue wait: nothing else is on the device.
+    assert_eq!(f(&on, "host.wait.write.mean_us"), 0.0);
+    assert_eq!(f(&on, "host.service.write.mean_us") * 1000.0, mean);
     // Off: a partial write programs the whole page at once, no read, no rmw keys.
     let off = run(LAT, &[], reqs);
     assert_eq!(f(&off, "host.write_mean_us") * 1000.0, PROG as f64);
@@ -197,6 +200,7 @@ fn rmw_reads_both_partial_ends_of_a_multi_page_write() {
     assert_eq!(f(&r, "flash.programs"), 8.0);
     let mean = (PROG + READ + PROG) as f64 / 2.0;
     assert_eq!(f(&r, "host.write_mean_us") * 1000.0, mean);
+    assert_eq!(f(&r, "host.wait.write.mean_us"), 0.0);
 }
 
 // ----- item 5: TRIM / discard -------------------------------------------------------------
@@ -539,6 +543,12 @@ fn the_default_drive_runs_a_one_request_trace_in_steady_state() {
     }
     // The 4 KiB write into a filled 8 KiB page lands in DRAM (merging needs a read first).
     assert_eq!(f(&r, "sim.rmw_reads"), 1.0);
+    // A lone request waits for no one: its RMW read is service time (it was counted as queue
+    // wait, and the CLI then said the device could not keep up with a one-request trace).
+    assert_eq!(f(&r, "host.wait.all.mean_us"), 0.0);
+    // No percentile above the max (a histogram bucket's upper edge can be).
+    let p50 = f(&r, "host.all.p50_us");
+    assert!(p50 <= f(&r, "host.all.max_us"), "{p50}");
 }
 
 #[test]

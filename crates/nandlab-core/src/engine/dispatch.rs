@@ -422,6 +422,7 @@ impl Engine {
                 let end = self.now + done.tail_ns;
                 if t.source == Source::Host {
                     if self.is_rmw_read(t.owner) {
+                        self.rmw_read_done(t.owner, t.lpn, end - done.start_ns);
                         self.rmw_program(t.lpn, t.owner, die);
                     } else {
                         self.host_page_done(t.owner, end, end - done.start_ns);
@@ -471,6 +472,7 @@ impl Engine {
                 {
                     self.dram_flushed(t.owner & !super::dram::FLUSH, die);
                 } else if t.source == Source::Host {
+                    let service = service + self.rmw_service(t.owner, t.lpn);
                     self.host_page_done(t.owner, self.now, service);
                 } else {
                     self.stats.rewrites += 1;

@@ -146,6 +146,10 @@ struct HostSlot {
     done_ns: u64,
     service_ns: u64,
     tag: CacheOp,
+    /// Read-modify-write reads of this request: (LPN, the read's service ns) for its head and
+    /// tail page (`NONE` when unused). The page's service is its read's plus its program's (or
+    /// DRAM write's), so an RMW read counts as service, not as queue wait.
+    rmw: [(u32, u64); 2],
 }
 
 /// A simulation of one device, one scheme, one run.
@@ -796,6 +800,7 @@ impl Engine {
             done_ns: self.now,
             service_ns: 0,
             tag,
+            rmw: [(NONE, 0); 2],
         });
         self.in_flight += 1;
         match r.op {
@@ -964,7 +969,10 @@ impl Engine {
             return false;
         }
         self.stats.device.rmw_reads += 1;
-        self.slots[slot as usize].pending += 1;
+        let s = &mut self.slots[slot as usize];
+        s.pending += 1;
+        let free = usize::from(s.rmw[0].0 != NONE);
+        s.rmw[free] = (lpn, 0);
         let plane = self.ftl.plane_of_ppn(ppn);
         let die = self.sched.enqueue(
             TxnKind::Read,
@@ -1018,7 +1026,8 @@ impl Engine {
         match d.write(lpn) {
             Some(e) => {
                 if counted {
-                    self.host_page_done(slot, self.now + access, access);
+                    let service = access + self.rmw_service(slot, lpn);
+                    self.host_page_done(slot, self.now + access, service);
                 } else {
                     self.slot_done_at(slot, self.now + access);
                 }
@@ -1069,11 +1078,29 @@ impl Engine {
             };
             d.waiting.pop_front();
             let access = d.access_ns;
-            self.host_page_done(slot, self.now + access, access);
+            let service = access + self.rmw_service(slot, lpn);
+            self.host_page_done(slot, self.now + access, service);
             if x != NONE {
                 self.queue_flush(x, die);
             }
             d = self.dram.as_mut().expect("dram on");
+        }
+    }
+
+    /// The service time of the read-modify-write read of page `lpn` of request `slot` (0 when
+    /// the page had none), to be added to the service of the page's program or DRAM write.
+    #[inline]
+    pub(super) fn rmw_service(&self, slot: u32, lpn: u32) -> u64 {
+        let s = &self.slots[slot as usize];
+        s.rmw.iter().find(|r| r.0 == lpn).map_or(0, |r| r.1)
+    }
+
+    /// The read-modify-write read of page `lpn` of request `slot` took `service_ns`.
+    #[inline]
+    pub(super) fn rmw_read_done(&mut self, slot: u32, lpn: u32, service_ns: u64) {
+        let s = &mut self.slots[slot as usize];
+        if let Some(r) = s.rmw.iter_mut().find(|r| r.0 == lpn) {
+            r.1 = service_ns;
         }
     }
 

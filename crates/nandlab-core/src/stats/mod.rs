@@ -108,7 +108,9 @@ impl Latency {
     /// Summary in µs (statistics `None` without samples).
     pub fn summary(&self) -> LatencySummary {
         let some = self.count > 0;
-        let q = |p: f64| some.then(|| self.hist.value_at_quantile(p) as f64 / 1000.0);
+        // A bucket's upper edge can lie above the largest sample: no percentile above the max.
+        let q =
+            |p: f64| some.then(|| self.hist.value_at_quantile(p).min(self.max_ns) as f64 / 1000.0);
         LatencySummary {
             count: self.count,
             mean_us: some.then(|| self.mean_us()),
