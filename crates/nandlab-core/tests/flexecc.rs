@@ -667,3 +667,65 @@ fn spread_flushes_write_back_the_same_blocks_with_less_queueing() {
         wait(&burst)
     );
 }
+
+/// `[faults] mode = "model"` (issue 14 item 6): each copy's errors come from the reliability
+/// model (BCH t = 6 for id 0, CRC for id 1). A worn device has more copies beyond t than a
+/// fresh one; corrupted CRC pages are served from the disk, BCH pages only when beyond t; the run is
+/// deterministic; without `reliability.model = "vth"` the mode is a one-line config error.
+#[test]
+fn model_faults_follow_the_reliability_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let cd = format!("reliability.cache_dir=\"{}\"", dir.path().display());
+    let with = |scheme: &str, pe: u32| {
+        let pe = format!("precondition.initial_pe_cycles={pe}");
+        cache_cfg(
+            scheme,
+            &[
+                "faults.mode=\"model\"",
+                "reliability.model=\"vth\"",
+                &cd,
+                "reliability.pe_grid=[0.0, 3000.0, 6000.0]",
+                "reliability.retention_grid_s=[0.0, 2592000.0]",
+                "reliability.codes=[{ code = \"bch\", t = 6 }, { code = \"crc\" }]",
+                &pe,
+            ],
+        )
+    };
+    let reqs = workload(20_000, 12_000, 80, 6);
+    let worn = run(with("flexecc", 6000), &reqs);
+    let fresh_bch = run(with("baseline", 0), &reqs);
+    let worn_bch = run(with("baseline", 6000), &reqs);
+    let n = |r: &Value, k: &str| u(&r["cache"]["faults"][k]);
+    let disk = |r: &Value| u(&r["cache"]["backend"]["disk_accesses"]);
+    assert_eq!(worn["cache"]["faults"]["mode"], "model");
+    assert!(worn["cache"]["faults"]["rber"].is_null());
+    // Wear raises the RBER: more copies beyond BCH t = 6.
+    assert!(
+        n(&worn_bch, "uncorrectable_reads") > n(&fresh_bch, "uncorrectable_reads"),
+        "worn {} vs fresh {}",
+        n(&worn_bch, "uncorrectable_reads"),
+        n(&fresh_bch, "uncorrectable_reads")
+    );
+    assert!(n(&worn, "corruptions_detect_only") > 0, "{}", worn["cache"]);
+    assert!(disk(&worn) > 0, "corrupted CRC pages go to the disk");
+    // BCH-only: a copy goes to the disk only beyond t; the others are decoded.
+    assert_eq!(n(&worn_bch, "corruptions_detect_only"), 0);
+    assert_eq!(disk(&worn_bch), n(&worn_bch, "uncorrectable_reads"));
+    assert!(n(&fresh_bch, "corrected_reads") > 0, "{}", fresh_bch["cache"]);
+    // Deterministic.
+    let again = run(with("flexecc", 6000), &reqs);
+    assert_eq!(again["cache"], worn["cache"]);
+    assert_eq!(again["host"], worn["host"]);
+    // The mode needs the reliability model.
+    let e = load(
+        PRESET,
+        "flexecc.toml",
+        &["faults.mode=\"model\"".to_string()],
+    )
+    .expect_err("model faults without the Vth model");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("faults.mode") && msg.contains("vth") && !msg.contains('\n'),
+        "{msg}"
+    );
+}

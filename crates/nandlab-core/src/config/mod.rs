@@ -1622,6 +1622,17 @@ impl Config {
             }
         }
         self.faults.validate()?;
+        if self.faults.mode == crate::reliability::faults::FaultMode::Model
+            && self.reliability.model != ReliabilityModel::Vth
+        {
+            return Err(invalid(
+                "faults.mode",
+                "model",
+                "errors from the reliability model need reliability.model = \"vth\" (with \
+                 [[reliability.codes]], e.g. BCH t = 6 and CRC); for the paper's deterministic \
+                 injection use faults.mode = \"every_nth_bit\"",
+            ));
+        }
         if !self.faults.is_off() && self.cache.is_none() {
             return Err(invalid(
                 "faults.mode",

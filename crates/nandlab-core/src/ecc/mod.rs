@@ -468,6 +468,23 @@ impl EccModel {
         }
     }
 
+    /// A representative error count of a page copy at quantile `v` ∈ [0, 1) of
+    /// X ~ Binomial(codeword bits, `rber`), enough to decide [`EccModel::read_cost`]'s outcome:
+    /// 0 when v ≥ P(X > 0); for BCH t + 1 when v < P(X > t); else 1. Monotone in `rber` for a
+    /// fixed `v` (a copy that has errors keeps them as it ages).
+    pub fn errors_at_quantile(&self, rber: f64, v: f64) -> u32 {
+        let n = u64::from(self.codeword_bits());
+        if v >= binomial_tail(n, 0, rber) {
+            return 0;
+        }
+        if let EccModel::Bch(b) = self {
+            if v < binomial_tail(n, u64::from(b.t), rber) {
+                return b.t + 1;
+            }
+        }
+        1
+    }
+
     /// Cost and outcome of reading a page whose raw bit error rate is `rber` and on which
     /// `errors` bit errors were drawn.
     pub fn read_cost(&self, rber: f64, errors: u32) -> ReadCost {

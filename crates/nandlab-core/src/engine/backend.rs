@@ -52,10 +52,27 @@ impl Engine {
         let n = self.logical_pages as u32;
         let count = count.min(n);
         self.stats.cache.verified_pages += count as u64;
-        if self.faults.is_empty() || count == 0 {
+        if count == 0 {
             return;
         }
         let first = first % n;
+        if self.model_faults {
+            // Model mode: the copies' errors exist once the reliability model says so; the
+            // check finds those of the detect-only pages in the range.
+            for k in 0..count {
+                let lpn = ((first as u64 + k as u64) % n as u64) as u32;
+                let ppn = self.ftl.lookup(lpn);
+                if ppn != UNMAPPED && self.timing.eccs[self.ftl.page_ecc(ppn) as usize].detect_only
+                {
+                    if let Some(unc) = self.model_copy_errors(ppn) {
+                        self.model_fault(ppn, unc);
+                    }
+                }
+            }
+        }
+        if self.faults.is_empty() {
+            return;
+        }
         let end = first as u64 + count as u64;
         let ranges = if end <= n as u64 {
             [(first, end as u32), (0, 0)]
@@ -177,9 +194,12 @@ impl Engine {
             return (decode, 0);
         }
         let e = &self.timing.eccs[ecc as usize];
-        if e.detect_only {
+        if e.detect_only || f.uncorrectable {
             let first = !f.known;
             f.known = true;
+            if f.uncorrectable && !e.detect_only {
+                self.stats.cache.uncorrectable_reads += 1;
+            }
             self.stats.cache.disk_accesses += 1;
             if first && self.cfg.cache.is_some() {
                 self.queue_fetch(lpn, ppn, 0, nominal_ns);
@@ -190,7 +210,8 @@ impl Engine {
                 f.known = true;
                 self.stats.cache.corrected_reads += 1;
             }
-            let d = if e.decode_corrupted_ns > 0 {
+            // Model mode: the code model already charged the corrupted decode.
+            let d = if e.decode_corrupted_ns > 0 && !self.model_faults {
                 e.decode_corrupted_ns
             } else {
                 decode
@@ -209,12 +230,13 @@ impl Engine {
         match src {
             Some(s) if s == f.ppn => {
                 // The source's code decides: a correcting code's move decodes and corrects.
-                if self.timing.eccs[self.ftl.page_ecc(s) as usize].detect_only {
+                if self.timing.eccs[self.ftl.page_ecc(s) as usize].detect_only || f.uncorrectable {
                     self.faults.insert(
                         lpn,
                         Fault {
                             ppn: dst,
                             known: true,
+                            uncorrectable: f.uncorrectable,
                         },
                     );
                     self.stats.cache.gc_carried += 1;
@@ -270,7 +292,14 @@ impl Engine {
                 if self.timing.eccs[self.ftl.page_ecc(ppn) as usize].detect_only {
                     self.stats.cache.corruptions_detect_only += 1;
                 }
-                self.faults.insert(lpn, Fault { ppn, known: false });
+                self.faults.insert(
+                    lpn,
+                    Fault {
+                        ppn,
+                        known: false,
+                        uncorrectable: false,
+                    },
+                );
             }
             None => self.stats.cache.corruptions_skipped += 1,
         }
@@ -279,6 +308,49 @@ impl Engine {
 }
 
 impl Engine {
+    /// `[faults] mode = "model"`: whether the copy at `ppn` holds errors now (`Some`, with
+    /// whether they exceed its correcting code) — see [`crate::reliability::faults`].
+    pub(super) fn model_copy_errors(&self, ppn: u32) -> Option<bool> {
+        let rm = self.read_model.as_ref()?;
+        let block = self.ftl.block_of(ppn);
+        let pe = self.ftl.block_erases(block);
+        let age_s = self.now as f64 / 1e9 - self.ftl.page_program_s(ppn) as f64;
+        let v = crate::reliability::faults::copy_draw(self.cfg.seed, ppn, pe);
+        let (_, errors, c) = rm.read_copy(
+            pe,
+            age_s,
+            self.ftl.page_mode(ppn),
+            self.ftl.page_ecc(ppn),
+            self.ftl.block_reads(block),
+            v,
+        );
+        (errors > 0).then_some(c.outcome == crate::ecc::ReadOutcome::Uncorrectable)
+    }
+
+    /// `[faults] mode = "model"`: the copy at `ppn` (its LPN's current copy) holds errors;
+    /// flag it unless it is flagged already.
+    pub(super) fn model_fault(&mut self, ppn: u32, uncorrectable: bool) {
+        let lpn = self.ftl.page_lpn(ppn);
+        if lpn == UNMAPPED || self.ftl.lookup(lpn) != ppn {
+            return;
+        }
+        if self.faults.get(&lpn).is_some_and(|f| f.ppn == ppn) {
+            return;
+        }
+        self.stats.cache.corruptions += 1;
+        if self.timing.eccs[self.ftl.page_ecc(ppn) as usize].detect_only {
+            self.stats.cache.corruptions_detect_only += 1;
+        }
+        self.faults.insert(
+            lpn,
+            Fault {
+                ppn,
+                known: false,
+                uncorrectable,
+            },
+        );
+    }
+
     /// Corrupt the current copy of `lpn` now (tests, tools; `known` = already detected).
     /// Returns false when the LPN is unmapped or already corrupted.
     pub fn inject_corruption(&mut self, lpn: u32, known: bool) -> bool {
@@ -287,7 +359,14 @@ impl Engine {
             return false;
         }
         self.stats.cache.corruptions += 1;
-        self.faults.insert(lpn, Fault { ppn, known });
+        self.faults.insert(
+            lpn,
+            Fault {
+                ppn,
+                known,
+                uncorrectable: false,
+            },
+        );
         true
     }
 }

@@ -17,8 +17,13 @@ impl SpaceView for Ftl {
                 t.plane,
                 t.placement.region,
                 t.placement.stream,
-                // With regions, scheme migrations may not take a pool's last free block either.
-                t.source == Source::Host || (t.source == Source::Migration && self.regions() > 1),
+                // With regions, scheme migrations may not take a pool's last free block either;
+                // nor may backend refills and prefetches (Scrub): like host writes they bring
+                // data from outside, and taking the reserve left GC nowhere to move to (a
+                // stall under heavy refill traffic, `[faults] mode = "model"` on worn flash).
+                t.source == Source::Host
+                    || t.source == Source::Scrub
+                    || (t.source == Source::Migration && self.regions() > 1),
             ),
             TxnKind::Move => {
                 self.can_allocate_in(t.plane, t.placement.region, t.placement.stream, false)

@@ -236,6 +236,8 @@ pub struct Engine {
     idle_threshold_ns: Option<u64>,
     /// Corrupted pages by LPN (`[faults]`); empty when off.
     faults: std::collections::BTreeMap<u32, Fault>,
+    /// `[faults] mode = "model"`: page copies' errors come from the reliability model.
+    model_faults: bool,
     /// Fault injection plan: (period P in pages, N injections, next injection index).
     fault_plan: Option<(u64, u64, u64)>,
     /// Scaled span of the replay faults are spread over, ns (see [`Engine::set_fault_span_ns`]).
@@ -422,6 +424,7 @@ impl Engine {
             disk_ns: cfg.cache.as_ref().map_or(0, |c| c.disk_ns()),
             idle_threshold_ns: None,
             faults: std::collections::BTreeMap::new(),
+            model_faults: cfg.faults.mode == FaultMode::Model,
             fault_plan: None,
             fault_span_ns: 0,
             fault_pages: logical_pages,

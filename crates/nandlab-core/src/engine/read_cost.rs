@@ -51,7 +51,18 @@ impl Engine {
         let age_s = self.now as f64 / 1e9 - self.ftl.page_program_s(ppn) as f64;
         let mode = self.ftl.page_mode(ppn);
         let reads = self.ftl.block_reads(block);
-        let (rber, c) = rm.read(pe, age_s, mode, ecc, reads);
+        let mut fault = None;
+        let (rber, c) = if self.model_faults {
+            // `[faults] mode = "model"`: the copy's own draw decides its errors.
+            let v = crate::reliability::faults::copy_draw(self.cfg.seed, ppn, pe);
+            let (rber, errors, c) = rm.read_copy(pe, age_s, mode, ecc, reads, v);
+            if errors > 0 {
+                fault = Some(c.outcome == crate::ecc::ReadOutcome::Uncorrectable);
+            }
+            (rber, c)
+        } else {
+            rm.read(pe, age_s, mode, ecc, reads)
+        };
         let r = &mut self.stats.reliability;
         r.reads += 1;
         r.rber_sum += rber;
@@ -61,6 +72,9 @@ impl Engine {
             crate::ecc::ReadOutcome::Corrected => {}
             crate::ecc::ReadOutcome::Uncorrectable => r.uncorrectable += 1,
             crate::ecc::ReadOutcome::DetectedOnly => r.detected_only += 1,
+        }
+        if let Some(unc) = fault {
+            self.model_fault(ppn, unc);
         }
         let tries = 1 + u64::from(c.rereads);
         (

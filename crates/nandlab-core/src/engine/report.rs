@@ -451,13 +451,15 @@ impl Engine {
             },
             "faults": {
                 "mode": f.mode,
-                "rber": (!f.is_off()).then_some(f.rber),
+                "rber": (f.mode == crate::reliability::faults::FaultMode::EveryNthBit)
+                    .then_some(f.rber),
                 "period_pages": self.fault_plan.map(|p| p.0),
                 "planned": self.fault_plan.map(|p| p.1),
                 "corruptions": c.corruptions,
                 "corruptions_detect_only": c.corruptions_detect_only,
                 "skipped": c.corruptions_skipped,
                 "corrected_reads": c.corrected_reads,
+                "uncorrectable_reads": c.uncorrectable_reads,
                 "gc_corrected": c.gc_corrected,
                 "gc_carried": c.gc_carried,
                 "corrupted_at_end": self.faults.len(),

@@ -13,10 +13,23 @@
 //! (GC, refresh) of a page of a correcting code corrects it (the move decodes); a relocated
 //! page of a detect-only code (CRC) keeps it and is then known corrupted (spec §1.7).
 //!
-//! Not modelled: errors that appear with wear or retention (use `[reliability] model = "vth"`
-//! for RBER-driven read costs; it does not set these flags), multi-bit errors beyond the code's
-//! strength (a corrupted page of a correcting code is always corrected, at
-//! `decode_corrupted_us`), faults on writes.
+//! Mode `model` (issue 14 item 6; FlexECC spec §1.7 "model mode"): errors come from the
+//! reliability model (`[reliability] model = "vth"`, with `[[reliability.codes]]` such as
+//! BCH t = 6 for id 0 and CRC for id 1). Each physical copy of a page draws one uniform number
+//! v (a hash of the seed, the PPN and its block's erase count, so the draw is fixed for the
+//! copy); when the copy is read (host read, GC move, or checked by the scrubber) at raw bit error
+//! rate RBER(P/E, retention age, ΔVpp, reads since erase), it holds errors when
+//! v < P(X > 0) and more than a BCH code corrects when v < P(X > t), X ~ Binomial(codeword bits,
+//! RBER). Both thresholds grow with RBER, so a copy that has aged into errors keeps them until
+//! it is reprogrammed. A copy with errors is flagged as in the deterministic mode: a correcting
+//! code decodes it at the code model's corrupted-decode cost; a detect-only code (CRC) or a
+//! BCH copy beyond t is served from the backend disk and refilled (an uncorrectable copy is
+//! counted as `uncorrectable_reads`; whether its data was dirty, and so lost, is not modelled).
+//! The same draw sets the read's cost (the read model's per-read random draw is not used).
+//!
+//! Not modelled: faults on writes; in `every_nth_bit`, errors that appear with wear or retention
+//! (that is `model`), and multi-bit errors beyond the code's strength (a corrupted page of a
+//! correcting code is always corrected, at `decode_corrupted_us`).
 
 use serde::{Deserialize, Serialize};
 
@@ -31,15 +44,18 @@ pub enum FaultMode {
     Off,
     /// FlexECC §4.4: every 1/RBER-th bit, spread evenly over the replay.
     EveryNthBit,
+    /// Errors from the reliability model per page copy (needs `reliability.model = "vth"`).
+    Model,
 }
 
 /// `[faults]`.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct FaultsConfig {
-    /// `off` or `every_nth_bit`.
+    /// `off`, `every_nth_bit` or `model`.
     pub mode: FaultMode,
-    /// Raw bit error rate of the deterministic mode (FlexECC §4.4: 1e-7; Fig. 6 sweeps it).
+    /// Raw bit error rate of `every_nth_bit` (FlexECC §4.4: 1e-7; Fig. 6 sweeps it); unused by
+    /// `model`, whose RBER comes from the reliability model.
     pub rber: f64,
 }
 
@@ -86,4 +102,20 @@ pub struct Fault {
     pub ppn: u32,
     /// Known corrupted (found by verification, a read or a carried relocation).
     pub known: bool,
+    /// More errors than its correcting code corrects (`model` mode only): served from the
+    /// backend disk like a detect-only page.
+    pub uncorrectable: bool,
+}
+
+/// The uniform draw v ∈ [0, 1) of one physical page copy in `model` mode: SplitMix64 of the
+/// seed, the PPN and its block's erase count (a new copy after each erase of the block).
+pub fn copy_draw(seed: u64, ppn: u32, block_erases: u32) -> f64 {
+    let mut z = seed
+        ^ (u64::from(ppn)).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        ^ (u64::from(block_erases)).wrapping_mul(0xD1B5_4A32_D192_ED03);
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    (z >> 11) as f64 / (1u64 << 53) as f64
 }

@@ -259,6 +259,25 @@ impl ReadModel {
         (rber, code.read_cost(rber, errors))
     }
 
+    /// A read of a page copy whose error state is fixed by `v` ∈ [0, 1) (`[faults] mode =
+    /// "model"`, [`crate::reliability::faults`]): RBER as in [`ReadModel::read`], the error
+    /// count from [`EccModel::errors_at_quantile`] instead of a random draw. Returns the RBER,
+    /// the error count and the cost.
+    pub fn read_copy(
+        &self,
+        pe: u32,
+        retention_s: f64,
+        mode: u8,
+        ecc: u8,
+        reads: u32,
+        v: f64,
+    ) -> (f64, u32, ReadCost) {
+        let rber = self.rber_at(pe, retention_s, mode, reads);
+        let code = &self.codes[ecc as usize];
+        let errors = code.errors_at_quantile(rber, v);
+        (rber, errors, code.read_cost(rber, errors))
+    }
+
     /// RBER at 0 reads since erase, without drawing (for reports and tests).
     pub fn rber(&self, pe: u32, retention_s: f64, mode: u8) -> f64 {
         self.rber_at(pe, retention_s, mode, 0)

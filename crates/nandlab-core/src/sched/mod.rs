@@ -1,7 +1,8 @@
 //! Transaction scheduler: per-die queues of flash transactions and the dispatch priority.
 //!
-//! Each die has three FIFO queues: host reads, host writes, and background work (GC moves and
-//! erases, scheme rewrites, refresh). With `priority = "read_first"` a free die takes, in order:
+//! Each die has three FIFO queues: host reads, host writes (with backend refills and
+//! prefetches, which bring data in as host writes do), and background work (GC moves and
+//! erases, scheme rewrites, refresh, verification reads). With `priority = "read_first"` a free die takes, in order:
 //! a host read; then host writes before background work, unless one of the die's planes is
 //! short of free blocks ([`SpaceView::plane_urgent`]), in which case background work goes
 //! first. With `priority = "fifo"` it takes the oldest dispatchable transaction of the three
@@ -120,7 +121,10 @@ impl Sched {
         }
         let q = match (source, kind) {
             (Source::Host, TxnKind::Read) => Q_READ,
-            (Source::Host, TxnKind::Program) => Q_WRITE,
+            // Backend refills and prefetches bring data in as host writes do, and like them may
+            // not take the GC reserve: waiting at the head of the background queue they would
+            // block the GC work behind them.
+            (Source::Host | Source::Scrub, TxnKind::Program) => Q_WRITE,
             _ => Q_BG,
         };
         let die = self.ppd_div.quot(plane);
@@ -250,7 +254,10 @@ impl Sched {
     ) -> Option<Txn> {
         let q = match (t.source, t.kind) {
             (Source::Host, TxnKind::Read) => Q_READ,
-            (Source::Host, TxnKind::Program) => Q_WRITE,
+            // Backend refills and prefetches bring data in as host writes do, and like them may
+            // not take the GC reserve: waiting at the head of the background queue they would
+            // block the GC work behind them.
+            (Source::Host | Source::Scrub, TxnKind::Program) => Q_WRITE,
             _ => Q_BG,
         };
         let queue = &mut self.queues[die as usize][q];

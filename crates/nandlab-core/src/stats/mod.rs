@@ -569,6 +569,9 @@ pub struct CachePathStats {
     /// Corrupted pages of a correcting code read by the host, first read only (Table 4 "BCH
     /// Decoded").
     pub corrected_reads: u64,
+    /// Host reads of copies with more errors than their correcting code corrects, served from
+    /// the backend disk (`[faults] mode = "model"` only).
+    pub uncorrectable_reads: u64,
     /// Backend fetches queued (disk read then CleanWrite), by reason: `[refill, prefetch]`.
     pub fetches: [u64; 2],
     /// Fetches dropped because the page was rewritten before the disk read returned.
