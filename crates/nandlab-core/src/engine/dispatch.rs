@@ -430,6 +430,12 @@ impl Engine {
                     self.refresh_step_done(t.plane);
                 } else if t.source == Source::Scrub {
                     // A scrub read only checks the page (spec §3 item 4): never reprogrammed.
+                } else if t.lpn as u64 >= self.logical_pages {
+                    // A background read of a scheme's hidden page (Action::Read): the data
+                    // goes to the controller; nothing is reprogrammed.
+                    if t.owner != NONE {
+                        self.host_page_done(t.owner, end, end - done.start_ns);
+                    }
                 } else if self.ftl.lookup(t.lpn) == t.ppn {
                     // Second half of a scheme rewrite: program the data again (a synchronous
                     // one keeps its host request as owner).
@@ -473,7 +479,9 @@ impl Engine {
                 } else if t.source == Source::Host {
                     self.host_page_done(t.owner, self.now, service);
                 } else {
-                    self.stats.rewrites += 1;
+                    if (t.lpn as u64) < self.logical_pages {
+                        self.stats.rewrites += 1;
+                    }
                     if t.owner != NONE {
                         // A synchronous rewrite finished: its host request may complete.
                         self.host_page_done(t.owner, self.now, service);
