@@ -17,8 +17,11 @@ impl SpaceView for Ftl {
                 t.plane,
                 t.placement.region,
                 t.placement.stream,
-                // With regions, scheme migrations may not take a pool's last free block either.
-                t.source == Source::Host || (t.source == Source::Migration && self.regions() > 1),
+                // With regions, scheme migrations may not take a pool's last free block either;
+                // nor may a scheme's hidden pages (GC needs those blocks to make progress).
+                t.source == Source::Host
+                    || (t.source == Source::Migration
+                        && (self.regions() > 1 || t.lpn >= self.logical_pages)),
             ),
             TxnKind::Move => {
                 self.can_allocate_in(t.plane, t.placement.region, t.placement.stream, false)
@@ -522,7 +525,10 @@ impl Engine {
     ) -> Option<(u32, crate::flash::PageType, u8, bool)> {
         let source = t.source;
         // With regions, scheme migrations may not take a pool's last free block either.
-        let host = source == Source::Host || (source == Source::Migration && self.rg.is_some());
+        // Nor may a scheme's hidden pages (redundant pages: they would starve GC).
+        let host = source == Source::Host
+            || (source == Source::Migration
+                && (self.rg.is_some() || t.lpn as u64 >= self.logical_pages));
         let Ok((ppn, changed)) = self.ftl.allocate_typed(
             t.plane,
             t.placement.region,

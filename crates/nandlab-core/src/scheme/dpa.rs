@@ -223,7 +223,7 @@ impl Dpa {
     /// [`ConfigError`] for a bad parameter.
     pub fn new(params: &toml::Table, timing: &Timing, streams: u32) -> Result<Self, ConfigError> {
         let p = Params::new("dpa", params);
-        let chunk = p.usize("chunk_bytes", 8, 4, 8)?;
+        let chunk = p.usize("chunk_bytes", 8, 1, 64)?;
         if chunk != 4 && chunk != 8 {
             return Err(ConfigError::Invalid {
                 key: "scheme.params.chunk_bytes".into(),
