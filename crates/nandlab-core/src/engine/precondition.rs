@@ -390,17 +390,15 @@ impl Engine {
         acts.clear();
         self.scheme.take_untimed(&mut acts);
         let mut r = Ok(());
+        let (lo, hi) = (self.logical_pages, self.ftl.lookup_len());
+        let hidden = |lpn: u32| (lpn as usize) < hi && lpn as u64 >= lo;
         for a in acts.iter() {
             match *a {
-                crate::scheme::Action::Program { lpn, .. } => {
-                    if (lpn as usize) < self.ftl.lookup_len() && lpn as u64 >= self.logical_pages {
-                        r = self.untimed_write(lpn, moves);
-                    }
+                crate::scheme::Action::Program { lpn, .. } if hidden(lpn) => {
+                    r = self.untimed_write(lpn, moves);
                 }
-                crate::scheme::Action::Unmap { lpn } => {
-                    if (lpn as usize) < self.ftl.lookup_len() && lpn as u64 >= self.logical_pages {
-                        self.ftl.trim(lpn);
-                    }
+                crate::scheme::Action::Unmap { lpn } if hidden(lpn) => {
+                    self.ftl.trim(lpn);
                 }
                 _ => {}
             }

@@ -562,13 +562,9 @@ impl Dpa {
         self.live[gi] -= 1;
         match self.state[gi] {
             ST_OPEN => {}
-            ST_READY => {
-                if self.live[gi] == 0 {
-                    // Never written: it leaves the buffer unwritten (released when its turn
-                    // comes, so its queue entry cannot alias a reused id).
-                    self.ready_live -= 1;
-                }
-            }
+            // Never written: it leaves the buffer unwritten (released when its turn comes, so
+            // its queue entry cannot alias a reused id).
+            ST_READY if self.live[gi] == 0 => self.ready_live -= 1,
             ST_FLUSHED => {
                 if self.live[gi] == 0 {
                     self.drop_flushed(g, out);
