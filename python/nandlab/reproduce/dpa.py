@@ -814,7 +814,7 @@ def dpa(
             time_scales=time_scales,
         )
         path_a = fig14_path_a(sums, configs)
-        sel, plan, _runs, f14_df, st, an14 = _fig14.run_fig14(opts, path_a, max_requests)
+        sel, plan, _runs, f14_df, _st, an14 = _fig14.run_fig14(opts, path_a, max_requests)
         f14_errors = an14.errors
         figs += _fig14.make_figure(an14, out)
         f14 = {
