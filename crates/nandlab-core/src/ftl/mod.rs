@@ -229,8 +229,11 @@ impl Ftl {
 
     /// Make room in the L2P for `n` hidden LPNs above the logical capacity (scheme-owned pages,
     /// [`crate::scheme::Scheme::hidden_pages`]); `logical_pages` stays the host's capacity.
+    /// Called before anything is programmed: the L2P is allocated anew, zeroed (so the OS backs
+    /// it lazily, as the logical part).
     pub fn extend_hidden(&mut self, n: u64) {
-        self.l2p.resize(self.logical_pages as usize + n as usize, 0);
+        debug_assert_eq!(self.mapped_pages(), 0);
+        self.l2p = vec![0u32; self.logical_pages as usize + n as usize];
     }
 
     /// Bytes the FTL's tables take for `geo` and `logical_pages` (L2P 4 B per logical page;

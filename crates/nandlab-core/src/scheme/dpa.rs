@@ -84,8 +84,12 @@ use super::params::Params;
 use super::{Action, Ctx, DeviceInfo, Placement, Scheme, Source};
 use crate::config::ConfigError;
 use crate::flash::{Geometry, PageType, Timing};
-use crate::ftl::{NONE, UNMAPPED};
+use crate::ftl::UNMAPPED;
 use std::collections::VecDeque;
+
+/// "No page": ids start at 1, so every per-id and per-LPN array starts zeroed (allocated lazily
+/// by the OS: a 256 GB device's map costs memory only where it is used).
+const NIL: u32 = 0;
 
 /// 6-bit tag per chunk (64 polynomials, Table 4).
 const TAG_BITS: usize = 6;
@@ -179,7 +183,7 @@ pub struct Dpa {
     /// Die of the static plane of LPN residue r.
     die_of_res: Vec<u32>,
     // ----- state
-    /// Redundant page of each LPN, or NONE (path A / never written).
+    /// Redundant page of each LPN, or NIL (path A / never written).
     rmap: Vec<u32>,
     /// Per id (plane · slots + slot): state, valid tags, members, parity.
     state: Vec<u8>,
@@ -187,16 +191,17 @@ pub struct Dpa {
     nmem: Vec<u16>,
     members: Vec<u32>,
     parity_of: Vec<u32>,
-    /// Per plane: free slots.
+    /// Per plane: released slots, and slots never used from `fresh[q]` on.
     free: Vec<Vec<u32>>,
-    /// Per die group (data die): open redundant page id, or NONE.
+    fresh: Vec<u32>,
+    /// Per die group (data die): open redundant page id, or NIL.
     open: Vec<u32>,
     /// Per die group: next plane of the partner die.
     rr: Vec<u32>,
     /// Full pages waiting for idle time, oldest first.
     ready: VecDeque<u32>,
     ready_live: usize,
-    /// Per plane: parity id of the stripe being filled (NONE) and its members so far.
+    /// Per plane: parity id of the stripe being filled (NIL) and its members so far.
     stripe_parity: Vec<u32>,
     stripe_fill: Vec<u32>,
     /// Redundant-page cache: intrusive LRU over ids (head = most recent).
@@ -303,6 +308,7 @@ impl Dpa {
             members: Vec::new(),
             parity_of: Vec::new(),
             free: Vec::new(),
+            fresh: Vec::new(),
             open: Vec::new(),
             rr: Vec::new(),
             ready: VecDeque::new(),
@@ -312,8 +318,8 @@ impl Dpa {
             lru_prev: Vec::new(),
             lru_next: Vec::new(),
             in_cache: Vec::new(),
-            lru_head: NONE,
-            lru_tail: NONE,
+            lru_head: NIL,
+            lru_tail: NIL,
             cached: 0,
             acc: 0.0,
             untimed: true,
@@ -335,14 +341,28 @@ impl Dpa {
 
     #[inline]
     fn hidden_lpn(&self, g: u32) -> u32 {
-        let q = g / self.slots;
-        let s = g % self.slots;
+        let q = (g - 1) / self.slots;
+        let s = (g - 1) % self.slots;
         self.base + s * self.planes + self.res_of_plane[q as usize]
     }
 
     #[inline]
     fn plane_of_id(&self, g: u32) -> u32 {
-        g / self.slots
+        (g - 1) / self.slots
+    }
+
+    /// A free id on plane `q`: a released one, else a fresh one; NIL when the plane has none.
+    #[inline]
+    fn slot_on(&mut self, q: u32) -> u32 {
+        let s = match self.free[q as usize].pop() {
+            Some(s) => s,
+            None if self.fresh[q as usize] < self.slots => {
+                self.fresh[q as usize] += 1;
+                self.fresh[q as usize] - 1
+            }
+            None => return NIL,
+        };
+        q * self.slots + s + 1
     }
 
     #[inline]
@@ -350,17 +370,18 @@ impl Dpa {
         self.die_of_res[(lpn % self.planes) as usize]
     }
 
-    /// A free id on a plane of die `die` (rotating from `rr[group]`); NONE when every plane
+    /// A free id on a plane of die `die` (rotating from `rr[group]`); NIL when every plane
     /// of the die is out of slots (cannot happen with the sizing of `hidden_pages`).
     fn take_slot(&mut self, group: u32, die: u32) -> u32 {
         for _ in 0..self.ppd {
             let q = die * self.ppd + self.rr[group as usize] % self.ppd;
             self.rr[group as usize] = (self.rr[group as usize] + 1) % self.ppd;
-            if let Some(s) = self.free[q as usize].pop() {
-                return q * self.slots + s;
+            let g = self.slot_on(q);
+            if g != NIL {
+                return g;
             }
         }
-        NONE
+        NIL
     }
 
     fn release(&mut self, g: u32) {
@@ -368,9 +389,9 @@ impl Dpa {
         self.state[g as usize] = ST_FREE;
         self.live[g as usize] = 0;
         self.nmem[g as usize] = 0;
-        self.parity_of[g as usize] = NONE;
+        self.parity_of[g as usize] = NIL;
         let q = self.plane_of_id(g);
-        self.free[q as usize].push(g % self.slots);
+        self.free[q as usize].push((g - 1) % self.slots);
     }
 
     // ----- redundant-page cache (LRU)
@@ -380,12 +401,12 @@ impl Dpa {
             return;
         }
         let (p, n) = (self.lru_prev[g as usize], self.lru_next[g as usize]);
-        if p != NONE {
+        if p != NIL {
             self.lru_next[p as usize] = n;
         } else {
             self.lru_head = n;
         }
-        if n != NONE {
+        if n != NIL {
             self.lru_prev[n as usize] = p;
         } else {
             self.lru_tail = p;
@@ -403,9 +424,9 @@ impl Dpa {
             let t = self.lru_tail;
             self.cache_remove(t);
         }
-        self.lru_prev[g as usize] = NONE;
+        self.lru_prev[g as usize] = NIL;
         self.lru_next[g as usize] = self.lru_head;
-        if self.lru_head != NONE {
+        if self.lru_head != NIL {
             self.lru_prev[self.lru_head as usize] = g;
         } else {
             self.lru_tail = g;
@@ -434,8 +455,8 @@ impl Dpa {
     /// redundant page of its die group.
     fn write_tags(&mut self, lpn: u32, out: &mut Vec<Action>) {
         let old = self.rmap[lpn as usize];
-        if old != NONE {
-            self.rmap[lpn as usize] = NONE;
+        if old != NIL {
+            self.rmap[lpn as usize] = NIL;
             self.tag_died(old, out);
         }
         self.acc += self.path_a_share;
@@ -456,10 +477,10 @@ impl Dpa {
     fn add_tag(&mut self, lpn: u32, out: &mut Vec<Action>) {
         let group = self.group_of(lpn);
         let mut g = self.open[group as usize];
-        if g == NONE {
+        if g == NIL {
             let partner = (group + self.dies / 2) % self.dies;
             g = self.take_slot(group, partner);
-            if g == NONE {
+            if g == NIL {
                 // The sizing of `hidden_pages` makes this unreachable; counted, never silent.
                 self.counters.slots_exhausted += 1;
                 return;
@@ -473,7 +494,7 @@ impl Dpa {
         self.live[g as usize] += 1;
         self.rmap[lpn as usize] = g;
         if n + 1 == self.k {
-            self.open[group as usize] = NONE;
+            self.open[group as usize] = NIL;
             self.page_full(g, out);
         }
     }
@@ -520,12 +541,12 @@ impl Dpa {
             return;
         }
         let q = self.plane_of_id(g) as usize;
-        if self.stripe_parity[q] == NONE {
-            let Some(s) = self.free[q].pop() else {
+        if self.stripe_parity[q] == NIL {
+            let p = self.slot_on(q as u32);
+            if p == NIL {
                 self.counters.slots_exhausted += 1;
                 return;
-            };
-            let p = q as u32 * self.slots + s;
+            }
             self.state[p as usize] = ST_PARITY;
             self.live[p as usize] = 0;
             self.nmem[p as usize] = 0;
@@ -538,7 +559,7 @@ impl Dpa {
         self.nmem[p as usize] = 1; // programmed flag is set below
         self.stripe_fill[q] += 1;
         if self.stripe_fill[q] == self.stripe {
-            self.stripe_parity[q] = NONE;
+            self.stripe_parity[q] = NIL;
             self.stripe_fill[q] = 0;
             if self.live[p as usize] == 0 {
                 self.release(p);
@@ -585,7 +606,7 @@ impl Dpa {
         self.emit(Action::Unmap { lpn: h }, out);
         let p = self.parity_of[g as usize];
         self.release(g);
-        if p != NONE {
+        if p != NIL {
             self.live[p as usize] -= 1;
             if self.live[p as usize] == 0 && self.nmem[p as usize] == 2 {
                 let hp = self.hidden_lpn(p);
@@ -610,13 +631,13 @@ impl Dpa {
         );
         let base = g as usize * self.k;
         let n = self.nmem[g as usize] as usize;
-        let mut keep = [NONE; MAX_TAGS_PER_PAGE];
+        let mut keep = [NIL; MAX_TAGS_PER_PAGE];
         let mut j = 0;
         for i in 0..n {
             let lpn = self.members[base + i];
             // An LPN written twice while `g` was open is listed twice: keep it once.
             if self.rmap[lpn as usize] == g {
-                self.rmap[lpn as usize] = NONE;
+                self.rmap[lpn as usize] = NIL;
                 keep[j] = lpn;
                 j += 1;
             }
@@ -765,23 +786,23 @@ impl Scheme for Dpa {
         let slots = (with_parity.div_ceil(self.planes as u64) * 2 + slack) as u32;
         self.slots = slots;
         let ids = slots as usize * self.planes as usize;
-        self.rmap = vec![NONE; logical_pages as usize];
-        self.state = vec![ST_FREE; ids];
-        self.live = vec![0; ids];
-        self.nmem = vec![0; ids];
-        self.members = vec![NONE; ids * self.k];
-        self.parity_of = vec![NONE; ids];
-        self.free = (0..self.planes)
-            .map(|_| (0..slots).rev().collect())
-            .collect();
-        self.open = vec![NONE; self.dies as usize];
+        // Id 0 is NIL; every array is zeroed (lazily backed: see NIL).
+        self.rmap = vec![NIL; logical_pages as usize];
+        self.state = vec![ST_FREE; ids + 1];
+        self.live = vec![0; ids + 1];
+        self.nmem = vec![0; ids + 1];
+        self.members = vec![0; (ids + 1) * self.k];
+        self.parity_of = vec![NIL; ids + 1];
+        self.free = (0..self.planes).map(|_| Vec::with_capacity(64)).collect();
+        self.fresh = vec![0; self.planes as usize];
+        self.open = vec![NIL; self.dies as usize];
         self.rr = vec![0; self.dies as usize];
         self.ready = VecDeque::with_capacity(self.buffer_cap + 1);
-        self.stripe_parity = vec![NONE; self.planes as usize];
+        self.stripe_parity = vec![NIL; self.planes as usize];
         self.stripe_fill = vec![0; self.planes as usize];
-        self.lru_prev = vec![NONE; ids];
-        self.lru_next = vec![NONE; ids];
-        self.in_cache = vec![false; ids];
+        self.lru_prev = vec![NIL; ids + 1];
+        self.lru_next = vec![NIL; ids + 1];
+        self.in_cache = vec![false; ids + 1];
         self.pending_untimed = Vec::with_capacity(64);
         self.die_used = vec![0; self.dies as usize];
         Ok((self.base - self.logical) as u64 + ids as u64)
@@ -831,7 +852,7 @@ impl Scheme for Dpa {
 
     fn on_host_read(&mut self, lpn: u32, ppn: u32, ctx: &Ctx<'_>, actions: &mut Vec<Action>) {
         let g = self.rmap[lpn as usize];
-        if g == NONE {
+        if g == NIL {
             return;
         }
         self.counters.tagged_page_reads += 1;
@@ -907,7 +928,11 @@ impl Scheme for Dpa {
     fn stats(&self) -> serde_json::Value {
         let mut v = serde_json::to_value(self.counters).unwrap_or_default();
         let (mut valid, mut invalid, mut flushed) = (0u64, 0u64, 0u64);
-        for g in 0..self.state.len() {
+        let used = (0..self.planes as usize).flat_map(|q| {
+            let first = q * self.slots as usize + 1;
+            first..first + self.fresh[q] as usize
+        });
+        for g in used {
             if self.state[g] == ST_FLUSHED {
                 flushed += 1;
                 valid += self.live[g] as u64;
@@ -924,8 +949,7 @@ impl Scheme for Dpa {
         v["valid_tag_bytes_on_flash"] = serde_json::json!(valid * ob);
         v["invalid_tag_bytes_on_flash"] = serde_json::json!(invalid * ob);
         v["buffered_pages_at_end"] = serde_json::json!(self.ready_live);
-        v["open_pages_at_end"] =
-            serde_json::json!(self.open.iter().filter(|&&g| g != NONE).count());
+        v["open_pages_at_end"] = serde_json::json!(self.open.iter().filter(|&&g| g != NIL).count());
         v
     }
 }
