@@ -80,10 +80,11 @@ OURS: dict[str, list[str]] = {
 QUICK = ("Financial1 excerpt", "WebSearch1 excerpt")
 DEFAULT_MAX_REQUESTS = 1_000_000
 #: Baseline flash programs (erases) below which a trace's write (erase) ratio is left out of
-#: the headline (a read-only trace's handful of writes makes a meaningless ratio); the table
-#: still shows it.
+#: the headline and the acceptance check (a read-only trace's handful of writes, or the ~150
+#: erases of a 10,000-request excerpt, measure when GC happened to run, not a rate); the table
+#: still shows them.
 MIN_BASELINE_PROGRAMS = 1000
-MIN_BASELINE_ERASES = 20
+MIN_BASELINE_ERASES = 1000
 #: Fig. 14(c) needs GC, and the traces leave the 256 GB Table 3 device mostly empty (no erase).
 #: So, beside the preset runs, an aged device: 256 blocks per plane (16 GiB), 60 % of the
 #: logical space written and overwritten once at random before the trace (GC in steady state;
@@ -284,9 +285,10 @@ def analyse(
                 base = b.get(key)
                 enough = base is not None and base >= floor
                 ratios.setdefault(f"{k}_ratio_{c}", {})[t] = v if enough else None
-        for key in ("mean_us", "programs", "erases"):
+        floors = {"mean_us": 0.0, "programs": MIN_BASELINE_PROGRAMS, "erases": MIN_BASELINE_ERASES}
+        for key, floor in floors.items():
             vb, v8, v4 = (row.get(f"{key}_{c}") for c in CONFIGS)
-            if None in (vb, v8, v4):
+            if None in (vb, v8, v4) or (vb is not None and vb < floor):
                 continue
             assert vb is not None and v8 is not None and v4 is not None
             # Counts are exact; a response time may come out a hair below the baseline's
@@ -301,7 +303,9 @@ def analyse(
     checks = {
         "passed": not failures and not errors,
         "message": (
-            "writes, erases and response >= baseline and 4 B >= 8 B on every trace"
+            "writes, erases and response >= baseline and 4 B >= 8 B on every trace (writes "
+            f"and erases where the baseline has at least {MIN_BASELINE_PROGRAMS} programs / "
+            f"{MIN_BASELINE_ERASES} erases)"
             if not failures
             else "; ".join(failures)
         ),
