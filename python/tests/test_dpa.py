@@ -221,3 +221,20 @@ def test_reproduce_dpa_quick(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     ):
         assert (out / f"{stem}.png").is_file() and (out / f"{stem}.svg").is_file()
     assert (out / "table5.csv").read_text().startswith("poly,")
+    # Fig. 14 (issue 16 part 5): DPA-DRM overheads on the bundled excerpts, load level picked.
+    f14 = doc["fig14"]
+    assert f14["check"]["passed"], f14["check"]["message"]
+    rows = {r["trace"]: r for r in f14["table"]}
+    assert {"Financial1 excerpt", "WebSearch1 excerpt"} <= set(rows)
+    fin, web = rows["Financial1 excerpt"], rows["WebSearch1 excerpt"]
+    for r in (fin, web):
+        assert r["time_scale"] is not None and r["overloaded"] is False
+        assert r["mean_ratio_dpa_4B"] >= r["mean_ratio_dpa_8B"] * 0.999 >= 0.998
+    # Writes: at least the tag-overflow floor on the write-heavy trace, 4 B above 8 B.
+    assert fin["programs_ratio_dpa_8B"] > 1.05
+    assert fin["programs_ratio_dpa_4B"] > fin["programs_ratio_dpa_8B"]
+    # A read-only trace pays in redundant reads (the thesis's Web case), the cache rarely hits.
+    assert web["redundant_reads_dpa_4B"] > 10 * (web["cache_hits_dpa_4B"] or 0)
+    assert web["mean_ratio_dpa_8B"] > 1.05
+    assert (out / "fig14_overheads.png").is_file()
+    assert any(h["metric"].startswith("response time, 4 B") for h in f14["headline"])

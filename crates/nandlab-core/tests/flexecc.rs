@@ -711,7 +711,11 @@ fn model_faults_follow_the_reliability_model() {
     // BCH-only: a copy goes to the disk only beyond t; the others are decoded.
     assert_eq!(n(&worn_bch, "corruptions_detect_only"), 0);
     assert_eq!(disk(&worn_bch), n(&worn_bch, "uncorrectable_reads"));
-    assert!(n(&fresh_bch, "corrected_reads") > 0, "{}", fresh_bch["cache"]);
+    assert!(
+        n(&fresh_bch, "corrected_reads") > 0,
+        "{}",
+        fresh_bch["cache"]
+    );
     // Deterministic.
     let again = run(with("flexecc", 6000), &reqs);
     assert_eq!(again["cache"], worn["cache"]);

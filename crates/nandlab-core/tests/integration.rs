@@ -15,6 +15,8 @@ mod device_model;
 mod dpa_analyze;
 #[path = "dpa_codec.rs"]
 mod dpa_codec;
+#[path = "dpa_drm.rs"]
+mod dpa_drm;
 #[path = "ecc_models.rs"]
 mod ecc_models;
 #[path = "efm.rs"]

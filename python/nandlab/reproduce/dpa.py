@@ -1,7 +1,8 @@
 """``nandlab reproduce dpa``: Guo's thesis ch. 2, "DPA: data pattern aware error prevention"
 -- Fig. 9, Fig. 10 (order, polynomial count, chunk size, DPA-PPU output), Fig. 11, Table 5,
-Figs. 12-13 (ECC failure rates and tolerable reads vs P/E) and the lifetime headline (thesis:
-7.5 K -> 23 K / 30 K P/E, 3x / 4x).
+Figs. 12-13 (ECC failure rates and tolerable reads vs P/E), the lifetime headline (thesis:
+7.5 K -> 23 K / 30 K P/E, 3x / 4x) and Fig. 14 (DPA-DRM overheads in the simulator, scheme
+``dpa``: response, writes, erases per trace; :mod:`nandlab.reproduce.dpa_fig14`).
 
 **Data** (the thesis's Table 1 files are not available): by default data that ships with
 nandlab or is generated, so that every machine gets the same numbers --
@@ -32,7 +33,9 @@ run is fast.
 
 ``--quick`` (CI): 1 MiB of random data, the bundled files, P/E 2-8 K at 25 % Monte-Carlo
 precision, no full-pattern runs; exits non-zero unless the random-data ones ratios are in the
-spec's bands, L0 rises 8 B -> 4 B, text de-correlates, and lifetime 4 B >= 8 B > baseline.
+spec's bands, L0 rises 8 B -> 4 B, text de-correlates, and lifetime 4 B >= 8 B > baseline;
+Fig. 14 on the two bundled excerpts, exits non-zero unless writes, erases and response are at
+least the baseline's and 4 B at least 8 B on each.
 """
 
 from __future__ import annotations
@@ -52,12 +55,15 @@ from rich.table import Table
 
 from nandlab import dpa as _dpa
 from nandlab.dpa import cli as _dpa_cli
+from nandlab.reproduce import dpa_fig14 as _fig14
+from nandlab.reproduce import load as _load
 from nandlab.reproduce.common import (
     EXIT_USER_ERROR,
     err_console,
     exit_on_failures,
     fmt_num,
     out_console,
+    traces_json,
     write_json,
 )
 
@@ -286,6 +292,21 @@ def profiles(
                     "full_pattern": False,
                 }
             )
+    return out
+
+
+def fig14_path_a(
+    sums: Mapping[str, Mapping[str, Any]], cfgs: Sequence[Mapping[str, Any]]
+) -> dict[int, float]:
+    """The data profile of the Fig. 14 runs: the path-A share (pages de-correlated, no tags)
+    of all the analysed data at 8 B and 4 B chunks (0 when unknown)."""
+    s = sums.get("all") or (next(iter(sums.values())) if sums else None)
+    out: dict[int, float] = {}
+    for c in (8, 4):
+        v = None
+        if s is not None:
+            v = s["profiles"][_index(cfgs, c)].get("path_a_share")
+        out[c] = float(v) if isinstance(v, (int, float)) and math.isfinite(v) else 0.0
     return out
 
 
@@ -668,7 +689,46 @@ def write_table5(data: DataResult, out: Path) -> Path:
     "-j",
     type=click.IntRange(min=1),
     default=None,
-    help="Threads for the Monte-Carlo points (default: one per CPU).",
+    help="Threads for the Monte-Carlo points and worker processes for the Fig. 14 runs "
+    "(default: one per CPU).",
+)
+@click.option(
+    "--traces",
+    "traces",
+    multiple=True,
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    metavar="DIR",
+    help="Fig. 14: directory of traces, searched recursively by their usual file names "
+    "(Financial1.spc, WebSearch1.spc, captured pgbench/devtree; repeatable). Default: the "
+    "bundled samples and the workspace's captured traces.",
+)
+@click.option(
+    "--time-scale",
+    "time_scales",
+    default="auto",
+    show_default=True,
+    metavar="K[,K...]",
+    callback=_load.time_scale_callback,
+    help="Fig. 14 load level: trace timestamps x K; 'auto' picks K per trace from the "
+    "baseline's offered die load (docs/reproductions.md, 'Load level').",
+)
+@click.option(
+    "--max-requests",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Fig. 14: cut every Table 2 / captured trace to its first N requests; 0 = whole "
+    f"traces [default: {_fig14.DEFAULT_MAX_REQUESTS:,}].",
+)
+@click.option(
+    "--fig14/--no-fig14",
+    default=True,
+    show_default=True,
+    help="Run the Fig. 14 simulations (DPA-DRM overheads on the traces).",
+)
+@click.option(
+    "--progress/--no-progress",
+    default=None,
+    help="Progress bar over the Fig. 14 runs (default: on when stderr is a terminal).",
 )
 def dpa(
     quick: bool,
@@ -677,12 +737,19 @@ def dpa(
     json_out: str | None,
     level_map: str | None,
     processes: int | None,
+    traces: tuple[Path, ...],
+    time_scales: list[float | str],
+    max_requests: int | None,
+    fig14: bool,
+    progress: bool | None,
 ) -> None:
-    """DPA (Guo ch. 2): Figs. 9-13, Table 5 and the lifetime headline (thesis 3x / 4x).
+    """DPA (Guo ch. 2): Figs. 9-14, Table 5 and the lifetime headline (thesis 3x / 4x).
 
     Data statistics of the DPA-PPU codec over the bundled and generated data (plus --data
-    files), and the eq. 2.7 lifetime model on the Vth model of §2.2.1. Exits 1 if a check of
-    the issue fails, 2 on bad input.
+    files), the eq. 2.7 lifetime model on the Vth model of §2.2.1, and Fig. 14: the
+    overheads (response, writes, erases) of the simulator's `dpa` scheme (DPA-DRM) with 8 B
+    and 4 B chunks against the baseline on the Table 2 traces we have, with the path-A share
+    of the analysed data. Exits 1 if a check of the issue fails, 2 on bad input.
     """
     from nandlab.config import load_config
 
@@ -728,10 +795,54 @@ def dpa(
     t5 = write_table5(res, out)
     import polars as pl
 
+    f14: dict[str, Any] | None = None
+    f14_df = pl.DataFrame()
+    f14_errors: list[tuple[str, str, str]] = []
+    if fig14:
+        from nandlab.experiment import default_trace_dirs
+        from nandlab.reproduce.common import CommonOptions
+
+        opts = CommonOptions(
+            paper=PAPER,
+            traces=list(traces) if traces else default_trace_dirs(),
+            quick=quick,
+            out=out,
+            json_out=json_out,
+            processes=processes,
+            scheduler=None,
+            progress=progress if progress is not None else err_console.is_terminal,
+            time_scales=time_scales,
+        )
+        path_a = fig14_path_a(sums, configs)
+        sel, plan, _runs, f14_df, _st, an14 = _fig14.run_fig14(opts, path_a, max_requests)
+        f14_errors = an14.errors
+        figs += _fig14.make_figure(an14, out)
+        f14 = {
+            "table": an14.rows,
+            "headline": an14.headline,
+            "check": an14.checks,
+            "loads": an14.loads,
+            "load": plan.to_json(),
+            "traces": traces_json(sel.traces),
+            "notes": sel.notes,
+            "path_a_share": {f"{k} B": v for k, v in path_a.items()},
+            "thesis": {
+                "response_8B": 0.07,
+                "response_4B": 0.10,
+                "response_web_max": 0.20,
+                "writes_4B": 0.06,
+                "erases_4B": 0.04,
+            },
+        }
+        chk = {
+            "passed": bool(chk["passed"] and an14.checks["passed"]),
+            "message": f"{chk['message']}; Fig. 14: {an14.checks['message']}",
+        }
+
     write_json(
         json_out,
         PAPER,
-        pl.DataFrame(),
+        f14_df,
         rows,
         data={
             "files": [str(f) for f in ds.files],
@@ -751,6 +862,7 @@ def dpa(
         level_map=lmap,
         thesis=THESIS,
         check=chk,
+        fig14=f14,
         figures=[str(p) for p in [*figs, t5]],
         wall_s=time.perf_counter() - t0,
     )
@@ -758,12 +870,14 @@ def dpa(
         print_results(an, res, life, rows, tol, lmap)
         for n in ds.notes:
             out_console.print(n)
+        if fig14:
+            _fig14.print_fig14(sel, an14)
         out_console.print(
             f"{len(figs)} figure files and {t5.name} in {out}; Monte-Carlo points "
             f"{life['mc_computed']} computed, {life['mc_cached']} cached; "
             f"{time.perf_counter() - t0:.1f} s"
         )
-    exit_on_failures([], chk, out)
+    exit_on_failures(f14_errors, chk, out)
     if an.errors:
         raise click.exceptions.Exit(1)
 

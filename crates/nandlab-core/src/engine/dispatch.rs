@@ -20,10 +20,12 @@ impl SpaceView for Ftl {
                 // With regions, scheme migrations may not take a pool's last free block either;
                 // nor may backend refills and prefetches (Scrub): like host writes they bring
                 // data from outside, and taking the reserve left GC nowhere to move to (a
-                // stall under heavy refill traffic, `[faults] mode = "model"` on worn flash).
+                // stall under heavy refill traffic, `[faults] mode = "model"` on worn flash);
+                // nor may a scheme's hidden pages (GC needs those blocks to make progress).
                 t.source == Source::Host
                     || t.source == Source::Scrub
-                    || (t.source == Source::Migration && self.regions() > 1),
+                    || (t.source == Source::Migration
+                        && (self.regions() > 1 || t.lpn >= self.logical_pages)),
             ),
             TxnKind::Move => {
                 self.can_allocate_in(t.plane, t.placement.region, t.placement.stream, false)
@@ -436,6 +438,12 @@ impl Engine {
                     self.refresh_step_done(t.plane);
                 } else if t.source == Source::Scrub {
                     // A scrub read only checks the page (spec §3 item 4): never reprogrammed.
+                } else if t.lpn as u64 >= self.logical_pages {
+                    // A background read of a scheme's hidden page (Action::Read): the data
+                    // goes to the controller; nothing is reprogrammed.
+                    if t.owner != NONE {
+                        self.host_page_done(t.owner, end, end - done.start_ns);
+                    }
                 } else if self.ftl.lookup(t.lpn) == t.ppn {
                     // Second half of a scheme rewrite: program the data again (a synchronous
                     // one keeps its host request as owner).
@@ -480,7 +488,9 @@ impl Engine {
                     let service = service + self.rmw_service(t.owner, t.lpn);
                     self.host_page_done(t.owner, self.now, service);
                 } else {
-                    self.stats.rewrites += 1;
+                    if (t.lpn as u64) < self.logical_pages {
+                        self.stats.rewrites += 1;
+                    }
                     if t.owner != NONE {
                         // A synchronous rewrite finished: its host request may complete.
                         self.host_page_done(t.owner, self.now, service);
@@ -521,7 +531,10 @@ impl Engine {
     ) -> Option<(u32, crate::flash::PageType, u8, bool)> {
         let source = t.source;
         // With regions, scheme migrations may not take a pool's last free block either.
-        let host = source == Source::Host || (source == Source::Migration && self.rg.is_some());
+        // Nor may a scheme's hidden pages (redundant pages: they would starve GC).
+        let host = source == Source::Host
+            || (source == Source::Migration
+                && (self.rg.is_some() || t.lpn as u64 >= self.logical_pages));
         let Ok((ppn, changed)) = self.ftl.allocate_typed(
             t.plane,
             t.placement.region,

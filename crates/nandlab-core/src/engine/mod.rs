@@ -333,6 +333,17 @@ impl Engine {
         scheme.set_regions(&region_info);
         scheme.validate(&region_info)?;
         scheme.validate_device(&crate::scheme::DeviceInfo::new(&cfg, &timing))?;
+        let hidden = scheme.hidden_pages(&geo, logical_pages)?;
+        if hidden > 0 {
+            if logical_pages + hidden >= u32::MAX as u64 {
+                return Err(NandlabError::Sim(format!(
+                    "scheme `{}` needs {hidden} hidden pages above the {logical_pages} logical \
+                     pages: more than 2^32 LPNs; use a smaller device.logical_capacity_bytes",
+                    scheme.name()
+                )));
+            }
+            ftl.extend_hidden(hidden);
+        }
         let mut e = Engine {
             placement_limit: Placement {
                 stream: cfg.ftl.streams.min(255) as u8,
@@ -1263,10 +1274,87 @@ impl Engine {
                 }
                 Action::Verify { first_lpn, count } => self.verify(first_lpn, count),
                 Action::Fetch { lpn, expect_ppn } => self.queue_fetch(lpn, expect_ppn, 1, 0),
+                Action::Program { lpn, wait } => {
+                    if !self.hidden_ok(lpn) {
+                        break;
+                    }
+                    let ctx = Ctx {
+                        now_ns: self.now,
+                        ftl: &self.ftl,
+                        timing: &self.timing,
+                    };
+                    let pl = self.scheme.placement(lpn, Source::Migration, &ctx);
+                    if self.placement_ok(pl) {
+                        let owner = if wait { owner } else { NONE };
+                        if owner != NONE {
+                            self.slots[owner as usize].pending += 1;
+                        }
+                        let plane = self.ftl.plane_for_write_in(lpn, pl.region);
+                        let die = self.sched.enqueue(
+                            TxnKind::Program,
+                            Source::Migration,
+                            lpn,
+                            NONE,
+                            plane,
+                            owner,
+                            pl,
+                        );
+                        self.dispatch(die);
+                    }
+                }
+                Action::Read { lpn, wait } => {
+                    if !self.hidden_ok(lpn) {
+                        break;
+                    }
+                    let ppn = self.ftl.lookup(lpn);
+                    if ppn != UNMAPPED {
+                        let owner = if wait { owner } else { NONE };
+                        let source = if owner != NONE {
+                            self.slots[owner as usize].pending += 1;
+                            Source::Host
+                        } else {
+                            Source::Migration
+                        };
+                        let plane = self.ftl.plane_of_ppn(ppn);
+                        let die = self.sched.enqueue(
+                            TxnKind::Read,
+                            source,
+                            lpn,
+                            ppn,
+                            plane,
+                            owner,
+                            Placement::NONE,
+                        );
+                        self.dispatch(die);
+                    }
+                }
+                Action::Unmap { lpn } => {
+                    if !self.hidden_ok(lpn) {
+                        break;
+                    }
+                    self.ftl.trim(lpn);
+                }
             }
             i += 1;
         }
         self.actions.clear();
+    }
+
+    /// Whether `lpn` is a hidden page (at or above the logical capacity, inside the L2P); an
+    /// internal error of the scheme otherwise.
+    fn hidden_ok(&mut self, lpn: u32) -> bool {
+        let total = self.ftl.lookup_len();
+        if (lpn as u64) >= self.logical_pages && (lpn as usize) < total {
+            return true;
+        }
+        let msg = format!(
+            "internal error: scheme `{}` asked for hidden page {lpn} outside {} ..< {total}",
+            self.scheme.name(),
+            self.logical_pages
+        );
+        self.fail(msg);
+        self.actions.clear();
+        false
     }
 
     /// Check the FTL invariants (DESIGN §5).

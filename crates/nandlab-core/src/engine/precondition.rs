@@ -377,7 +377,38 @@ impl Engine {
             })?;
         let mode = self.region_mode(pl);
         self.ftl.program(ppn, lpn, mode, pl.ecc, 0);
+        if (lpn as u64) < self.logical_pages {
+            self.untimed_hidden(moves)?;
+        }
         Ok(())
+    }
+
+    /// Apply the scheme's untimed work on hidden pages ([`crate::scheme::Scheme::take_untimed`])
+    /// after an untimed host write: programs and unmaps, no time; reads dropped.
+    fn untimed_hidden(&mut self, moves: &mut u64) -> Result<(), NandlabError> {
+        let mut acts = std::mem::take(&mut self.actions);
+        acts.clear();
+        self.scheme.take_untimed(&mut acts);
+        let mut r = Ok(());
+        let (lo, hi) = (self.logical_pages, self.ftl.lookup_len());
+        let hidden = |lpn: u32| (lpn as usize) < hi && lpn as u64 >= lo;
+        for a in acts.iter() {
+            match *a {
+                crate::scheme::Action::Program { lpn, .. } if hidden(lpn) => {
+                    r = self.untimed_write(lpn, moves);
+                }
+                crate::scheme::Action::Unmap { lpn } if hidden(lpn) => {
+                    self.ftl.trim(lpn);
+                }
+                _ => {}
+            }
+            if r.is_err() {
+                break;
+            }
+        }
+        acts.clear();
+        self.actions = acts;
+        r
     }
 
     fn untimed_gc(&mut self, pool: u32, moves: &mut u64) -> Result<bool, NandlabError> {

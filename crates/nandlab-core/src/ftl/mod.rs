@@ -227,6 +227,15 @@ impl Ftl {
         )
     }
 
+    /// Make room in the L2P for `n` hidden LPNs above the logical capacity (scheme-owned pages,
+    /// [`crate::scheme::Scheme::hidden_pages`]); `logical_pages` stays the host's capacity.
+    /// Called before anything is programmed: the L2P is allocated anew, zeroed (so the OS backs
+    /// it lazily, as the logical part).
+    pub fn extend_hidden(&mut self, n: u64) {
+        debug_assert_eq!(self.mapped_pages(), 0);
+        self.l2p = vec![0u32; self.logical_pages as usize + n as usize];
+    }
+
     /// Bytes the FTL's tables take for `geo` and `logical_pages` (L2P 4 B per logical page;
     /// P2L, program time, ECC, mode, flags and 2 state bits per physical page; ~64 B per
     /// block). Used to refuse a device this machine cannot hold before allocating it.
@@ -452,6 +461,11 @@ impl Ftl {
     #[inline]
     pub fn lookup(&self, lpn: u32) -> u32 {
         self.l2p[lpn as usize].wrapping_sub(1)
+    }
+    /// Entries in the L2P: the logical capacity plus hidden pages.
+    #[inline]
+    pub fn lookup_len(&self) -> usize {
+        self.l2p.len()
     }
     /// Prefetch the L2P entry of `lpn` (a read of the mapping or a program of the LPN soon).
     #[inline]

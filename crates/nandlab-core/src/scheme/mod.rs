@@ -15,7 +15,8 @@
 //! | [`Scheme::on_host_write`] | each page of a host write, before placement | `diffecc_wa` (Bloom filters), `agcr`, `efm` (Read/Write_TBL, MRO), `hotis` |
 //! | [`Scheme::on_tick`] | every [`Scheme::tick_period_ns`] of simulated time | `efm` (×0.2 decay every T, wear stages), `diffecc_wa` (filter decay is per request, not per tick), `flexlevel` |
 //! | [`Scheme::on_cache_op`] | once per cache-layer request, before its pages (`[cache]`) | `flexecc` (DirtyWrite → BCH, CleanWrite → CRC, FlushRead marks) |
-//! | [`Scheme::on_idle`] | open loop: after an arrival whose gap to the next exceeds [`Scheme::idle_threshold_ns`] | `flexecc` scrubber |
+//! | [`Scheme::on_idle`] | open loop: after an arrival whose gap to the next exceeds [`Scheme::idle_threshold_ns`] | `flexecc` scrubber, `dpa` (delayed redundant-page writes) |
+//! | [`Scheme::hidden_pages`] / [`Scheme::take_untimed`] | once before preconditioning / after each untimed host write | `dpa` (redundant tag and parity pages above the logical capacity) |
 //! | [`Scheme::plan_refresh`] | per block due for data refresh (`[refresh] period_s`) | `ida` (voltage-adjust word lines), `warm`; default: move every valid page |
 //! | [`Scheme::gc_move`] | every valid page GC relocates | `flexecc` (flushed BCH → CRC), `efm` (keep region) |
 //!
@@ -25,6 +26,7 @@
 pub mod agcr;
 pub mod baseline;
 pub mod diffecc_wa;
+pub mod dpa;
 pub mod efm;
 pub mod flexecc;
 pub mod flexlevel;
@@ -141,6 +143,33 @@ pub enum Action {
         lpn: u32,
         /// The copy the fetch replaces.
         expect_ppn: u32,
+    },
+    /// Program a scheme-owned *hidden* page `lpn` (an LPN at or above the logical capacity,
+    /// in the range [`Scheme::hidden_pages`] reserved) without reading anything first: the
+    /// data is already in the controller (DPA-DRM's redundant tag pages and RAID-5 parity).
+    /// The placement is asked with [`Source::Migration`]; the program is counted under that
+    /// source. `wait`: the host request whose hook returned the action completes only after
+    /// the program (a forced flush); `false`: background (idle-time) work.
+    Program {
+        /// Hidden logical page.
+        lpn: u32,
+        /// Synchronous (see [`Action::Rewrite`]).
+        wait: bool,
+    },
+    /// Read the current copy of hidden page `lpn` (nothing when it is unmapped). `wait`: the
+    /// read is part of the host request whose hook returned it (host priority, counted as a
+    /// host flash read; the request completes when both its own pages and this read are
+    /// done); `false`: a background read (source [`Source::Migration`]). Never reprogrammed.
+    Read {
+        /// Hidden logical page.
+        lpn: u32,
+        /// Synchronous.
+        wait: bool,
+    },
+    /// Unmap hidden page `lpn` (its copy becomes invalid, space GC reclaims); no flash time.
+    Unmap {
+        /// Hidden logical page.
+        lpn: u32,
     },
 }
 
@@ -265,6 +294,16 @@ pub struct DeviceInfo {
     /// Data refresh runs during the replay (`refresh.period_s > 0`) or once before it
     /// (`precondition.refresh_before_replay`).
     pub refresh: bool,
+    /// Closed-loop replay (`host.mode = "closed"`): no idle time between requests.
+    pub closed_loop: bool,
+    /// The controller DRAM data cache is on (`dram.capacity_bytes > 0`).
+    pub dram: bool,
+    /// Static (CWDP) allocation: the plane of a host write is a function of its LPN.
+    pub static_allocation: bool,
+    /// Dies in the device.
+    pub dies: u32,
+    /// Open blocks per plane (`ftl.streams`).
+    pub streams: u32,
 }
 
 impl DeviceInfo {
@@ -280,6 +319,11 @@ impl DeviceInfo {
                 cfg.regions.count()
             },
             refresh: !cfg.refresh.is_off() || cfg.precondition.refresh_before_replay,
+            closed_loop: cfg.host.mode == crate::config::ReplayMode::Closed,
+            dram: cfg.dram.capacity_bytes > 0,
+            static_allocation: cfg.ftl.allocation == crate::config::Allocation::Static,
+            dies: cfg.device.channels * cfg.device.chips_per_channel * cfg.device.dies_per_chip,
+            streams: cfg.ftl.streams,
         }
     }
 
@@ -382,6 +426,27 @@ pub trait Scheme: Send {
         Ok(())
     }
 
+    /// Hidden pages the scheme needs (called once, after [`Scheme::validate_device`], before
+    /// preconditioning): LPNs `logical_pages ..` that the FTL maps like host data (GC moves
+    /// them through [`Scheme::gc_move`]) but the host never addresses; the scheme programs,
+    /// reads and unmaps them with [`Action::Program`], [`Action::Read`], [`Action::Unmap`].
+    /// Default 0.
+    ///
+    /// # Errors
+    /// [`ConfigError`] when the geometry cannot hold what the scheme needs.
+    fn hidden_pages(
+        &mut self,
+        _geo: &crate::flash::Geometry,
+        _logical_pages: u64,
+    ) -> Result<u64, ConfigError> {
+        Ok(0)
+    }
+
+    /// Work on hidden pages that preconditioning (untimed) must do now: called after each
+    /// untimed write of a host LPN; [`Action::Program`] and [`Action::Unmap`] are applied
+    /// untimed, reads are dropped (preconditioning takes no time). Default: none.
+    fn take_untimed(&mut self, _out: &mut Vec<Action>) {}
+
     /// Placement of a page written by preconditioning (the fill before the trace); default
     /// asks [`Scheme::placement`] with [`Source::Host`]. Preconditioning is not the trace: a
     /// scheme that learns from host writes in `placement` overrides this so the fill does not
@@ -479,6 +544,7 @@ pub fn registry(
             params, timing, streams,
         )?)),
         "flexecc" => Ok(Box::new(flexecc::FlexEcc::new(params, timing, streams)?)),
+        "dpa" => Ok(Box::new(dpa::Dpa::new(params, timing, streams)?)),
         other => Err(ConfigError::Invalid {
             key: "scheme.name".into(),
             value: format!("{other:?}"),
@@ -500,4 +566,5 @@ pub const NAMES: &[&str] = &[
     "hotis",
     "flexlevel",
     "flexecc",
+    "dpa",
 ];
