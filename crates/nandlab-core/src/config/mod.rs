@@ -65,6 +65,11 @@ pub struct Config {
     pub host: HostConfig,
     /// Preconditioning before replay.
     pub precondition: PreconditionConfig,
+    /// The object device's host layer (`[objfs]`, [`crate::osd::objfs`]): how a file-level
+    /// trace becomes object commands. Left out of the serialized config while at its defaults,
+    /// so reports of block-device runs are unchanged.
+    #[serde(skip_serializing_if = "crate::osd::objfs::ObjfsConfig::is_default")]
+    pub objfs: crate::osd::objfs::ObjfsConfig,
     /// The flash-management scheme and its parameters.
     pub scheme: SchemeConfig,
     /// Statistics options.
@@ -498,6 +503,7 @@ impl Default for Config {
             sched: SchedConfig::default(),
             host: HostConfig::default(),
             precondition: PreconditionConfig::default(),
+            objfs: crate::osd::objfs::ObjfsConfig::default(),
             scheme: SchemeConfig::default(),
             stats: StatsConfig::default(),
             reliability: ReliabilityConfig::default(),
@@ -1339,6 +1345,7 @@ impl Config {
     /// Check every value's range.
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.stats.validate()?;
+        self.objfs.validate()?;
         let d = &self.device;
         check_range("device.channels", d.channels, 1, 1024)?;
         check_range("device.chips_per_channel", d.chips_per_channel, 1, 1024)?;

@@ -13,8 +13,10 @@
 //!                                        exec::Executor + sched::Sched (dies, channels)
 //! ```
 //!
-//! This module holds the seam every part shares: [`OsdCommand`].
+//! This module holds the seam every part shares: [`OsdCommand`]. [`objfs`] is the host layer
+//! that turns a file-level trace into object commands (spec `dmm.md` §5).
 
 pub mod command;
+pub mod objfs;
 
 pub use command::{ObjectId, OsdCommand, OsdOp};
