@@ -27,6 +27,8 @@ mod flexecc;
 mod flexlevel;
 #[path = "fuzz.rs"]
 mod fuzz;
+#[path = "osd.rs"]
+mod osd;
 #[path = "periods_history.rs"]
 mod periods_history;
 #[path = "refresh_ida.rs"]
