@@ -99,6 +99,10 @@ pub struct Config {
     /// serialized config.
     #[serde(skip_serializing_if = "crate::reliability::faults::FaultsConfig::is_off")]
     pub faults: crate::reliability::faults::FaultsConfig,
+    /// Object-based flash device (`[osd]`, Guo ch. 4; [`crate::osd`]); off (`None`) without
+    /// the section, and then left out of the serialized config.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub osd: Option<crate::osd::config::OsdConfig>,
 }
 
 /// The controller's DRAM data cache (`[dram]`): a write-back cache of host pages. A host
@@ -513,6 +517,7 @@ impl Default for Config {
             dram: DramConfig::default(),
             cache: None,
             faults: Default::default(),
+            osd: None,
         }
     }
 }
@@ -1629,6 +1634,9 @@ impl Config {
             }
         }
         self.faults.validate()?;
+        if let Some(o) = &self.osd {
+            o.validate(self)?;
+        }
         if !self.faults.is_off() && self.cache.is_none() {
             return Err(invalid(
                 "faults.mode",
