@@ -43,7 +43,10 @@
 //! Every path whose first record is not `create` (and that is not first named as a rename
 //! target) existed before the trace: it is created untimed (`precondition = true` commands,
 //! before the replay), with size = its largest read or write end offset anywhere in the trace,
-//! written in [`MAX_COMMAND_BYTES`] `WRITE`s. Finding those paths needs one pass over the
+//! written in [`MAX_COMMAND_BYTES`] `WRITE`s. "Its" offsets are those of the records that
+//! address that file: the first pass follows renames and deletes as the replay does (spec
+//! §5 says "anywhere in the trace" per path; a pre-existing name that is later renamed over
+//! or deleted and re-created would otherwise get the new file's offsets). Finding those paths needs one pass over the
 //! file before the replay ([`ObjfsSource::open`]), which keeps one entry per path. A path
 //! whose first record is `delete` is preconditioned only with `unknown_delete =
 //! "precondition"` (then with size 0 unless the trace reads or writes it); with `"skip"` its
@@ -898,43 +901,69 @@ impl Iterator for ObjfsSource {
 }
 
 /// First pass: the paths whose first record is not `create` (and that are not first named as a
-/// rename target), in order of first appearance, each with its largest read/write end offset.
-/// Paths first seen in a `delete` are included only with `UnknownDelete::Precondition`.
+/// rename target), in order of first appearance, each with the largest read/write end offset
+/// of the file it names. The pass follows the namespace as the replay will (a rename moves the
+/// file to its new name, a delete or a rename over a name ends the file there), so a
+/// pre-existing file's size comes from the records that address that file, under whichever
+/// name. Paths first seen in a `delete` are included only with `UnknownDelete::Precondition`.
 fn preexisting_paths(
     path: &Path,
     unknown_delete: UnknownDelete,
 ) -> Result<Vec<(Box<str>, u64)>, TraceError> {
-    // path → (index into `order` or usize::MAX when not preexisting)
-    let mut seen: HashMap<Box<str>, usize> = HashMap::new();
+    const NOT_PRE: usize = usize::MAX;
+    // name → the file it names now: an index into `order`, or NOT_PRE
+    let mut live: HashMap<Box<str>, usize> = HashMap::new();
+    // every name seen so far (a name's first appearance decides whether it pre-exists)
+    let mut seen: std::collections::HashSet<Box<str>> = std::collections::HashSet::new();
     let mut order: Vec<(Box<str>, u64)> = Vec::new();
     let mut rd = FsJsonlReader::open(path)?;
     while let Some(r) = rd.next_record()? {
-        let idx = match seen.get(r.path) {
-            Some(&i) => i,
+        let id = match live.get(r.path) {
+            Some(&i) => Some(i),
             None => {
-                let pre = match r.op {
-                    FsOp::Create => false,
-                    FsOp::Delete => unknown_delete == UnknownDelete::Precondition,
-                    _ => true,
-                };
-                let i = if pre {
+                let first = !seen.contains(r.path);
+                if first {
+                    seen.insert(r.path.into());
+                }
+                let pre = first
+                    && match r.op {
+                        FsOp::Create => false,
+                        FsOp::Delete => unknown_delete == UnknownDelete::Precondition,
+                        _ => true,
+                    };
+                if pre {
                     order.push((r.path.into(), 0));
-                    order.len() - 1
+                    live.insert(r.path.into(), order.len() - 1);
+                    Some(order.len() - 1)
+                } else if r.op == FsOp::Delete || r.op == FsOp::Rename {
+                    None // skipped by the replay
                 } else {
-                    usize::MAX
-                };
-                seen.insert(r.path.into(), i);
-                i
+                    live.insert(r.path.into(), NOT_PRE); // created (or implicitly) now
+                    Some(NOT_PRE)
+                }
             }
         };
-        if let Some(np) = r.new_path {
-            if !seen.contains_key(np) {
-                seen.insert(np.into(), usize::MAX);
+        match r.op {
+            FsOp::Read | FsOp::Write => {
+                if let Some(i) = id.filter(|&i| i != NOT_PRE) {
+                    order[i].1 = order[i].1.max(r.offset_bytes + r.size_bytes);
+                }
             }
-        }
-        if idx != usize::MAX && matches!(r.op, FsOp::Read | FsOp::Write) {
-            let end = r.offset_bytes + r.size_bytes;
-            order[idx].1 = order[idx].1.max(end);
+            FsOp::Delete => {
+                live.remove(r.path);
+            }
+            FsOp::Rename => {
+                if let (Some(np), Some(i)) = (r.new_path, id) {
+                    if np != r.path {
+                        live.remove(r.path);
+                        if !seen.contains(np) {
+                            seen.insert(np.into());
+                        }
+                        live.insert(np.into(), i);
+                    }
+                }
+            }
+            _ => {}
         }
     }
     Ok(order)
