@@ -1368,8 +1368,8 @@ impl Device {
         Ok(())
     }
 
-    /// Commit the dirty index nodes of the objects in `objs` (leaves first, one stage per
-    /// level; in the extent tree each written node dirties its parent, the root its onode)
+    /// Commit the dirty index nodes of the objects in `objs` (leaves first; in the extent tree
+    /// each written node dirties its parent, the root its onode; one stage for all)
     /// and queue their dirty onodes. `evict`: a diff-cache eviction, which reads each old
     /// leaf it merges into (§4.4.4).
     fn flush_objects(
@@ -1421,9 +1421,12 @@ impl Device {
                 }
                 self.nodes.newly_dirty.clear();
             }
-            self.close_stage();
             cur.clear();
         }
+        // A2 flushes an object's index as one operation (l.30): its pages, every level, are
+        // programmed together (their addresses are allocated before, so a parent already
+        // holds its children's new addresses).
+        self.close_stage();
         self.bucket_scratch = cur;
         self.buckets = buckets;
         for &s in objs {

@@ -72,7 +72,8 @@
 //! 4. program the data pages, round-robin over dies (§4.6.2) — new partial-page data waits in
 //!    a page-size tail buffer until the page is full, the object is flushed, or the buffer is
 //!    needed (§4.5.4.1);
-//! 5. program the dirty index nodes, leaves first, one stage per level (A2 l.24–39): in the
+//! 5. program the dirty index nodes, all in one stage (A2 l.24–39 flushes an object's index
+//!    as one operation; addresses are allocated first, so parents hold the new ones): in the
 //!    extent tree every written node dirties its parent and the root its onode (the cascade
 //!    of F27); in the virtual tree only the page table changes (§4.4.3);
 //! 6. program the onodes, packed `page / onode_bytes` to a page (A2 l.40–48).
@@ -123,6 +124,7 @@
 //! * Response time is the device's time per command; data-page transfers use
 //!   `timing.channel_mt_s` (Table 16 has none: its preset sets the fastest rate the config allows, 100,000 MT/s: 20 ns per 2 KiB page).
 
+pub mod bench;
 pub mod command;
 pub mod config;
 pub mod device;
