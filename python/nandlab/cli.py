@@ -1156,6 +1156,11 @@ from nandlab.dpa.cli import dpa as _dpa_cli  # noqa: E402
 
 cli.add_command(_dpa_cli)
 
+# `nandlab osd run|stats` (Guo ch. 4 object device)
+from nandlab.osd.cli import osd as _osd_cli  # noqa: E402
+
+cli.add_command(_osd_cli)
+
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""

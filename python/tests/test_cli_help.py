@@ -30,6 +30,9 @@ COMMANDS = [
     ["reproduce", "flexecc"],
     ["dpa"],
     ["dpa", "analyze"],
+    ["osd"],
+    ["osd", "run"],
+    ["osd", "stats"],
 ]
 
 

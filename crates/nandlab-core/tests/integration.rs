@@ -29,6 +29,10 @@ mod flexecc;
 mod flexlevel;
 #[path = "fuzz.rs"]
 mod fuzz;
+#[path = "osd.rs"]
+mod osd;
+#[path = "osd_objfs.rs"]
+mod osd_objfs;
 #[path = "periods_history.rs"]
 mod periods_history;
 #[path = "refresh_ida.rs"]

@@ -24,6 +24,7 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
 mod dpa;
+mod osd;
 
 create_exception!(
     nandlab,
@@ -281,5 +282,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(config_keys, m)?)?;
     m.add_function(wrap_pyfunction!(scheme_param_keys, m)?)?;
     dpa::register(m)?;
+    osd::register(m)?;
     Ok(())
 }

@@ -65,6 +65,11 @@ pub struct Config {
     pub host: HostConfig,
     /// Preconditioning before replay.
     pub precondition: PreconditionConfig,
+    /// The object device's host layer (`[objfs]`, [`crate::osd::objfs`]): how a file-level
+    /// trace becomes object commands. Left out of the serialized config while at its defaults,
+    /// so reports of block-device runs are unchanged.
+    #[serde(skip_serializing_if = "crate::osd::objfs::ObjfsConfig::is_default")]
+    pub objfs: crate::osd::objfs::ObjfsConfig,
     /// The flash-management scheme and its parameters.
     pub scheme: SchemeConfig,
     /// Statistics options.
@@ -94,6 +99,10 @@ pub struct Config {
     /// serialized config.
     #[serde(skip_serializing_if = "crate::reliability::faults::FaultsConfig::is_off")]
     pub faults: crate::reliability::faults::FaultsConfig,
+    /// Object-based flash device (`[osd]`, Guo ch. 4; [`crate::osd`]); off (`None`) without
+    /// the section, and then left out of the serialized config.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub osd: Option<crate::osd::config::OsdConfig>,
 }
 
 /// The controller's DRAM data cache (`[dram]`): a write-back cache of host pages. A host
@@ -498,6 +507,7 @@ impl Default for Config {
             sched: SchedConfig::default(),
             host: HostConfig::default(),
             precondition: PreconditionConfig::default(),
+            objfs: crate::osd::objfs::ObjfsConfig::default(),
             scheme: SchemeConfig::default(),
             stats: StatsConfig::default(),
             reliability: ReliabilityConfig::default(),
@@ -507,6 +517,7 @@ impl Default for Config {
             dram: DramConfig::default(),
             cache: None,
             faults: Default::default(),
+            osd: None,
         }
     }
 }
@@ -1339,6 +1350,7 @@ impl Config {
     /// Check every value's range.
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.stats.validate()?;
+        self.objfs.validate()?;
         let d = &self.device;
         check_range("device.channels", d.channels, 1, 1024)?;
         check_range("device.chips_per_channel", d.chips_per_channel, 1, 1024)?;
@@ -1632,6 +1644,9 @@ impl Config {
                  [[reliability.codes]], e.g. BCH t = 6 and CRC); for the paper's deterministic \
                  injection use faults.mode = \"every_nth_bit\"",
             ));
+        }
+        if let Some(o) = &self.osd {
+            o.validate(self)?;
         }
         if !self.faults.is_off() && self.cache.is_none() {
             return Err(invalid(

@@ -256,6 +256,16 @@ impl Engine {
         logical_pages: u64,
         scheme: Box<dyn Scheme>,
     ) -> Result<Engine, NandlabError> {
+        if cfg.osd.is_some() {
+            return Err(crate::config::ConfigError::Invalid {
+                key: "osd".into(),
+                value: "[osd]".into(),
+                msg: "this config describes an object-based device: replay object commands \
+                      with `nandlab osd` (osd::run), or drop the [osd] section for a block trace"
+                    .into(),
+            }
+            .into());
+        }
         let timing = cfg.timing()?;
         let layout = cfg.layout();
         let read_model = crate::reliability::runtime::ReadModel::new(&cfg, &timing)?;

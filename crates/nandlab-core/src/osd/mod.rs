@@ -6,15 +6,133 @@
 //!
 //! ```text
 //!  file-level trace (fsjsonl) ─► host objfs (namespace, page cache) ─┐
-//!  DMMbench generator ───────────────────────────────────────────────┼─► OsdCommand stream
+//!  DMMbench generator ([`bench`]) ───────────────────────────────────┼─► OsdCommand stream
 //!                                                                    ▼
-//!                       osd device (onodes, extent / virtual B+ tree, chunks, GC, MLGC, diff cache)
+//!     osd::device (onodes, extent / virtual B+ tree, chunks, GC, MLGC, diff cache) ─► Plan
 //!                                                                    ▼
-//!                                        exec::Executor + sched::Sched (dies, channels)
+//!     osd::replay: stages of the plan ─► exec::Executor + sched::Sched (dies, channels)
 //! ```
 //!
-//! This module holds the seam every part shares: [`OsdCommand`].
+//! # Using it
+//!
+//! ```
+//! use nandlab_core::config::load;
+//! use nandlab_core::osd::{run, OsdCommand, OsdOp, RunOpts};
+//!
+//! let cfg = load(
+//!     r#"
+//! [device]
+//! cell = "slc"
+//! channels = 4
+//! pages_per_block = 64
+//! page_size_bytes = 2048
+//! blocks_per_plane = 64
+//! [timing]
+//! read_us = [50.0]
+//! program_us = [900.0]
+//! erase_us = 1500.0
+//! channel_mt_s = 100000.0
+//! [host]
+//! mode = "closed"
+//! queue_depth = 1
+//! [osd]
+//! "#,
+//!     "<doc>",
+//!     &[],
+//! )
+//! .unwrap();
+//! let cmd = |op| Ok(OsdCommand { arrival_ns: 0, op, precondition: false });
+//! let cmds = vec![
+//!     cmd(OsdOp::Create { oid: 7 }),
+//!     cmd(OsdOp::Write { oid: 7, offset_bytes: 0, len_bytes: 4096 }),
+//! ];
+//! let report = run(&cfg, cmds, &RunOpts::default()).unwrap();
+//! // OBFS (every DMM piece off): CREATE writes the onode; the 4 KiB write programs two data
+//! // pages (in parallel on two dies), then the onode, whose two inline extents map them.
+//! assert_eq!(report.page_writes.data.host, 2);
+//! assert_eq!(report.page_writes.onode.host, 2);
+//! assert_eq!(report.page_writes.index.total, 0);
+//! ```
+//!
+//! Host side: [`objfs`] turns a file-level trace ([`crate::trace::fsjsonl`]) into object
+//! commands (spec `dmm.md` §5).
+//!
+//! API: [`run`] (a config and any iterator of `Result<OsdCommand, TraceError>`) →
+//! [`OsdReport`] (`serde::Serialize`); [`replay`] does the same on a [`Device`] the caller
+//! keeps (tests inspect it); [`bench::DmmBench`] generates DMMbench.
+//!
+//! # The data path (A2, §4.5.4.2)
+//!
+//! A WRITE (`nand_write_obj`) is planned in stages, each a set of flash operations that run
+//! in parallel, a stage starting when the one before has finished:
+//!
+//! 1. read the onode (global index → onode page), unless DRAM holds it;
+//! 2. read the index path root → leaf (one stage per level), unless cached;
+//! 3. read-before-write of a partial page over existing data (§4.5.4.1);
+//! 4. program the data pages, round-robin over dies (§4.6.2) — new partial-page data waits in
+//!    a page-size tail buffer until the page is full, the object is flushed, or the buffer is
+//!    needed (§4.5.4.1);
+//! 5. program the dirty index nodes, all in one stage (A2 l.24–39 flushes an object's index
+//!    as one operation; addresses are allocated first, so parents hold the new ones): in the
+//!    extent tree every written node dirties its parent and the root its onode (the cascade
+//!    of F27); in the virtual tree only the page table changes (§4.4.3);
+//! 6. program the onodes, packed `page / onode_bytes` to a page (A2 l.40–48).
+//!
+//! GC runs when the die about to receive a page has fewer clean chunks than
+//! `osd.gc_clean_chunks` (A2 l.10/26/42): greedy (fewest valid pages, §4.5.4.1), its reads,
+//! moves and erases become stages before the program that needed the space, and the moved
+//! pages' metadata updates join the command's index and onode stages (§4.5.4.2). With the diff
+//! cache (§4.4.4) stages 5–6 are deferred: the dirty entries, nodes and onodes stay in DRAM
+//! until eviction, which runs at the end of the command that overfilled the cache.
+//!
+//! READ: onode, index path, data pages (a 4 KiB read ≈ 3 page reads, §4.6.2). GET_ATTRIBUTE:
+//! the onode. SET_ATTRIBUTE: the onode read, then an onode write. REMOVE and TRUNCATE
+//! invalidate data and free index nodes (the thesis does not describe them, spec §1 [N]);
+//! REMOVE writes a tombstone onode.
+//!
+//! Every page carries OOB metadata (F34): type, object id, SN (global, +1 per page program),
+//! and per type the page index and valid length (data), VA (index) or onode count (onode).
+//!
+//! # Readings the thesis leaves open ([N], as `specs/dmm.md` lists them)
+//!
+//! * Onode = 100 B (§4.2 "about one hundred"), 20 per 2 KiB page; ≤ 2 extents inline in the
+//!   onode before an object gets a B+ tree (spec §1).
+//! * Leaf entry 12 B ⟨offset, length, PA⟩; internal entry 7 B (PA) / 6 B (VA) (§4.4.3.3). A
+//!   leaf entry maps one data page (data pages are aligned to the object offset and striped
+//!   over dies, so physically contiguous multi-page extents do not arise).
+//! * Chunk = `chunk_blocks` consecutive blocks of one die; each (die, page type) has one open
+//!   chunk; GC is per die; `T_chunk` = `gc_clean_chunks` (no value in §4.6.1).
+//! * B+ tree: split in half; merge into the left (else right) sibling under half full when the
+//!   two fit in one node; no redistribution; a root with one child collapses.
+//! * Table 13, row "insertion with split": the thesis gives `2l+1+(H−1)` for the extent tree.
+//!   The split nodes, their new siblings and the parent of the top split are `2l+1` pages, and
+//!   the cascade above that parent is `H−l−1` more, so the count is `l+H` (its own worst case
+//!   `2H+1` at `l = H` contradicts `2l+1+(H−1) = 3H`). We implement the tree and report the
+//!   count it gives; the test states both.
+//! * Diff cache: 12 B per cached leaf entry, a whole page beyond 16 entries of one leaf, 2 KiB
+//!   per cached internal page, 100 B per dirty onode; a *hit* is an index operation (a
+//!   command that looks up or updates an object's tree) served without reading an index page
+//!   from flash. Cached internal pages whose node is later merged away are not dropped at
+//!   once (they leave at eviction).
+//! * Tail buffers: `tail_buffers` page buffers, the least recently started flushed when all
+//!   are in use.
+//! * GC of an onode page moves its valid onodes only (for OBFS a valid onode page is wholly
+//!   valid, so this is a page move).
+//! * YAFFS2-like (spec §3): one header page per object rewritten on every attribute change,
+//!   the file index in RAM only (reported as 4 B per mapped page), one log for all types,
+//!   partial pages programmed at once (read-modify-write over old data).
+//! * Response time is the device's time per command; data-page transfers use
+//!   `timing.channel_mt_s` (Table 16 has none: its preset sets the fastest rate the config allows, 100,000 MT/s: 20 ns per 2 KiB page).
 
+pub mod bench;
 pub mod command;
+pub mod config;
+pub mod device;
+pub mod objfs;
+pub mod replay;
+pub mod tree;
 
 pub use command::{ObjectId, OsdCommand, OsdOp};
+pub use config::{Design, OsdConfig};
+pub use device::{Device, OsdError};
+pub use replay::{replay, run, OsdReport, RunOpts};

@@ -107,6 +107,7 @@
 use std::path::PathBuf;
 
 mod convert;
+pub mod fsjsonl;
 mod gen;
 mod input;
 mod parse;
@@ -115,6 +116,7 @@ mod sniff;
 mod summary;
 
 pub use convert::{convert, write_canonical};
+pub use fsjsonl::{fs_stats, FsJsonlReader, FsOp, FsRecord, FsTraceStats};
 pub use gen::{generate, GenParams};
 pub use reader::{ReaderCounters, TraceReader};
 pub use sniff::sniff_format;

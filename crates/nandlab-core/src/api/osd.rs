@@ -1,0 +1,117 @@
+//! Object-device runs for the Python front and Rust users: a file-level trace through the
+//! host layer [`crate::osd::objfs`] onto the object device ([`crate::osd::run`]).
+
+use std::path::Path;
+use std::time::Instant;
+
+use serde_json::{json, Value};
+
+use crate::config::Config;
+use crate::osd::objfs::ObjfsSource;
+use crate::osd::{OsdCommand, OsdReport, RunOpts};
+use crate::trace::{fs_stats, TraceError};
+
+use super::NandlabError;
+
+/// Load a configuration from TOML text with `key=value` overrides.
+///
+/// # Errors
+/// [`NandlabError::Config`] for a syntax error, an unknown key or an out-of-range value.
+pub fn osd_config(
+    config_toml: &str,
+    config_path: Option<&Path>,
+    overrides: &[String],
+) -> Result<Config, NandlabError> {
+    let origin = config_path.map_or_else(|| "<config>".to_string(), |p| p.display().to_string());
+    Ok(crate::config::load(config_toml, &origin, overrides)?)
+}
+
+/// The report of an object-device run as JSON: the device's [`OsdReport`], plus `wall_s`,
+/// `commands_per_s` (measured and preconditioning commands over the wall time), and what the
+/// caller adds (`objfs`, `trace`, `bench`).
+fn report_json(report: &OsdReport, wall_s: f64, all_commands: u64) -> Result<Value, NandlabError> {
+    let mut v = serde_json::to_value(report)
+        .map_err(|e| NandlabError::Sim(format!("cannot serialise the object report: {e}")))?;
+    if let Value::Object(m) = &mut v {
+        m.insert("wall_s".into(), json!(wall_s));
+        m.insert(
+            "commands_per_s".into(),
+            json!(if wall_s > 0.0 {
+                all_commands as f64 / wall_s
+            } else {
+                0.0
+            }),
+        );
+    }
+    Ok(v)
+}
+
+/// Replay the file-level trace `trace` (`*_fs.jsonl[.gz|.zst]`) on the object device `cfg`
+/// describes (`[osd]`), translated by `[objfs]`. `max_commands` (0 = all) limits the measured
+/// commands. Returns the report (see `docs/report.md`, "The object-device report"), with an
+/// `objfs` section ([`crate::osd::objfs::ObjfsCounters`]) and `trace` = {`file`, `records`}.
+///
+/// # Errors
+/// [`NandlabError::Trace`] for a malformed line (file, line, field), [`NandlabError::Config`]
+/// for an invalid configuration (no `[osd]` section, …), [`NandlabError::Sim`] when the device
+/// fails (e.g. it runs out of space).
+pub fn osd_run_trace(cfg: &Config, trace: &Path, max_commands: u64) -> Result<Value, NandlabError> {
+    let t0 = Instant::now();
+    let mut src = ObjfsSource::open(trace, &cfg.objfs)?;
+    let mut emitted = 0u64;
+    let counted = (&mut src).inspect(|_| emitted += 1);
+    let report = crate::osd::run(cfg, counted, &RunOpts { max_commands })?;
+    let wall_s = t0.elapsed().as_secs_f64();
+    let mut v = report_json(&report, wall_s, emitted)?;
+    let counters = src.objfs().counters();
+    if let Value::Object(m) = &mut v {
+        m.insert(
+            "objfs".into(),
+            serde_json::to_value(&counters)
+                .map_err(|e| NandlabError::Sim(format!("cannot serialise objfs counters: {e}")))?,
+        );
+        m.insert(
+            "trace".into(),
+            json!({
+                "file": trace.display().to_string(),
+                "records": src.reader().counters().records,
+            }),
+        );
+    }
+    Ok(v)
+}
+
+/// Replay `commands` (e.g. a DMMbench generator) on the object device `cfg` describes; the
+/// report as JSON (without the `objfs` and `trace` sections).
+///
+/// # Errors
+/// As [`osd_run_trace`].
+pub fn osd_run_commands<I>(
+    cfg: &Config,
+    commands: I,
+    max_commands: u64,
+) -> Result<Value, NandlabError>
+where
+    I: IntoIterator<Item = Result<OsdCommand, TraceError>>,
+{
+    let t0 = Instant::now();
+    let mut emitted = 0u64;
+    let counted = commands.into_iter().inspect(|_| emitted += 1);
+    let report = crate::osd::run(cfg, counted, &RunOpts { max_commands })?;
+    report_json(&report, t0.elapsed().as_secs_f64(), emitted)
+}
+
+/// Table-17-style statistics of a file-level trace ([`crate::trace::FsTraceStats`]) as JSON,
+/// with `file`.
+///
+/// # Errors
+/// [`NandlabError::Trace`] for an unreadable file or a malformed line.
+pub fn fs_trace_stats(path: &Path) -> Result<Value, NandlabError> {
+    let st = fs_stats(path)?;
+    let mut v = serde_json::to_value(&st)
+        .map_err(|e| NandlabError::Sim(format!("cannot serialise trace statistics: {e}")))?;
+    if let Value::Object(m) = &mut v {
+        m.insert("file".into(), json!(path.display().to_string()));
+    }
+    Ok(v)
+}

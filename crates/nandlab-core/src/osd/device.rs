@@ -1,0 +1,1910 @@
+//! The object device's functional model: what every object command does to flash and DRAM
+//! state, and the flash operations it costs, in stages (see the module doc of [`crate::osd`]).
+//!
+//! [`Device::execute`] applies one command at once and leaves its cost in [`Device::plan`]: a
+//! list of stages, each a set of flash operations that may run in parallel, a stage starting
+//! when the one before it has finished (A2's order: onode and index reads, data, index,
+//! onode; GC stages before the program that needed space). The replay
+//! ([`crate::osd::replay`]) runs the stages on the shared executor.
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+
+use serde::Serialize;
+
+use super::command::{ObjectId, OsdOp};
+use super::config::{Design, OsdConfig};
+use super::tree::{leaf_parts, leaf_val, Change, Nodes};
+use crate::config::Config;
+use crate::exec::NONE;
+
+/// Page types (OOB `type`, §4.4.5.1 / F34).
+pub const DATA: usize = 0;
+pub const INDEX: usize = 1;
+pub const ONODE: usize = 2;
+/// Their names in reports.
+pub const TYPE_NAMES: [&str; 3] = ["data", "index", "onode"];
+/// Page-write sources, in report order.
+pub const SRC_NAMES: [&str; 5] = ["host", "gc", "mlgc", "cache_evict", "recovery"];
+
+/// Why a flash operation happens.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Src {
+    /// The command itself (A2's data → index → onode flow).
+    Host = 0,
+    /// Chunk GC (moves and erases).
+    Gc = 1,
+    /// MLGC eviction: the valid bytes of the page with most invalid bytes move.
+    Mlgc = 2,
+    /// Diff-cache eviction: leaves, internal nodes and onode committed.
+    CacheEvict = 3,
+    /// Power-failure recovery.
+    Recovery = 4,
+}
+
+/// What a flash operation does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpKind {
+    Read,
+    Program,
+    Erase,
+}
+
+/// One flash operation of a plan.
+#[derive(Clone, Copy, Debug)]
+pub struct FlashOp {
+    pub kind: OpKind,
+    /// Page (read, program) or first page of the block (erase).
+    pub ppn: u32,
+    pub die: u32,
+    pub src: Src,
+}
+
+/// The stages of one command: stage `k` is `ops[ends[k-1] .. ends[k]]`.
+#[derive(Clone, Debug, Default)]
+pub struct Plan {
+    pub ops: Vec<FlashOp>,
+    pub ends: Vec<u32>,
+}
+
+impl Plan {
+    /// Empty it (keeping the capacity).
+    pub fn clear(&mut self) {
+        self.ops.clear();
+        self.ends.clear();
+    }
+    /// Number of stages.
+    pub fn stages(&self) -> usize {
+        self.ends.len()
+    }
+    /// Stage `k`.
+    pub fn stage(&self, k: usize) -> &[FlashOp] {
+        let a = if k == 0 { 0 } else { self.ends[k - 1] as usize };
+        &self.ops[a..self.ends[k] as usize]
+    }
+    fn push_stage(&mut self, ops: &mut Vec<FlashOp>) {
+        if !ops.is_empty() {
+            self.ops.append(ops);
+            self.ends.push(self.ops.len() as u32);
+        }
+    }
+}
+
+/// Errors of the object device.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum OsdError {
+    #[error("object command {cmd} on object {oid}: no such object (CREATE it first)")]
+    UnknownObject { oid: ObjectId, cmd: &'static str },
+    #[error("CREATE of object {oid}: the object exists (object ids are never reused)")]
+    ObjectExists { oid: ObjectId },
+    #[error(
+        "object device full: die {die} has no clean chunk and no chunk GC could reclaim; \
+         raise device.blocks_per_plane or lower the data written"
+    )]
+    OutOfSpace { die: u32 },
+    #[error(
+        "virtual B+ tree page table full: more than osd.page_table_max_vas = {max} index \
+         nodes; raise it"
+    )]
+    PageTableFull { max: u32 },
+    #[error("object {oid}: offset {offset_bytes} is beyond the 2^32 pages an object may span")]
+    TooLarge { oid: ObjectId, offset_bytes: u64 },
+}
+
+impl From<OsdError> for crate::error::NandlabError {
+    fn from(e: OsdError) -> Self {
+        crate::error::NandlabError::Sim(e.to_string())
+    }
+}
+
+/// Operation counts.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct Counters {
+    /// Page programs by type × source.
+    pub writes: [[u64; 5]; 3],
+    /// Page reads by type × source.
+    pub reads: [[u64; 5]; 3],
+    /// Block erases.
+    pub erases: u64,
+    /// Chunks reclaimed by GC.
+    pub gc_chunks: u64,
+    /// MLGC evictions and the valid bytes they moved.
+    pub mlgc_evictions: u64,
+    pub mlgc_moved_bytes: u64,
+    /// OBFS survivor migrations: onodes moved because another onode of their page changed.
+    pub survivor_onodes: u64,
+    /// Index operations (a command that looks up or updates an object's B+ tree) and those
+    /// served without reading an index page from flash (spec [N] hit).
+    pub index_ops: u64,
+    pub index_hits: u64,
+    /// Diff-cache evictions: objects committed, clean internal pages dropped.
+    pub cache_evicted_objects: u64,
+    pub cache_dropped_pages: u64,
+    /// Partial-page writes: read-before-write, and tail buffers flushed.
+    pub rmw: u64,
+    pub tail_flushes: u64,
+}
+
+/// Peak DRAM use of each table, bytes.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct DramUse {
+    /// Byte-level GC table: entries × 8 B (§4.4.2).
+    pub gc_table_bytes: u64,
+    /// Diff cache (after each command's eviction).
+    pub diff_cache_bytes: u64,
+    /// Virtual B+ tree page table: allocated second-level tables × 4 KiB + directory.
+    pub page_table_bytes: u64,
+    /// Global index: live objects × 16 B (oid, onode page, slot; spec [N]).
+    pub global_index_bytes: u64,
+    /// YAFFS2's RAM file index (tnodes): entries × 4 B (spec §3 [N]).
+    pub ram_index_bytes: u64,
+    /// Tail buffers in use × page size.
+    pub tail_buffer_bytes: u64,
+}
+
+const FREE: u8 = 0;
+const VALID: u8 = 1;
+const INVALID: u8 = 2;
+
+const C_FREE: u8 = 0;
+const C_OPEN: u8 = 1;
+const C_FULL: u8 = 2;
+
+/// Per-page state of one chunk, allocated when the chunk is first opened. `state`, `ptype`,
+/// `oid`, `sn`, `aux`, `len` are what flash holds (the page and its OOB, F34; `state` FREE =
+/// erased); `back` is the device's DRAM reverse map (data: object slot; index: node id;
+/// onode: onode-page record).
+#[derive(Clone, Debug)]
+struct ChunkPages {
+    state: Vec<u8>,
+    ptype: Vec<u8>,
+    oid: Vec<u64>,
+    sn: Vec<u64>,
+    /// Data: page index in the object; index: VA (or node id without the virtual tree);
+    /// onode: onodes in the page.
+    aux: Vec<u32>,
+    /// Data: valid bytes.
+    len: Vec<u32>,
+    back: Vec<u32>,
+}
+
+impl ChunkPages {
+    fn new(n: usize) -> ChunkPages {
+        ChunkPages {
+            state: vec![FREE; n],
+            ptype: vec![0; n],
+            oid: vec![0; n],
+            sn: vec![0; n],
+            aux: vec![0; n],
+            len: vec![0; n],
+            back: vec![NONE; n],
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct ChunkMeta {
+    state: u8,
+    stream: u8,
+    valid: u32,
+    wp: u32,
+}
+
+/// An onode page's contents: the object slot of each onode in it.
+#[derive(Clone, Debug, Default)]
+struct OPage {
+    slots: Vec<u32>,
+    live: u32,
+}
+
+#[derive(Clone, Debug)]
+struct Obj {
+    oid: ObjectId,
+    live: bool,
+    size: u64,
+    onode_ppn: u32,
+    onode_idx: u32,
+    onode_dirty: bool,
+    onode_read: bool,
+    root: u32,
+    n_inline: u8,
+    inline: [(u64, u64); 2],
+    tail_page: u64,
+    tail_fill: u32,
+    dirty: Vec<u32>,
+    clean_cached: Vec<u32>,
+    lru_prev: u32,
+    lru_next: u32,
+    in_lru: bool,
+    touched: bool,
+    touched_host: bool,
+    pend_mark: bool,
+}
+
+impl Obj {
+    fn new(oid: ObjectId) -> Obj {
+        Obj {
+            oid,
+            live: true,
+            size: 0,
+            onode_ppn: NONE,
+            onode_idx: 0,
+            onode_dirty: false,
+            onode_read: false,
+            root: NONE,
+            n_inline: 0,
+            inline: [(0, 0); 2],
+            tail_page: u64::MAX,
+            tail_fill: 0,
+            dirty: Vec::new(),
+            clean_cached: Vec::new(),
+            lru_prev: NONE,
+            lru_next: NONE,
+            in_lru: false,
+            touched: false,
+            touched_host: false,
+            pend_mark: false,
+        }
+    }
+}
+
+/// A fast hasher for object ids (SplitMix64 finaliser).
+#[derive(Default, Clone, Copy)]
+pub struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        let mut z = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 << 8) | b as u64;
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.0 = v as u64;
+    }
+}
+
+type IdMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<IdHasher>>;
+
+/// The object device. See the module documentation.
+pub struct Device {
+    pub(crate) o: OsdConfig,
+    page: u32,
+    dies: u32,
+    ppc: u32,
+    cpd: u32,
+    ppb: u32,
+    chunk_blocks: u32,
+    onodes_per_page: u32,
+    separate: bool,
+    yaffs: bool,
+    cache_on: bool,
+    // flash + chunk metadata
+    chunks: Vec<ChunkMeta>,
+    pages: Vec<Option<Box<ChunkPages>>>,
+    free: Vec<Vec<u32>>,
+    open: Vec<[u32; 3]>,
+    rr: [u32; 3],
+    /// Erase count per block.
+    pub erase_count: Vec<u32>,
+    sn: u64,
+    // objects
+    objs: Vec<Obj>,
+    index: IdMap<ObjectId, u32>,
+    nodes: Nodes,
+    opages: Vec<OPage>,
+    opages_free: Vec<u32>,
+    // virtual tree page table (two-level)
+    pt_dir: Vec<Option<Box<[u32]>>>,
+    va_free: Vec<u32>,
+    va_next: u32,
+    va_live: u32,
+    // MLGC table
+    gct: IdMap<u32, (u32, u32)>,
+    gct_order: BTreeSet<(u32, u32)>,
+    gct_entries: u64,
+    gct_max_entries: u64,
+    // diff cache
+    lru_head: u32,
+    lru_tail: u32,
+    clean_pages: u64,
+    dirty_onodes: u64,
+    // tail buffers
+    tails: VecDeque<(u32, u64)>,
+    tails_used: u32,
+    // per-command scratch
+    cur: Vec<FlashOp>,
+    gc_reads: Vec<FlashOp>,
+    gc_progs: Vec<FlashOp>,
+    gc_erases: Vec<FlashOp>,
+    in_gc: bool,
+    touched: Vec<u32>,
+    pending: Vec<(u32, Src, bool)>,
+    pend_scratch: Vec<(u32, Src, bool)>,
+    path: Vec<u32>,
+    path_reads: Vec<(u8, u32)>,
+    buckets: Vec<Vec<u32>>,
+    bucket_scratch: Vec<u32>,
+    entries_scratch: Vec<(u64, u64)>,
+    nodes_scratch: Vec<u32>,
+    index_reads_cmd: u64,
+    index_used_cmd: bool,
+    /// Data pages mapped (YAFFS2's RAM index size).
+    mapped: u64,
+    /// The cost of the last command.
+    pub plan: Plan,
+    /// Operation counts.
+    pub counters: Counters,
+    /// Peak DRAM use.
+    pub dram: DramUse,
+}
+
+impl Device {
+    /// A fresh (erased) device for `cfg`, which must have an `[osd]` section.
+    pub fn new(cfg: &Config) -> Result<Device, crate::config::ConfigError> {
+        let o = cfg
+            .osd
+            .clone()
+            .ok_or_else(|| crate::config::ConfigError::Invalid {
+                key: "osd".into(),
+                value: "(missing)".into(),
+                msg: "the object device needs an [osd] section (see configs/dmm.toml)".into(),
+            })?;
+        o.validate(cfg)?;
+        let d = &cfg.device;
+        let dies = d.channels * d.chips_per_channel * d.dies_per_chip;
+        let ppb = d.pages_per_block;
+        let ppc = o.chunk_blocks * ppb;
+        let cpd = d.blocks_per_plane / o.chunk_blocks;
+        let page = d.page_size_bytes;
+        let yaffs = o.design == Design::Yaffs2;
+        let leaf_cap = (page / o.leaf_entry_bytes) as usize;
+        let ie = if o.virtual_tree {
+            o.internal_entry_va_bytes
+        } else {
+            o.internal_entry_pa_bytes
+        };
+        let mut nodes = Nodes::new(leaf_cap, (page / ie) as usize);
+        nodes.entry_bytes = o.diff_cache_entry_bytes as u64;
+        nodes.page_bytes = page as u64;
+        nodes.whole_after = o.diff_cache_leaf_threshold;
+        let nchunks = (dies * cpd) as usize;
+        let free = (0..dies)
+            .map(|die| (0..cpd).rev().map(|k| die * cpd + k).collect())
+            .collect();
+        Ok(Device {
+            page,
+            dies,
+            ppc,
+            cpd,
+            ppb,
+            chunk_blocks: o.chunk_blocks,
+            onodes_per_page: if yaffs { 1 } else { page / o.onode_bytes },
+            separate: !yaffs,
+            yaffs,
+            cache_on: o.diff_cache_bytes > 0,
+            chunks: vec![
+                ChunkMeta {
+                    state: C_FREE,
+                    stream: 0,
+                    valid: 0,
+                    wp: 0
+                };
+                nchunks
+            ],
+            pages: vec![None; nchunks],
+            free,
+            open: vec![[NONE; 3]; dies as usize],
+            rr: [0; 3],
+            erase_count: vec![0; (dies * d.blocks_per_plane) as usize],
+            sn: 0,
+            objs: Vec::new(),
+            index: IdMap::default(),
+            nodes,
+            opages: Vec::new(),
+            opages_free: Vec::new(),
+            pt_dir: Vec::new(),
+            va_free: Vec::new(),
+            va_next: 0,
+            va_live: 0,
+            gct: IdMap::default(),
+            gct_order: BTreeSet::new(),
+            gct_entries: 0,
+            gct_max_entries: o.mlgc_table_bytes / 8,
+            lru_head: NONE,
+            lru_tail: NONE,
+            clean_pages: 0,
+            dirty_onodes: 0,
+            tails: VecDeque::new(),
+            tails_used: 0,
+            cur: Vec::new(),
+            gc_reads: Vec::new(),
+            gc_progs: Vec::new(),
+            gc_erases: Vec::new(),
+            in_gc: false,
+            touched: Vec::new(),
+            pending: Vec::new(),
+            pend_scratch: Vec::new(),
+            path: Vec::new(),
+            path_reads: Vec::new(),
+            buckets: vec![Vec::new(); 64],
+            bucket_scratch: Vec::new(),
+            entries_scratch: Vec::new(),
+            nodes_scratch: Vec::new(),
+            index_reads_cmd: 0,
+            index_used_cmd: false,
+            mapped: 0,
+            plan: Plan::default(),
+            counters: Counters::default(),
+            dram: DramUse::default(),
+            o,
+        })
+    }
+
+    /// Dies.
+    pub fn dies(&self) -> u32 {
+        self.dies
+    }
+
+    /// Pages per block.
+    pub fn pages_per_block(&self) -> u32 {
+        self.ppb
+    }
+
+    // ------------------------------------------------------------------ inspection
+
+    /// Height of `oid`'s B+ tree (0: no tree, its extents are inline in the onode).
+    pub fn tree_height(&self, oid: ObjectId) -> u32 {
+        match self.index.get(&oid) {
+            Some(&s) if self.objs[s as usize].root != NONE => {
+                self.nodes.height(self.objs[s as usize].root)
+            }
+            _ => 0,
+        }
+    }
+
+    /// Index nodes of `oid`'s B+ tree.
+    pub fn index_nodes(&self, oid: ObjectId) -> usize {
+        match self.index.get(&oid) {
+            Some(&s) if self.objs[s as usize].root != NONE => {
+                let mut v = Vec::new();
+                self.nodes.all_nodes(self.objs[s as usize].root, &mut v);
+                v.len()
+            }
+            _ => 0,
+        }
+    }
+
+    /// Where `oid`'s onode is on flash: (page, slot).
+    pub fn onode_location(&self, oid: ObjectId) -> Option<(u32, u32)> {
+        let &s = self.index.get(&oid)?;
+        let ob = &self.objs[s as usize];
+        (ob.onode_ppn != NONE).then_some((ob.onode_ppn, ob.onode_idx))
+    }
+
+    /// The byte-level GC table: (page, invalid bytes, entries) of every page in it, by page.
+    pub fn gc_table(&self) -> Vec<(u32, u32, u32)> {
+        let mut v: Vec<_> = self.gct.iter().map(|(&p, &(b, e))| (p, b, e)).collect();
+        v.sort_unstable();
+        v
+    }
+
+    /// Entries in the byte-level GC table.
+    pub fn gc_table_entries(&self) -> u64 {
+        self.gct_entries
+    }
+
+    /// Whether page `ppn` is valid.
+    pub fn page_valid(&self, ppn: u32) -> bool {
+        let (c, off) = self.split(ppn);
+        self.pages[c]
+            .as_ref()
+            .is_some_and(|p| p.state[off] == VALID)
+    }
+
+    /// Data bytes of `oid` mapped to flash: (page index, PPN, valid length) per page.
+    pub fn data_map(&mut self, oid: ObjectId) -> Vec<(u64, u32, u32)> {
+        let Some(&s) = self.index.get(&oid) else {
+            return Vec::new();
+        };
+        self.collect_entries(s);
+        self.entries_scratch
+            .iter()
+            .map(|&(k, v)| {
+                let (p, l) = leaf_parts(v);
+                (k, p, l)
+            })
+            .collect()
+    }
+
+    /// Current diff-cache size, bytes.
+    pub fn cache_bytes(&self) -> u64 {
+        self.nodes.dirty_bytes
+            + self.clean_pages * self.page as u64
+            + self.dirty_onodes * self.o.onode_bytes as u64
+    }
+
+    /// Current page-table size, bytes.
+    pub fn page_table_bytes(&self) -> u64 {
+        let tables = self.pt_dir.iter().filter(|t| t.is_some()).count() as u64;
+        self.pt_dir.len() as u64 * 8 + tables * 4096
+    }
+
+    /// Check the space accounting: each chunk's valid count equals its valid pages, and
+    /// every live object's data, index and onode pages are valid (debug aid and test).
+    pub fn check(&mut self) -> Result<(), String> {
+        for (c, m) in self.chunks.iter().enumerate() {
+            let n = self.pages[c]
+                .as_ref()
+                .map_or(0, |p| p.state.iter().filter(|&&s| s == VALID).count());
+            if n as u32 != m.valid {
+                return Err(format!("chunk {c}: valid {} but {n} valid pages", m.valid));
+            }
+        }
+        for s in 0..self.objs.len() as u32 {
+            if !self.objs[s as usize].live {
+                continue;
+            }
+            let ob = &self.objs[s as usize];
+            if ob.onode_ppn != NONE && !self.page_valid(ob.onode_ppn) {
+                return Err(format!("object {}: onode page invalid", ob.oid));
+            }
+            if ob.root != NONE && !self.yaffs {
+                let mut all = Vec::new();
+                self.nodes.all_nodes(ob.root, &mut all);
+                for id in all {
+                    let p = self.nodes.nodes[id as usize].ppn;
+                    if p != NONE && !self.page_valid(p) {
+                        return Err(format!("object {}: index node {id} page invalid", ob.oid));
+                    }
+                }
+            }
+            self.collect_entries(s);
+            for &(k, v) in &self.entries_scratch {
+                let (p, _) = leaf_parts(v);
+                if !self.page_valid(p) {
+                    return Err(format!(
+                        "object {}: data page {k} at {p} invalid",
+                        self.objs[s as usize].oid
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------------ flash space
+
+    #[inline]
+    fn split(&self, ppn: u32) -> (usize, usize) {
+        ((ppn / self.ppc) as usize, (ppn % self.ppc) as usize)
+    }
+
+    #[inline]
+    fn die_of_chunk(&self, c: u32) -> u32 {
+        c / self.cpd
+    }
+
+    fn invalidate(&mut self, ppn: u32) {
+        if ppn == NONE {
+            return;
+        }
+        let (c, off) = self.split(ppn);
+        if let Some(p) = self.pages[c].as_mut() {
+            if p.state[off] == VALID {
+                p.state[off] = INVALID;
+                self.chunks[c].valid -= 1;
+            }
+        }
+    }
+
+    /// The die the next page of `ty` goes to (round-robin over dies, §4.6.2), after GC made
+    /// room on it.
+    fn next_die(&mut self, ty: usize) -> Result<u32, OsdError> {
+        let stream = if self.separate { ty } else { 0 };
+        let die = self.rr[stream];
+        self.rr[stream] = (die + 1) % self.dies;
+        if !self.in_gc {
+            let t = self.o.gc_clean_chunks as usize;
+            while self.free[die as usize].len() < t {
+                let before = self.free[die as usize].len();
+                if !self.gc(die)? || self.free[die as usize].len() <= before {
+                    break;
+                }
+            }
+        }
+        Ok(die)
+    }
+
+    /// Program a page of type `ty` on `die`; returns its PPN.
+    #[allow(clippy::too_many_arguments)]
+    fn program(
+        &mut self,
+        ty: usize,
+        die: u32,
+        src: Src,
+        oid: u64,
+        aux: u32,
+        len: u32,
+        back: u32,
+    ) -> Result<u32, OsdError> {
+        let stream = if self.separate { ty } else { 0 };
+        let mut c = self.open[die as usize][stream];
+        if c == NONE || self.chunks[c as usize].wp == self.ppc {
+            if c != NONE {
+                self.chunks[c as usize].state = C_FULL;
+            }
+            c = self.free[die as usize]
+                .pop()
+                .ok_or(OsdError::OutOfSpace { die })?;
+            let m = &mut self.chunks[c as usize];
+            m.state = C_OPEN;
+            m.stream = stream as u8;
+            m.wp = 0;
+            m.valid = 0;
+            if self.pages[c as usize].is_none() {
+                self.pages[c as usize] = Some(Box::new(ChunkPages::new(self.ppc as usize)));
+            }
+            self.open[die as usize][stream] = c;
+        }
+        let m = &mut self.chunks[c as usize];
+        let off = m.wp as usize;
+        m.wp += 1;
+        m.valid += 1;
+        self.sn += 1;
+        let p = self.pages[c as usize]
+            .as_mut()
+            .expect("opened chunk has pages");
+        p.state[off] = VALID;
+        p.ptype[off] = ty as u8;
+        p.oid[off] = oid;
+        p.sn[off] = self.sn;
+        p.aux[off] = aux;
+        p.len[off] = len;
+        p.back[off] = back;
+        self.counters.writes[ty][src as usize] += 1;
+        let ppn = c * self.ppc + off as u32;
+        let op = FlashOp {
+            kind: OpKind::Program,
+            ppn,
+            die,
+            src,
+        };
+        if self.in_gc {
+            self.gc_progs.push(op);
+        } else {
+            self.cur.push(op);
+        }
+        Ok(ppn)
+    }
+
+    fn read(&mut self, ty: usize, ppn: u32, src: Src) {
+        self.counters.reads[ty][src as usize] += 1;
+        let die = self.die_of_chunk(ppn / self.ppc);
+        let op = FlashOp {
+            kind: OpKind::Read,
+            ppn,
+            die,
+            src,
+        };
+        if self.in_gc {
+            self.gc_reads.push(op);
+        } else {
+            self.cur.push(op);
+        }
+    }
+
+    fn close_stage(&mut self) {
+        self.plan.push_stage(&mut self.cur);
+    }
+
+    /// Greedy chunk GC on `die` (§4.5.4.1): the full chunk with the fewest valid pages; its
+    /// valid pages move to the die's open chunk of their type (only the valid bytes of an
+    /// onode page, §4.4.2), then its blocks are erased. Returns whether a chunk was reclaimed.
+    fn gc(&mut self, die: u32) -> Result<bool, OsdError> {
+        let base = die * self.cpd;
+        let mut best: Option<(u32, u32)> = None;
+        for c in base..base + self.cpd {
+            let m = &self.chunks[c as usize];
+            if m.state == C_FULL && best.is_none_or(|(v, _)| m.valid < v) {
+                best = Some((m.valid, c));
+            }
+        }
+        let Some((valid, victim)) = best else {
+            return Ok(false);
+        };
+        if valid >= self.ppc {
+            return Ok(false);
+        }
+        self.in_gc = true;
+        let r = self.gc_chunk(die, victim);
+        self.in_gc = false;
+        r?;
+        // A2: GC stages run before the program that needed the space.
+        self.plan.push_stage(&mut self.gc_reads);
+        self.plan.push_stage(&mut self.gc_progs);
+        self.plan.push_stage(&mut self.gc_erases);
+        self.counters.gc_chunks += 1;
+        Ok(true)
+    }
+
+    fn gc_chunk(&mut self, die: u32, victim: u32) -> Result<(), OsdError> {
+        let base_ppn = victim * self.ppc;
+        for off in 0..self.ppc as usize {
+            let (state, ty, oid, aux, len, back) = {
+                let p = self.pages[victim as usize].as_ref().expect("full chunk");
+                (
+                    p.state[off],
+                    p.ptype[off] as usize,
+                    p.oid[off],
+                    p.aux[off],
+                    p.len[off],
+                    p.back[off],
+                )
+            };
+            if state != VALID {
+                continue;
+            }
+            let old = base_ppn + off as u32;
+            self.read(ty, old, Src::Gc);
+            match ty {
+                DATA => {
+                    let new = self.program(DATA, die, Src::Gc, oid, aux, len, back)?;
+                    self.invalidate(old);
+                    self.map_set(back, aux as u64, leaf_val(new, len), false);
+                    self.touch_obj(back, false);
+                }
+                INDEX => {
+                    let id = back;
+                    let new = self.program(INDEX, die, Src::Gc, oid, aux, 0, id)?;
+                    self.invalidate(old);
+                    let n = &mut self.nodes.nodes[id as usize];
+                    n.ppn = new;
+                    let (va, parent, obj) = (n.va, n.parent, n.obj);
+                    if self.o.virtual_tree {
+                        self.pt_set(va, new);
+                    } else if parent != NONE {
+                        self.nodes.touch(parent, 1);
+                        self.drain_dirty();
+                    } else {
+                        self.set_onode_dirty(obj, true);
+                    }
+                    self.touch_obj(obj, false);
+                }
+                _ => {
+                    // Only the valid onodes move (for OBFS every onode of a valid page is).
+                    let rec = back;
+                    let mut slots = std::mem::take(&mut self.opages[rec as usize].slots);
+                    let mut k = 0;
+                    while k < slots.len() {
+                        let s = slots[k];
+                        let ob = &self.objs[s as usize];
+                        if !(ob.live && ob.onode_ppn == old && ob.onode_idx == k as u32) {
+                            slots[k] = NONE;
+                        }
+                        k += 1;
+                    }
+                    slots.retain(|&s| s != NONE);
+                    self.gct_drop(old);
+                    let nrec = self.alloc_opage();
+                    let n = slots.len() as u32;
+                    let first_oid = slots.first().map_or(oid, |&s| self.objs[s as usize].oid);
+                    let new = self.program(
+                        ONODE,
+                        die,
+                        Src::Gc,
+                        first_oid,
+                        n,
+                        n * self.o.onode_bytes,
+                        nrec,
+                    )?;
+                    for (i, &s) in slots.iter().enumerate() {
+                        let ob = &mut self.objs[s as usize];
+                        ob.onode_ppn = new;
+                        ob.onode_idx = i as u32;
+                    }
+                    self.opages[nrec as usize].live = n;
+                    self.opages[nrec as usize].slots.extend_from_slice(&slots);
+                    slots.clear();
+                    self.opages[rec as usize].slots = slots;
+                    self.free_opage(rec);
+                    self.invalidate(old);
+                }
+            }
+        }
+        // Erase the victim's blocks.
+        for b in 0..self.chunk_blocks {
+            let first = base_ppn + b * self.ppb;
+            self.gc_erases.push(FlashOp {
+                kind: OpKind::Erase,
+                ppn: first,
+                die,
+                src: Src::Gc,
+            });
+            let blk = (victim * self.chunk_blocks + b) as usize;
+            self.erase_count[blk] += 1;
+            self.counters.erases += 1;
+        }
+        if let Some(p) = self.pages[victim as usize].as_mut() {
+            p.state.fill(FREE);
+        }
+        let m = &mut self.chunks[victim as usize];
+        m.state = C_FREE;
+        m.valid = 0;
+        m.wp = 0;
+        self.free[die as usize].push(victim);
+        Ok(())
+    }
+
+    // ------------------------------------------------------------------ page table
+
+    fn alloc_va(&mut self) -> Result<u32, OsdError> {
+        let va = if let Some(v) = self.va_free.pop() {
+            v
+        } else {
+            if self.va_next >= self.o.page_table_max_vas {
+                return Err(OsdError::PageTableFull {
+                    max: self.o.page_table_max_vas,
+                });
+            }
+            self.va_next += 1;
+            self.va_next - 1
+        };
+        self.va_live += 1;
+        Ok(va)
+    }
+
+    fn pt_set(&mut self, va: u32, ppn: u32) {
+        if va == NONE {
+            return;
+        }
+        let (hi, lo) = ((va >> 10) as usize, (va & 1023) as usize);
+        if self.pt_dir.len() <= hi {
+            self.pt_dir.resize(hi + 1, None);
+        }
+        let t = self.pt_dir[hi].get_or_insert_with(|| vec![NONE; 1024].into_boxed_slice());
+        t[lo] = ppn;
+    }
+
+    fn free_va(&mut self, va: u32) {
+        if va == NONE {
+            return;
+        }
+        self.pt_set(va, NONE);
+        self.va_free.push(va);
+        self.va_live -= 1;
+    }
+
+    /// The page-table entry of `va`.
+    pub fn pt_get(&self, va: u32) -> u32 {
+        let (hi, lo) = ((va >> 10) as usize, (va & 1023) as usize);
+        self.pt_dir
+            .get(hi)
+            .and_then(|t| t.as_ref())
+            .map_or(NONE, |t| t[lo])
+    }
+
+    // ------------------------------------------------------------------ onode pages, MLGC
+
+    fn alloc_opage(&mut self) -> u32 {
+        if let Some(r) = self.opages_free.pop() {
+            r
+        } else {
+            self.opages.push(OPage::default());
+            (self.opages.len() - 1) as u32
+        }
+    }
+
+    fn free_opage(&mut self, r: u32) {
+        let p = &mut self.opages[r as usize];
+        p.slots.clear();
+        p.live = 0;
+        self.opages_free.push(r);
+    }
+
+    fn rec_of(&self, ppn: u32) -> u32 {
+        let (c, off) = self.split(ppn);
+        self.pages[c].as_ref().map_or(NONE, |p| p.back[off])
+    }
+
+    fn gct_drop(&mut self, ppn: u32) {
+        if let Some((bytes, n)) = self.gct.remove(&ppn) {
+            self.gct_order.remove(&(bytes, ppn));
+            self.gct_entries -= n as u64;
+        }
+    }
+
+    /// The onode of `s` leaves its page (a newer one is being written, or the object is
+    /// removed). OBFS: the page's other valid onodes migrate now (§4.2). MLGC: the stale
+    /// bytes are recorded in the byte-level GC table; when it is over its size, the page with
+    /// the most invalid bytes gives up its valid bytes and is invalidated (§4.4.2).
+    fn release_onode(&mut self, s: u32, src: Src) {
+        let ob = &mut self.objs[s as usize];
+        let ppn = ob.onode_ppn;
+        if ppn == NONE {
+            return;
+        }
+        ob.onode_ppn = NONE;
+        let rec = self.rec_of(ppn);
+        if rec == NONE {
+            return;
+        }
+        self.opages[rec as usize].live -= 1;
+        if self.opages[rec as usize].live == 0 {
+            self.gct_drop(ppn);
+            self.invalidate(ppn);
+            self.free_opage(rec);
+            return;
+        }
+        if !self.o.mlgc {
+            let moved = self.evacuate_onode_page(ppn, rec, src);
+            self.counters.survivor_onodes += moved as u64;
+            return;
+        }
+        let ob_bytes = self.o.onode_bytes;
+        let e = self.gct.entry(ppn).or_insert((0, 0));
+        let old = *e;
+        e.0 += ob_bytes;
+        e.1 += 1;
+        let new = *e;
+        if old.1 > 0 {
+            self.gct_order.remove(&(old.0, ppn));
+        }
+        self.gct_order.insert((new.0, ppn));
+        self.gct_entries += 1;
+        while self.gct_entries > self.gct_max_entries {
+            let Some(&(bytes, victim)) = self.gct_order.iter().next_back() else {
+                break;
+            };
+            let vrec = self.rec_of(victim);
+            self.gct_drop(victim);
+            self.counters.mlgc_evictions += 1;
+            let moved = self.evacuate_onode_page(victim, vrec, Src::Mlgc);
+            self.counters.mlgc_moved_bytes += moved as u64 * ob_bytes as u64;
+            let _ = bytes;
+        }
+        self.dram.gc_table_bytes = self.dram.gc_table_bytes.max(self.gct_entries * 8);
+    }
+
+    /// Move the valid onodes of onode page `ppn` to the pending onode writes and invalidate
+    /// the page. Returns how many moved.
+    fn evacuate_onode_page(&mut self, ppn: u32, rec: u32, src: Src) -> u32 {
+        let mut moved = 0;
+        if rec != NONE {
+            let n = self.opages[rec as usize].slots.len();
+            for k in 0..n {
+                let t = self.opages[rec as usize].slots[k];
+                let ob = &mut self.objs[t as usize];
+                if ob.live && ob.onode_ppn == ppn && ob.onode_idx == k as u32 {
+                    ob.onode_ppn = NONE;
+                    self.pending.push((t, src, false));
+                    moved += 1;
+                }
+            }
+            self.free_opage(rec);
+        }
+        self.invalidate(ppn);
+        moved
+    }
+
+    /// Write the pending onodes (A2 l.40–48), packed `page / onode_bytes` to a page (one per
+    /// page in YAFFS2: the object header).
+    fn write_pending_onodes(&mut self) -> Result<(), OsdError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let mut list = std::mem::take(&mut self.pend_scratch);
+        list.clear();
+        list.append(&mut self.pending);
+        // Old locations first: OBFS survivors and MLGC evictions join the same pages.
+        let n0 = list.len();
+        for &(s, src, tomb) in &list[..n0] {
+            if !tomb && self.objs[s as usize].live {
+                self.release_onode(s, src);
+            }
+        }
+        list.append(&mut self.pending);
+        {
+            let objs = &mut self.objs;
+            list.retain(|&(s, _, tomb)| {
+                let ob = &mut objs[s as usize];
+                if tomb {
+                    return true;
+                }
+                if !ob.live || ob.pend_mark {
+                    return false;
+                }
+                ob.pend_mark = true;
+                true
+            });
+            for &(s, _, _) in list.iter() {
+                objs[s as usize].pend_mark = false;
+            }
+        }
+        let per = self.onodes_per_page as usize;
+        for group in list.chunks(per) {
+            let (s0, src, _) = group[0];
+            let die = self.next_die(ONODE)?;
+            let rec = self.alloc_opage();
+            let n = group.len() as u32;
+            let oid = self.objs[s0 as usize].oid;
+            let ppn = self.program(ONODE, die, src, oid, n, n * self.o.onode_bytes, rec)?;
+            let mut live = 0;
+            for (k, &(s, _, tomb)) in group.iter().enumerate() {
+                self.opages[rec as usize].slots.push(s);
+                if !tomb {
+                    let ob = &mut self.objs[s as usize];
+                    // GC during `next_die` may have moved an older copy: drop it.
+                    if ob.onode_ppn != NONE {
+                        let (op, oi) = (ob.onode_ppn, ob.onode_idx);
+                        let _ = oi;
+                        let r = self.rec_of(op);
+                        if r != NONE {
+                            self.opages[r as usize].live -= 1;
+                            if self.opages[r as usize].live == 0 {
+                                self.gct_drop(op);
+                                self.invalidate(op);
+                                self.free_opage(r);
+                            }
+                        }
+                    }
+                    let ob = &mut self.objs[s as usize];
+                    ob.onode_ppn = ppn;
+                    ob.onode_idx = k as u32;
+                    live += 1;
+                }
+            }
+            self.opages[rec as usize].live = live;
+            if live == 0 {
+                self.invalidate(ppn);
+                self.free_opage(rec);
+            }
+        }
+        list.clear();
+        self.pend_scratch = list;
+        self.close_stage();
+        Ok(())
+    }
+
+    // ------------------------------------------------------------------ mapping
+
+    fn drain_dirty(&mut self) {
+        for i in 0..self.nodes.newly_dirty.len() {
+            let id = self.nodes.newly_dirty[i];
+            let obj = self.nodes.nodes[id as usize].obj;
+            self.objs[obj as usize].dirty.push(id);
+        }
+        self.nodes.newly_dirty.clear();
+    }
+
+    fn drain_freed(&mut self) {
+        while let Some((_, ppn, va)) = self.nodes.freed.pop() {
+            self.invalidate(ppn);
+            self.free_va(va);
+        }
+    }
+
+    fn set_onode_dirty(&mut self, s: u32, d: bool) {
+        let ob = &mut self.objs[s as usize];
+        if ob.onode_dirty != d {
+            ob.onode_dirty = d;
+            if d {
+                self.dirty_onodes += 1;
+            } else {
+                self.dirty_onodes -= 1;
+            }
+        }
+    }
+
+    fn map_get(&self, s: u32, key: u64) -> Option<u64> {
+        let ob = &self.objs[s as usize];
+        if ob.root == NONE {
+            ob.inline[..ob.n_inline as usize]
+                .iter()
+                .find(|e| e.0 == key)
+                .map(|e| e.1)
+        } else {
+            self.nodes.get(ob.root, key)
+        }
+    }
+
+    /// Map page `key` of `s` to `val`; returns the old value. Marks what it changed dirty.
+    fn map_set(&mut self, s: u32, key: u64, val: u64, _host: bool) -> Option<u64> {
+        let k = self.o.inline_extents as usize;
+        let ob = &mut self.objs[s as usize];
+        if ob.root == NONE {
+            let n = ob.n_inline as usize;
+            if let Some(e) = ob.inline[..n].iter_mut().find(|e| e.0 == key) {
+                let old = e.1;
+                e.1 = val;
+                self.set_onode_dirty(s, true);
+                return Some(old);
+            }
+            if n < k && !self.yaffs {
+                ob.inline[n] = (key, val);
+                ob.n_inline += 1;
+                self.set_onode_dirty(s, true);
+                self.mapped += 1;
+                return None;
+            }
+            // Beyond K inline extents (or YAFFS2's RAM tnodes): a B+ tree.
+            let root = self.nodes.alloc(s, 0);
+            let inl = ob.inline;
+            ob.n_inline = 0;
+            ob.root = root;
+            let mut root = root;
+            let mut ch = Change::default();
+            for &(ik, iv) in &inl[..n] {
+                self.nodes.upsert(&mut root, ik, iv, &mut ch);
+            }
+            self.objs[s as usize].root = root;
+            if !self.yaffs {
+                self.set_onode_dirty(s, true);
+            }
+        }
+        let mut root = self.objs[s as usize].root;
+        let mut ch = Change::default();
+        let old = self.nodes.upsert(&mut root, key, val, &mut ch);
+        self.after_tree_op(s, root, ch);
+        if old.is_none() {
+            self.mapped += 1;
+        }
+        old
+    }
+
+    fn map_remove(&mut self, s: u32, key: u64) -> Option<u64> {
+        let ob = &mut self.objs[s as usize];
+        if ob.root == NONE {
+            let n = ob.n_inline as usize;
+            let i = ob.inline[..n].iter().position(|e| e.0 == key)?;
+            let old = ob.inline[i].1;
+            ob.inline[i] = ob.inline[n - 1];
+            ob.n_inline -= 1;
+            self.set_onode_dirty(s, true);
+            self.mapped -= 1;
+            return Some(old);
+        }
+        let mut root = ob.root;
+        let mut ch = Change::default();
+        let old = self.nodes.remove(&mut root, key, &mut ch);
+        self.after_tree_op(s, root, ch);
+        if old.is_some() {
+            self.mapped -= 1;
+        }
+        old
+    }
+
+    fn after_tree_op(&mut self, s: u32, root: u32, ch: Change) {
+        self.objs[s as usize].root = root;
+        if self.yaffs {
+            // YAFFS2's tnode tree is RAM only: nothing is ever written.
+            for i in 0..self.nodes.newly_dirty.len() {
+                let id = self.nodes.newly_dirty[i];
+                self.nodes.clean(id);
+            }
+            self.nodes.newly_dirty.clear();
+            self.nodes.freed.clear();
+            return;
+        }
+        if ch.root_changed {
+            self.set_onode_dirty(s, true);
+        }
+        self.drain_dirty();
+        self.drain_freed();
+    }
+
+    fn collect_entries(&mut self, s: u32) {
+        let ob = &self.objs[s as usize];
+        if ob.root == NONE {
+            self.entries_scratch.clear();
+            self.entries_scratch
+                .extend_from_slice(&ob.inline[..ob.n_inline as usize]);
+            self.entries_scratch.sort_unstable_by_key(|e| e.0);
+        } else {
+            let mut v = std::mem::take(&mut self.entries_scratch);
+            self.nodes.entries(ob.root, &mut v);
+            self.entries_scratch = v;
+        }
+    }
+
+    // ------------------------------------------------------------------ lookups (reads)
+
+    fn touch_obj(&mut self, s: u32, host: bool) {
+        let ob = &mut self.objs[s as usize];
+        if !ob.touched {
+            ob.touched = true;
+            self.touched.push(s);
+        }
+        ob.touched_host |= host;
+    }
+
+    /// Read the onode unless DRAM holds it (dirty in the diff cache, or read already in
+    /// this command).
+    fn need_onode(&mut self, s: u32) {
+        let ob = &self.objs[s as usize];
+        if ob.onode_read || ob.onode_ppn == NONE || (self.cache_on && ob.onode_dirty) {
+            return;
+        }
+        let p = ob.onode_ppn;
+        self.objs[s as usize].onode_read = true;
+        self.read(ONODE, p, Src::Host);
+        self.close_stage();
+    }
+
+    /// Walk the tree of `s` to the leaf of `key`, noting the index pages that must be read
+    /// from flash (root first). `update`: the walk is for an entry update (a diff-cache
+    /// entry needs no leaf read).
+    fn lookup(&mut self, s: u32, key: u64, update: bool) {
+        let root = self.objs[s as usize].root;
+        if root == NONE || self.yaffs {
+            return;
+        }
+        self.index_used_cmd = true;
+        let mut path = std::mem::take(&mut self.path);
+        self.nodes.find_leaf(root, key, &mut path);
+        for &id in &path {
+            let n = &self.nodes.nodes[id as usize];
+            if n.ppn == NONE {
+                continue;
+            }
+            let cached = if !self.cache_on {
+                false
+            } else if n.level > 0 {
+                n.dirty > 0 || self.objs[s as usize].clean_cached.contains(&id)
+            } else {
+                self.nodes.whole(id) || (update && n.dirty > 0)
+            };
+            if cached {
+                continue;
+            }
+            self.path_reads.push((n.level, n.ppn));
+            if self.cache_on && n.level > 0 {
+                self.objs[s as usize].clean_cached.push(id);
+                self.clean_pages += 1;
+            }
+        }
+        self.path = path;
+    }
+
+    fn emit_path_reads(&mut self) {
+        if self.path_reads.is_empty() {
+            return;
+        }
+        let mut v = std::mem::take(&mut self.path_reads);
+        v.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        v.dedup();
+        let mut level = v[0].0;
+        for &(l, ppn) in &v {
+            if l != level {
+                self.close_stage();
+                level = l;
+            }
+            self.read(INDEX, ppn, Src::Host);
+            self.index_reads_cmd += 1;
+        }
+        self.close_stage();
+        v.clear();
+        self.path_reads = v;
+    }
+
+    // ------------------------------------------------------------------ writes
+
+    fn program_data(&mut self, s: u32, i: u64, len: u32) -> Result<(), OsdError> {
+        let oid = self.objs[s as usize].oid;
+        let die = self.next_die(DATA)?;
+        let ppn = self.program(DATA, die, Src::Host, oid, i as u32, len, s)?;
+        if let Some(old) = self.map_set(s, i, leaf_val(ppn, len), true) {
+            self.invalidate(leaf_parts(old).0);
+        }
+        self.touch_obj(s, true);
+        Ok(())
+    }
+
+    fn flush_tail(&mut self, s: u32) -> Result<(), OsdError> {
+        let ob = &mut self.objs[s as usize];
+        if ob.tail_page == u64::MAX {
+            return Ok(());
+        }
+        let (page, fill) = (ob.tail_page, ob.tail_fill);
+        ob.tail_page = u64::MAX;
+        ob.tail_fill = 0;
+        self.tails_used -= 1;
+        self.counters.tail_flushes += 1;
+        self.program_data(s, page, fill)
+    }
+
+    fn start_tail(&mut self, s: u32, page: u64, fill: u32) -> Result<(), OsdError> {
+        self.flush_tail(s)?;
+        while self.tails_used >= self.o.tail_buffers {
+            let Some((t, p)) = self.tails.pop_front() else {
+                break;
+            };
+            if self.objs[t as usize].tail_page == p {
+                self.flush_tail(t)?;
+            }
+        }
+        let ob = &mut self.objs[s as usize];
+        ob.tail_page = page;
+        ob.tail_fill = fill;
+        self.tails_used += 1;
+        self.tails.push_back((s, page));
+        if self.tails.len() > 4 * self.o.tail_buffers as usize {
+            // Drop stale queue entries (flushed tails) so the queue stays bounded.
+            let objs = &self.objs;
+            self.tails.retain(|&(t, p)| objs[t as usize].tail_page == p);
+        }
+        self.dram.tail_buffer_bytes = self
+            .dram
+            .tail_buffer_bytes
+            .max(self.tails_used as u64 * self.page as u64);
+        Ok(())
+    }
+
+    /// Commit the dirty index nodes of the objects in `objs` (leaves first; in the extent tree
+    /// each written node dirties its parent, the root its onode; one stage for all)
+    /// and queue their dirty onodes. `evict`: a diff-cache eviction, which reads each old
+    /// leaf it merges into (§4.4.4).
+    fn flush_objects(
+        &mut self,
+        objs: &[u32],
+        src_of: impl Fn(&Obj) -> Src,
+    ) -> Result<(), OsdError> {
+        let evict = self.cache_on;
+        let mut buckets = std::mem::take(&mut self.buckets);
+        for &s in objs {
+            let ob = &mut self.objs[s as usize];
+            for id in ob.dirty.drain(..) {
+                let n = &self.nodes.nodes[id as usize];
+                if !n.free && n.dirty > 0 && n.obj == s {
+                    buckets[n.level as usize].push(id);
+                }
+            }
+        }
+        let mut cur = std::mem::take(&mut self.bucket_scratch);
+        for level in 0..buckets.len() {
+            if buckets[level].is_empty() {
+                continue;
+            }
+            std::mem::swap(&mut cur, &mut buckets[level]);
+            cur.sort_unstable();
+            cur.dedup();
+            if evict && level == 0 {
+                for &id in &cur {
+                    let n = &self.nodes.nodes[id as usize];
+                    if n.ppn != NONE && !self.nodes.whole(id) {
+                        let p = n.ppn;
+                        self.read(INDEX, p, Src::CacheEvict);
+                    }
+                }
+                self.close_stage();
+            }
+            for &id in &cur {
+                let n = &self.nodes.nodes[id as usize];
+                if n.free || n.dirty == 0 {
+                    continue;
+                }
+                let src = src_of(&self.objs[n.obj as usize]);
+                self.write_node(id, src)?;
+                // Parents dirtied by the write go to their level's bucket.
+                for i in 0..self.nodes.newly_dirty.len() {
+                    let p = self.nodes.newly_dirty[i];
+                    let l = self.nodes.nodes[p as usize].level as usize;
+                    buckets[l].push(p);
+                }
+                self.nodes.newly_dirty.clear();
+            }
+            cur.clear();
+        }
+        // A2 flushes an object's index as one operation (l.30): its pages, every level, are
+        // programmed together (their addresses are allocated before, so a parent already
+        // holds its children's new addresses).
+        self.close_stage();
+        self.bucket_scratch = cur;
+        self.buckets = buckets;
+        for &s in objs {
+            if self.objs[s as usize].onode_dirty {
+                let src = src_of(&self.objs[s as usize]);
+                self.set_onode_dirty(s, false);
+                self.pending.push((s, src, false));
+            }
+        }
+        Ok(())
+    }
+
+    fn write_node(&mut self, id: u32, src: Src) -> Result<(), OsdError> {
+        let obj = self.nodes.nodes[id as usize].obj;
+        let oid = self.objs[obj as usize].oid;
+        let vt = self.o.virtual_tree;
+        let mut new_va = false;
+        if vt && self.nodes.nodes[id as usize].va == NONE {
+            let va = self.alloc_va()?;
+            self.nodes.nodes[id as usize].va = va;
+            new_va = true;
+        }
+        let die = self.next_die(INDEX)?;
+        let n = &self.nodes.nodes[id as usize];
+        if n.free || n.dirty == 0 {
+            // GC during next_die cannot clean a node, but be safe.
+            return Ok(());
+        }
+        let aux = if vt { n.va } else { id };
+        let ppn = self.program(INDEX, die, src, oid, aux, 0, id)?;
+        let n = &mut self.nodes.nodes[id as usize];
+        let (old, va, parent) = (n.ppn, n.va, n.parent);
+        n.ppn = ppn;
+        self.nodes.clean(id);
+        self.invalidate(old);
+        if vt {
+            self.pt_set(va, ppn);
+            if parent == NONE && new_va {
+                self.set_onode_dirty(obj, true);
+            }
+        } else if parent != NONE {
+            self.nodes.touch(parent, 1);
+        } else {
+            self.set_onode_dirty(obj, true);
+        }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------------ diff cache
+
+    fn lru_remove(&mut self, s: u32) {
+        let ob = &self.objs[s as usize];
+        if !ob.in_lru {
+            return;
+        }
+        let (p, n) = (ob.lru_prev, ob.lru_next);
+        if p != NONE {
+            self.objs[p as usize].lru_next = n;
+        } else {
+            self.lru_head = n;
+        }
+        if n != NONE {
+            self.objs[n as usize].lru_prev = p;
+        } else {
+            self.lru_tail = p;
+        }
+        let ob = &mut self.objs[s as usize];
+        ob.in_lru = false;
+        ob.lru_prev = NONE;
+        ob.lru_next = NONE;
+    }
+
+    fn lru_front(&mut self, s: u32) {
+        self.lru_remove(s);
+        let h = self.lru_head;
+        let ob = &mut self.objs[s as usize];
+        ob.in_lru = true;
+        ob.lru_prev = NONE;
+        ob.lru_next = h;
+        if h != NONE {
+            self.objs[h as usize].lru_prev = s;
+        } else {
+            self.lru_tail = s;
+        }
+        self.lru_head = s;
+    }
+
+    fn has_cache_state(&self, s: u32) -> bool {
+        let ob = &self.objs[s as usize];
+        ob.onode_dirty || !ob.clean_cached.is_empty() || !ob.dirty.is_empty()
+    }
+
+    /// Evict until the diff cache fits (§4.4.4): clean internal pages of the LRU objects,
+    /// highest level first; then the LRU object's dirty metadata (leaves, internal nodes,
+    /// onode last).
+    fn evict(&mut self) -> Result<(), OsdError> {
+        let cap = self.o.diff_cache_bytes;
+        while self.cache_bytes() > cap {
+            if self.clean_pages > 0 {
+                let mut s = self.lru_tail;
+                while s != NONE && self.objs[s as usize].clean_cached.is_empty() {
+                    s = self.objs[s as usize].lru_prev;
+                }
+                if s != NONE {
+                    let mut cc = std::mem::take(&mut self.objs[s as usize].clean_cached);
+                    let nodes = &self.nodes;
+                    cc.sort_unstable_by_key(|&id| nodes.nodes[id as usize].level);
+                    while let Some(_id) = cc.pop() {
+                        self.clean_pages -= 1;
+                        self.counters.cache_dropped_pages += 1;
+                        if self.cache_bytes() <= cap {
+                            break;
+                        }
+                    }
+                    self.objs[s as usize].clean_cached = cc;
+                    if !self.has_cache_state(s) {
+                        self.lru_remove(s);
+                    }
+                    continue;
+                }
+            }
+            let mut s = self.lru_tail;
+            while s != NONE && !self.has_cache_state(s) {
+                let p = self.objs[s as usize].lru_prev;
+                self.lru_remove(s);
+                s = p;
+            }
+            if s == NONE {
+                break;
+            }
+            self.counters.cache_evicted_objects += 1;
+            self.flush_objects(&[s], |_| Src::CacheEvict)?;
+            self.write_pending_onodes()?;
+            let ob = &mut self.objs[s as usize];
+            ob.dirty.clear();
+            let n = ob.clean_cached.len() as u64;
+            ob.clean_cached.clear();
+            self.clean_pages -= n;
+            self.lru_remove(s);
+        }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------------ commands
+
+    fn slot(&self, oid: ObjectId, cmd: &'static str) -> Result<u32, OsdError> {
+        match self.index.get(&oid) {
+            Some(&s) => Ok(s),
+            None => Err(OsdError::UnknownObject { oid, cmd }),
+        }
+    }
+
+    /// Apply one command; its cost is left in [`Device::plan`].
+    pub fn execute(&mut self, op: &OsdOp) -> Result<(), OsdError> {
+        self.execute_batch(std::slice::from_ref(op))
+    }
+
+    /// Apply several commands as one: the device runs its queues once for all of them (one
+    /// data, index and onode pass, as A2 does for the object operations of one I/O), so their
+    /// onodes pack into shared pages. Used to build packed onode pages in tests (F29).
+    pub fn execute_batch(&mut self, ops: &[OsdOp]) -> Result<(), OsdError> {
+        self.plan.clear();
+        self.index_reads_cmd = 0;
+        self.index_used_cmd = false;
+        let mut r = Ok(());
+        for op in ops {
+            r = self.execute_inner(op);
+            if r.is_err() {
+                break;
+            }
+        }
+        // finish: A2's index and onode stages, or the diff cache's eviction
+        let r = r.and_then(|_| self.finish());
+        for &s in &self.touched {
+            let ob = &mut self.objs[s as usize];
+            ob.touched = false;
+            ob.touched_host = false;
+            ob.onode_read = false;
+        }
+        self.touched.clear();
+        r
+    }
+
+    fn finish(&mut self) -> Result<(), OsdError> {
+        let mut done = std::mem::take(&mut self.touched);
+        if self.cache_on {
+            let mut round = done.clone();
+            for _ in 0..16 {
+                for &s in &round {
+                    if self.objs[s as usize].live && self.has_cache_state(s) {
+                        self.lru_front(s);
+                    }
+                }
+                self.write_pending_onodes()?;
+                self.evict()?;
+                if self.touched.is_empty() {
+                    break;
+                }
+                round.clear();
+                round.append(&mut self.touched);
+                done.extend_from_slice(&round);
+            }
+        } else {
+            // A2: every touched object's index, then its onode; GC during those writes may
+            // dirty more (extent-tree cascades of moved pages): commit those too.
+            let mut list: Vec<u32> = done
+                .iter()
+                .copied()
+                .filter(|&s| self.objs[s as usize].live)
+                .collect();
+            let mut host = true;
+            for _ in 0..16 {
+                self.flush_objects(&list, |ob| {
+                    if host && ob.touched_host {
+                        Src::Host
+                    } else {
+                        Src::Gc
+                    }
+                })?;
+                self.write_pending_onodes()?;
+                host = false;
+                let mut again: Vec<u32> = std::mem::take(&mut self.touched);
+                done.extend_from_slice(&again);
+                again.extend(list.iter().copied().filter(|&s| {
+                    let ob = &self.objs[s as usize];
+                    ob.onode_dirty || !ob.dirty.is_empty()
+                }));
+                again.retain(|&s| self.objs[s as usize].live);
+                again.sort_unstable();
+                again.dedup();
+                if again.is_empty() {
+                    break;
+                }
+                list = again;
+            }
+        }
+        self.touched = done;
+        if self.index_used_cmd {
+            self.counters.index_ops += 1;
+            if self.index_reads_cmd == 0 {
+                self.counters.index_hits += 1;
+            }
+        }
+        let d = &mut self.dram;
+        d.diff_cache_bytes = d.diff_cache_bytes.max(
+            self.nodes.dirty_bytes
+                + self.clean_pages * self.page as u64
+                + self.dirty_onodes * self.o.onode_bytes as u64,
+        );
+        d.global_index_bytes = d.global_index_bytes.max(self.index.len() as u64 * 16);
+        let pt = self.page_table_bytes();
+        let d = &mut self.dram;
+        d.page_table_bytes = d.page_table_bytes.max(pt);
+        if self.yaffs {
+            d.ram_index_bytes = d.ram_index_bytes.max(self.mapped * 4);
+        }
+        Ok(())
+    }
+
+    fn execute_inner(&mut self, op: &OsdOp) -> Result<(), OsdError> {
+        let ps = self.page as u64;
+        match *op {
+            OsdOp::Create { oid } => {
+                if self.index.contains_key(&oid) {
+                    return Err(OsdError::ObjectExists { oid });
+                }
+                let s = self.objs.len() as u32;
+                self.objs.push(Obj::new(oid));
+                self.index.insert(oid, s);
+                self.set_onode_dirty(s, true);
+                self.touch_obj(s, true);
+            }
+            OsdOp::GetAttr { oid } => {
+                let s = self.slot(oid, "get_attr")?;
+                self.touch_obj(s, false);
+                self.need_onode(s);
+            }
+            OsdOp::SetAttr { oid } => {
+                let s = self.slot(oid, "set_attr")?;
+                self.touch_obj(s, true);
+                self.need_onode(s);
+                self.set_onode_dirty(s, true);
+            }
+            OsdOp::Flush { oid } => {
+                let s = self.slot(oid, "flush")?;
+                self.touch_obj(s, false);
+                self.flush_tail(s)?;
+                self.close_stage();
+            }
+            OsdOp::Read {
+                oid,
+                offset_bytes,
+                len_bytes,
+            } => {
+                let s = self.slot(oid, "read")?;
+                self.touch_obj(s, false);
+                self.need_onode(s);
+                let size = self.objs[s as usize].size;
+                if len_bytes == 0 || offset_bytes >= size {
+                    return Ok(());
+                }
+                let end = (offset_bytes + len_bytes).min(size);
+                let (p0, p1) = (offset_bytes / ps, (end - 1) / ps);
+                let tail = self.objs[s as usize].tail_page;
+                for i in p0..=p1 {
+                    if i != tail {
+                        self.lookup(s, i, false);
+                    }
+                }
+                self.emit_path_reads();
+                for i in p0..=p1 {
+                    if i == tail {
+                        continue;
+                    }
+                    if let Some(v) = self.map_get(s, i) {
+                        self.read(DATA, leaf_parts(v).0, Src::Host);
+                    }
+                }
+                self.close_stage();
+            }
+            OsdOp::Write {
+                oid,
+                offset_bytes,
+                len_bytes,
+            } => {
+                let s = self.slot(oid, "write")?;
+                self.touch_obj(s, true);
+                self.need_onode(s);
+                if len_bytes == 0 {
+                    return Ok(());
+                }
+                let end = offset_bytes.saturating_add(len_bytes);
+                let (p0, p1) = (offset_bytes / ps, (end - 1) / ps);
+                if p1 >= u32::MAX as u64 {
+                    return Err(OsdError::TooLarge { oid, offset_bytes });
+                }
+                let tail = self.objs[s as usize].tail_page;
+                for i in p0..=p1 {
+                    if i != tail {
+                        self.lookup(s, i, true);
+                    }
+                }
+                self.emit_path_reads();
+                // Read-before-write of partial pages over existing data (§4.5.4.1).
+                let edges = [p0, p1];
+                let n_edges = if p0 == p1 { 1 } else { 2 };
+                for &i in &edges[..n_edges] {
+                    let b0 = offset_bytes.max(i * ps) - i * ps;
+                    let b1 = end.min((i + 1) * ps) - i * ps;
+                    let full = b0 == 0 && b1 == ps;
+                    if !full && i != tail {
+                        if let Some(v) = self.map_get(s, i) {
+                            self.read(DATA, leaf_parts(v).0, Src::Host);
+                            self.counters.rmw += 1;
+                        }
+                    }
+                }
+                self.close_stage();
+                for i in p0..=p1 {
+                    let b0 = offset_bytes.max(i * ps) - i * ps;
+                    let b1 = (end.min((i + 1) * ps) - i * ps) as u32;
+                    let full = b0 == 0 && b1 as u64 == ps;
+                    if full {
+                        if self.objs[s as usize].tail_page == i {
+                            self.objs[s as usize].tail_page = u64::MAX;
+                            self.tails_used -= 1;
+                        }
+                        self.program_data(s, i, ps as u32)?;
+                    } else if self.objs[s as usize].tail_page == i {
+                        let ob = &mut self.objs[s as usize];
+                        ob.tail_fill = ob.tail_fill.max(b1);
+                        if ob.tail_fill as u64 == ps {
+                            self.flush_tail(s)?;
+                        }
+                    } else if let Some(v) = self.map_get(s, i) {
+                        let len = leaf_parts(v).1.max(b1);
+                        self.program_data(s, i, len)?;
+                    } else if self.yaffs {
+                        // YAFFS2 writes partial chunks at once (its tags carry the byte count).
+                        self.program_data(s, i, b1)?;
+                    } else {
+                        self.start_tail(s, i, b1)?;
+                    }
+                }
+                self.close_stage();
+                let ob = &mut self.objs[s as usize];
+                ob.size = ob.size.max(end);
+                self.set_onode_dirty(s, true);
+            }
+            OsdOp::Truncate { oid, size_bytes } => {
+                let s = self.slot(oid, "truncate")?;
+                self.touch_obj(s, true);
+                self.need_onode(s);
+                let keep = size_bytes.div_ceil(ps);
+                self.collect_entries(s);
+                let doomed: Vec<(u64, u64)> = self
+                    .entries_scratch
+                    .iter()
+                    .copied()
+                    .filter(|e| e.0 >= keep)
+                    .collect();
+                if let Some(&(k, _)) = doomed.first() {
+                    self.lookup(s, k, true);
+                    self.emit_path_reads();
+                }
+                for &(k, _) in &doomed {
+                    if let Some(v) = self.map_remove(s, k) {
+                        self.invalidate(leaf_parts(v).0);
+                    }
+                }
+                if size_bytes % ps != 0 {
+                    let last = size_bytes / ps;
+                    let rem = (size_bytes % ps) as u32;
+                    if let Some(v) = self.map_get(s, last) {
+                        let (p, l) = leaf_parts(v);
+                        if l > rem {
+                            self.map_set(s, last, leaf_val(p, rem), true);
+                        }
+                    }
+                }
+                let ob = &mut self.objs[s as usize];
+                if ob.tail_page != u64::MAX && ob.tail_page >= keep {
+                    ob.tail_page = u64::MAX;
+                    ob.tail_fill = 0;
+                    self.tails_used -= 1;
+                } else if ob.tail_page != u64::MAX && ob.tail_page == size_bytes / ps {
+                    ob.tail_fill = ob.tail_fill.min((size_bytes % ps) as u32);
+                }
+                self.objs[s as usize].size = size_bytes;
+                self.set_onode_dirty(s, true);
+            }
+            OsdOp::Remove { oid } => {
+                let s = self.slot(oid, "remove")?;
+                self.need_onode(s);
+                // Invalidate the data, free the index (its pages and VAs), drop DRAM state.
+                self.collect_entries(s);
+                for i in 0..self.entries_scratch.len() {
+                    let (p, _) = leaf_parts(self.entries_scratch[i].1);
+                    self.invalidate(p);
+                }
+                self.mapped -= self.entries_scratch.len() as u64;
+                let root = self.objs[s as usize].root;
+                if root != NONE {
+                    let mut all = std::mem::take(&mut self.nodes_scratch);
+                    self.nodes.all_nodes(root, &mut all);
+                    for &id in &all {
+                        if self.objs[s as usize].clean_cached.contains(&id) {
+                            self.clean_pages -= 1;
+                        }
+                        self.nodes.release(id);
+                    }
+                    all.clear();
+                    self.nodes_scratch = all;
+                    if self.yaffs {
+                        self.nodes.freed.clear();
+                    } else {
+                        self.drain_freed();
+                    }
+                }
+                let ob = &mut self.objs[s as usize];
+                ob.root = NONE;
+                ob.n_inline = 0;
+                ob.dirty.clear();
+                ob.clean_cached.clear();
+                if ob.tail_page != u64::MAX {
+                    ob.tail_page = u64::MAX;
+                    self.tails_used -= 1;
+                }
+                self.set_onode_dirty(s, false);
+                self.lru_remove(s);
+                self.release_onode(s, Src::Host);
+                self.objs[s as usize].live = false;
+                self.index.remove(&oid);
+                // A tombstone onode keeps a deleted object from coming back (spec §2 [N]).
+                self.pending.push((s, Src::Host, true));
+                self.touch_obj(s, true);
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,524 @@
+//! The per-object index: an extent B+ tree (μ-FTL [21], §4.1.2), one node = one flash page.
+//!
+//! All objects' nodes live in one arena ([`Nodes`]); a node id is an index into it and freed
+//! nodes are reused (their vectors keep their capacity, so a steady state allocates nothing).
+//! Leaf entries map a data-page index of the object to ⟨PA, valid length⟩ (spec §1: data pages
+//! are aligned to the object offset, so an entry's offset is its page index times the page
+//! size); internal entries map the smallest key below a child to the child's node id.
+//!
+//! The tree does not write pages: it keeps a *dirty count* per node (entries changed since
+//! the node was last written) and the list of dirty nodes of each object, and the device
+//! decides when to write them (at the end of a command under A2, or at diff-cache eviction).
+//! Splits mark both halves and the parent; merges mark the survivor and the parent, and free
+//! the absorbed node (its page becomes invalid). Insertion splits a full node in half;
+//! deletion merges a node that falls under half full into its left (else right) sibling when
+//! both fit in one node, and collapses a root left with one child. A node under half full
+//! whose siblings are too full to merge stays as it is (no redistribution, [N]: the thesis's
+//! Table 13 counts only splits and merges).
+
+use crate::exec::NONE;
+
+/// One node.
+#[derive(Clone, Debug, Default)]
+pub struct Node {
+    /// 0 = leaf.
+    pub level: u8,
+    /// Leaf: data-page index; internal: smallest key under the child.
+    pub keys: Vec<u64>,
+    /// Leaf: PA | (length << 32); internal: child node id.
+    pub vals: Vec<u64>,
+    /// Parent node id, or [`NONE`] for the root.
+    pub parent: u32,
+    /// Where the node is on flash ([`NONE`]: not yet written).
+    pub ppn: u32,
+    /// Virtual address (virtual tree), or [`NONE`].
+    pub va: u32,
+    /// Entries changed since the node was last written (0 = clean).
+    pub dirty: u32,
+    /// Owning object slot.
+    pub obj: u32,
+    /// Free (in the arena's free list).
+    pub free: bool,
+}
+
+/// What a structural change did, for the device's bookkeeping.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Change {
+    /// Nodes split (the thesis's `l`).
+    pub splits: u32,
+    /// Nodes merged away.
+    pub merges: u32,
+    /// The root changed (new root on a split to the top, or a collapse).
+    pub root_changed: bool,
+}
+
+/// The arena of every object's nodes.
+#[derive(Debug, Default)]
+pub struct Nodes {
+    pub nodes: Vec<Node>,
+    free: Vec<u32>,
+    /// Leaf capacity (entries).
+    pub leaf_cap: usize,
+    /// Internal-node capacity (entries).
+    pub internal_cap: usize,
+    /// Nodes freed by the last operations, with the page and VA they held (the device
+    /// invalidates the pages and frees the VAs); drained by the device.
+    pub freed: Vec<(u32, u32, u32)>,
+    /// Nodes that became dirty (0 → >0) since the device last drained this list.
+    pub newly_dirty: Vec<u32>,
+    /// Live nodes.
+    pub live: u64,
+    /// Diff-cache accounting of dirty nodes (§4.4.4, spec [N]): a node with `d` changed
+    /// entries costs `d × entry_bytes`, or a whole page beyond `whole_after` entries.
+    pub entry_bytes: u64,
+    pub page_bytes: u64,
+    pub whole_after: u32,
+    /// Sum of that cost over every dirty node, bytes.
+    pub dirty_bytes: u64,
+}
+
+/// Pack a leaf value.
+#[inline]
+pub fn leaf_val(ppn: u32, len: u32) -> u64 {
+    ppn as u64 | ((len as u64) << 32)
+}
+
+/// Unpack a leaf value into (PA, length).
+#[inline]
+pub fn leaf_parts(v: u64) -> (u32, u32) {
+    (v as u32, (v >> 32) as u32)
+}
+
+impl Nodes {
+    /// An arena with the given node capacities.
+    pub fn new(leaf_cap: usize, internal_cap: usize) -> Nodes {
+        Nodes {
+            leaf_cap,
+            internal_cap,
+            entry_bytes: 12,
+            page_bytes: 2048,
+            whole_after: 16,
+            ..Default::default()
+        }
+    }
+
+    /// DRAM cost of a node with `d` changed entries.
+    #[inline]
+    pub fn cost(&self, d: u32) -> u64 {
+        if d == 0 {
+            0
+        } else if d > self.whole_after {
+            self.page_bytes
+        } else {
+            (d as u64 * self.entry_bytes).min(self.page_bytes)
+        }
+    }
+
+    /// Whether node `id` is held whole in the diff cache (more changed entries than the
+    /// threshold).
+    #[inline]
+    pub fn whole(&self, id: u32) -> bool {
+        self.nodes[id as usize].dirty > self.whole_after
+    }
+
+    /// The node was written: clean.
+    #[inline]
+    pub fn clean(&mut self, id: u32) {
+        let d = self.nodes[id as usize].dirty;
+        self.dirty_bytes -= self.cost(d);
+        self.nodes[id as usize].dirty = 0;
+    }
+
+    fn cap(&self, level: u8) -> usize {
+        if level == 0 {
+            self.leaf_cap
+        } else {
+            self.internal_cap
+        }
+    }
+
+    /// A new empty node of `obj` at `level`.
+    pub fn alloc(&mut self, obj: u32, level: u8) -> u32 {
+        self.live += 1;
+        let n = Node {
+            level,
+            keys: Vec::new(),
+            vals: Vec::new(),
+            parent: NONE,
+            ppn: NONE,
+            va: NONE,
+            dirty: 0,
+            obj,
+            free: false,
+        };
+        if let Some(id) = self.free.pop() {
+            let slot = &mut self.nodes[id as usize];
+            let (mut k, mut v) = (
+                std::mem::take(&mut slot.keys),
+                std::mem::take(&mut slot.vals),
+            );
+            k.clear();
+            v.clear();
+            *slot = Node {
+                keys: k,
+                vals: v,
+                ..n
+            };
+            id
+        } else {
+            self.nodes.push(n);
+            (self.nodes.len() - 1) as u32
+        }
+    }
+
+    /// Free node `id` (records its page and VA in [`Nodes::freed`]).
+    pub fn release(&mut self, id: u32) {
+        self.clean(id);
+        let n = &mut self.nodes[id as usize];
+        debug_assert!(!n.free);
+        self.freed.push((id, n.ppn, n.va));
+        n.free = true;
+        n.dirty = 0;
+        n.ppn = NONE;
+        n.va = NONE;
+        self.free.push(id);
+        self.live -= 1;
+    }
+
+    /// Mark `id` dirty by `by` entries.
+    #[inline]
+    pub fn touch(&mut self, id: u32, by: u32) {
+        let d = self.nodes[id as usize].dirty;
+        if d == 0 {
+            self.newly_dirty.push(id);
+        }
+        let nd = d + by.max(1);
+        self.dirty_bytes = self.dirty_bytes + self.cost(nd) - self.cost(d);
+        self.nodes[id as usize].dirty = nd;
+    }
+
+    /// The child of internal node `id` that covers `key`.
+    #[inline]
+    fn child_for(&self, id: u32, key: u64) -> (usize, u32) {
+        let n = &self.nodes[id as usize];
+        let i = match n.keys.binary_search(&key) {
+            Ok(i) => i,
+            Err(0) => 0,
+            Err(i) => i - 1,
+        };
+        (i, n.vals[i] as u32)
+    }
+
+    /// The leaf that covers `key` under `root`, and the path (root first) into `path`.
+    pub fn find_leaf(&self, root: u32, key: u64, path: &mut Vec<u32>) -> u32 {
+        path.clear();
+        let mut id = root;
+        loop {
+            path.push(id);
+            if self.nodes[id as usize].level == 0 {
+                return id;
+            }
+            id = self.child_for(id, key).1;
+        }
+    }
+
+    /// Height (levels) of the tree under `root`.
+    pub fn height(&self, root: u32) -> u32 {
+        self.nodes[root as usize].level as u32 + 1
+    }
+
+    /// The value of `key`, if mapped.
+    pub fn get(&self, root: u32, key: u64) -> Option<u64> {
+        let mut id = root;
+        loop {
+            let n = &self.nodes[id as usize];
+            if n.level == 0 {
+                return n.keys.binary_search(&key).ok().map(|i| n.vals[i]);
+            }
+            id = self.child_for(id, key).1;
+        }
+    }
+
+    /// Insert or replace `key` → `val` in the tree at `*root`; returns the old value.
+    pub fn upsert(&mut self, root: &mut u32, key: u64, val: u64, ch: &mut Change) -> Option<u64> {
+        let mut id = *root;
+        while self.nodes[id as usize].level > 0 {
+            id = self.child_for(id, key).1;
+        }
+        let n = &mut self.nodes[id as usize];
+        match n.keys.binary_search(&key) {
+            Ok(i) => {
+                let old = n.vals[i];
+                n.vals[i] = val;
+                self.touch(id, 1);
+                Some(old)
+            }
+            Err(i) => {
+                n.keys.insert(i, key);
+                n.vals.insert(i, val);
+                if i == 0 {
+                    self.fix_min_key(id);
+                }
+                self.touch(id, 1);
+                self.split_up(root, id, ch);
+                None
+            }
+        }
+    }
+
+    /// After the smallest key of `id` changed, update the separator keys above it.
+    fn fix_min_key(&mut self, mut id: u32) {
+        loop {
+            let p = self.nodes[id as usize].parent;
+            if p == NONE {
+                return;
+            }
+            let Some(&k) = self.nodes[id as usize].keys.first() else {
+                return;
+            };
+            let pn = &mut self.nodes[p as usize];
+            let Some(i) = pn.vals.iter().position(|&c| c as u32 == id) else {
+                return;
+            };
+            // Keys of the first child are only a lower bound; keep them exact anyway.
+            if pn.keys[i] == k {
+                return;
+            }
+            pn.keys[i] = k;
+            if i != 0 {
+                return;
+            }
+            id = p;
+        }
+    }
+
+    fn split_up(&mut self, root: &mut u32, mut id: u32, ch: &mut Change) {
+        loop {
+            let level = self.nodes[id as usize].level;
+            if self.nodes[id as usize].keys.len() <= self.cap(level) {
+                return;
+            }
+            ch.splits += 1;
+            let obj = self.nodes[id as usize].obj;
+            let right = self.alloc(obj, level);
+            let (rk, rv) = {
+                let n = &mut self.nodes[id as usize];
+                let mid = n.keys.len() / 2;
+                (n.keys.split_off(mid), n.vals.split_off(mid))
+            };
+            if level > 0 {
+                for &c in &rv {
+                    self.nodes[c as usize].parent = right;
+                }
+            }
+            let sep = rk[0];
+            let nr = rk.len() as u32;
+            {
+                let r = &mut self.nodes[right as usize];
+                r.keys = rk;
+                r.vals = rv;
+            }
+            // Both halves are rewritten whole.
+            let nl = self.nodes[id as usize].keys.len() as u32;
+            self.touch(id, nl);
+            self.touch(right, nr);
+            let parent = self.nodes[id as usize].parent;
+            if parent == NONE {
+                let new_root = self.alloc(obj, level + 1);
+                let k0 = self.nodes[id as usize].keys[0];
+                {
+                    let r = &mut self.nodes[new_root as usize];
+                    r.keys.push(k0);
+                    r.vals.push(id as u64);
+                    r.keys.push(sep);
+                    r.vals.push(right as u64);
+                }
+                self.nodes[id as usize].parent = new_root;
+                self.nodes[right as usize].parent = new_root;
+                self.touch(new_root, 2);
+                *root = new_root;
+                ch.root_changed = true;
+                return;
+            }
+            self.nodes[right as usize].parent = parent;
+            let p = &mut self.nodes[parent as usize];
+            let i = p
+                .vals
+                .iter()
+                .position(|&c| c as u32 == id)
+                .expect("a child is listed in its parent");
+            p.keys.insert(i + 1, sep);
+            p.vals.insert(i + 1, right as u64);
+            self.touch(parent, 1);
+            id = parent;
+        }
+    }
+
+    /// Remove `key` from the tree at `*root`; returns its value. Merges as described in the
+    /// module doc. The tree never becomes empty here: the last leaf stays (possibly empty).
+    pub fn remove(&mut self, root: &mut u32, key: u64, ch: &mut Change) -> Option<u64> {
+        let mut id = *root;
+        while self.nodes[id as usize].level > 0 {
+            id = self.child_for(id, key).1;
+        }
+        let n = &mut self.nodes[id as usize];
+        let i = n.keys.binary_search(&key).ok()?;
+        n.keys.remove(i);
+        let old = n.vals.remove(i);
+        if i == 0 && !self.nodes[id as usize].keys.is_empty() {
+            self.fix_min_key(id);
+        }
+        self.touch(id, 1);
+        self.merge_up(root, id, ch);
+        Some(old)
+    }
+
+    fn merge_up(&mut self, root: &mut u32, mut id: u32, ch: &mut Change) {
+        loop {
+            let parent = self.nodes[id as usize].parent;
+            if parent == NONE {
+                // A root with one child collapses.
+                let n = &self.nodes[id as usize];
+                if n.level > 0 && n.keys.len() == 1 {
+                    let child = n.vals[0] as u32;
+                    self.release(id);
+                    self.nodes[child as usize].parent = NONE;
+                    *root = child;
+                    ch.root_changed = true;
+                }
+                return;
+            }
+            let level = self.nodes[id as usize].level;
+            let cap = self.cap(level);
+            let len = self.nodes[id as usize].keys.len();
+            if len * 2 >= cap {
+                return;
+            }
+            let p = &self.nodes[parent as usize];
+            let i = p
+                .vals
+                .iter()
+                .position(|&c| c as u32 == id)
+                .expect("a child is listed in its parent");
+            // Merge the right node of a sibling pair into the left one.
+            let (left, right, ri) = if i > 0 {
+                (p.vals[i - 1] as u32, id, i)
+            } else if p.vals.len() > 1 {
+                (id, p.vals[1] as u32, 1)
+            } else {
+                return;
+            };
+            let total =
+                self.nodes[left as usize].keys.len() + self.nodes[right as usize].keys.len();
+            if total > cap {
+                return;
+            }
+            ch.merges += 1;
+            let (rk, rv) = {
+                let r = &mut self.nodes[right as usize];
+                (std::mem::take(&mut r.keys), std::mem::take(&mut r.vals))
+            };
+            if level > 0 {
+                for &c in &rv {
+                    self.nodes[c as usize].parent = left;
+                }
+            }
+            let l = &mut self.nodes[left as usize];
+            let moved = rk.len() as u32;
+            l.keys.extend_from_slice(&rk);
+            l.vals.extend_from_slice(&rv);
+            // Give the emptied vectors back for reuse.
+            let r = &mut self.nodes[right as usize];
+            r.keys = rk;
+            r.vals = rv;
+            r.keys.clear();
+            r.vals.clear();
+            self.touch(left, moved);
+            self.release(right);
+            let p = &mut self.nodes[parent as usize];
+            p.keys.remove(ri);
+            p.vals.remove(ri);
+            self.touch(parent, 1);
+            id = parent;
+        }
+    }
+
+    /// Every leaf entry of the tree under `root`, in key order (`out` cleared first).
+    pub fn entries(&self, root: u32, out: &mut Vec<(u64, u64)>) {
+        out.clear();
+        let mut stack = vec![root];
+        while let Some(id) = stack.pop() {
+            let n = &self.nodes[id as usize];
+            if n.level == 0 {
+                out.extend(n.keys.iter().copied().zip(n.vals.iter().copied()));
+            } else {
+                stack.extend(n.vals.iter().rev().map(|&c| c as u32));
+            }
+        }
+        out.sort_unstable_by_key(|e| e.0);
+    }
+
+    /// Every node of the tree under `root` (`out` cleared first).
+    pub fn all_nodes(&self, root: u32, out: &mut Vec<u32>) {
+        out.clear();
+        out.push(root);
+        let mut i = 0;
+        while i < out.len() {
+            let n = &self.nodes[out[i] as usize];
+            if n.level > 0 {
+                out.extend(n.vals.iter().map(|&c| c as u32));
+            }
+            i += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(t: &Nodes, root: u32) {
+        let mut all = Vec::new();
+        t.all_nodes(root, &mut all);
+        for &id in &all {
+            let n = &t.nodes[id as usize];
+            assert!(!n.free);
+            assert!(n.keys.windows(2).all(|w| w[0] < w[1]));
+            if n.level > 0 {
+                for (k, &c) in n.keys.iter().zip(&n.vals) {
+                    let ch = &t.nodes[c as usize];
+                    assert_eq!(ch.parent, id);
+                    assert_eq!(ch.level + 1, n.level);
+                    assert!(ch.keys.first().is_none_or(|f| f >= k));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn inserts_and_removes_keep_the_tree_sound() {
+        let mut t = Nodes::new(4, 4);
+        let mut root = t.alloc(0, 0);
+        let mut ch = Change::default();
+        let keys: Vec<u64> = (0..500).map(|i| (i * 7919) % 1000).collect();
+        for &k in &keys {
+            t.upsert(&mut root, k, k + 1, &mut ch);
+        }
+        check(&t, root);
+        assert!(t.height(root) >= 4);
+        for &k in &keys {
+            assert_eq!(t.get(root, k), Some(k + 1));
+        }
+        for &k in keys.iter().take(450) {
+            assert_eq!(t.remove(&mut root, k, &mut ch), Some(k + 1));
+        }
+        check(&t, root);
+        for &k in keys.iter().skip(450) {
+            assert_eq!(t.get(root, k), Some(k + 1));
+        }
+        let mut e = Vec::new();
+        t.entries(root, &mut e);
+        assert_eq!(e.len(), 50);
+        assert!(ch.merges > 0 && ch.splits > 0);
+    }
+}

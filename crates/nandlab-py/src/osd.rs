@@ -1,0 +1,45 @@
+//! Python bindings of the object device (`nandlab osd`, Guo ch. 4): a file-level trace through
+//! the host layer `objfs` onto the OSD, and the statistics of a file-level trace. Every call
+//! releases the GIL (like `run`) and maps core errors to `TraceError` / `ConfigError` /
+//! `SimError`.
+
+use std::path::PathBuf;
+
+use nandlab_core::api;
+use pyo3::prelude::*;
+
+use super::call_core;
+
+/// Replay the file-level trace `trace_path` on the object device of the configuration (which
+/// needs an `[osd]` section: presets `dmm`, `obfs`, `yaffs2`); `max_commands` (0 = all)
+/// limits the measured commands. Returns the report as JSON.
+#[pyfunction]
+#[pyo3(signature = (config_toml, config_path, overrides, trace_path, max_commands=0))]
+fn osd_run(
+    py: Python<'_>,
+    config_toml: String,
+    config_path: Option<PathBuf>,
+    overrides: Vec<String>,
+    trace_path: PathBuf,
+    max_commands: u64,
+) -> PyResult<String> {
+    call_core(py, "osd_run", || {
+        let cfg = api::osd_config(&config_toml, config_path.as_deref(), &overrides)?;
+        let v = api::osd_run_trace(&cfg, &trace_path, max_commands)?;
+        Ok(v.to_string())
+    })
+}
+
+/// Table-17-style statistics of a file-level trace (`*_fs.jsonl[.gz]`), as JSON.
+#[pyfunction]
+fn fs_trace_stats(py: Python<'_>, path: PathBuf) -> PyResult<String> {
+    call_core(py, "fs_trace_stats", || {
+        Ok(api::fs_trace_stats(&path)?.to_string())
+    })
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(osd_run, m)?)?;
+    m.add_function(wrap_pyfunction!(fs_trace_stats, m)?)?;
+    Ok(())
+}

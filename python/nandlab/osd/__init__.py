@@ -1,0 +1,72 @@
+"""The object-based flash device (Guo's thesis, ch. 4): OBFS, DMM and its ablations, YAFFS2-like.
+
+This package is the Python front of ``nandlab-core/src/osd`` (the device) and
+``osd::objfs`` (the host layer that turns a file-level trace into object commands, spec
+``dmm.md`` §5):
+
+* :func:`run` -- replay a file-level trace (``*_fs.jsonl.gz``, e.g. the captured
+  ``pgbench_rw_fs`` and ``devtree_fs``) on a preset (``dmm``, ``obfs``, ``yaffs2``) or any
+  config with an ``[osd]`` section; returns the report as a dict (``docs/report.md``, "The
+  object-device report").
+* :func:`trace_stats` -- Table-17-style statistics of a file-level trace (files, average
+  request size, write share, sequential shares).
+
+The host layer's settings are the ``[objfs]`` section (open and atime policies, the write-back
+host page cache, preconditioning); see ``configs/default.toml`` and ``docs/osd.md``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from nandlab import _core
+from nandlab.config import ConfigSpec, config_text, format_overrides
+
+#: The packaged object-device presets.
+PRESETS = ("dmm", "obfs", "yaffs2")
+
+
+def _trace_path(trace: str | Path) -> Path:
+    p = Path(trace)
+    if not p.is_file():
+        raise FileNotFoundError(f"trace file not found: {p}")
+    return p
+
+
+def run(
+    config: ConfigSpec = "dmm",
+    trace: str | Path = "",
+    *,
+    overrides: Mapping[str, object] | list[str] | None = None,
+    max_commands: int = 0,
+) -> dict[str, Any]:
+    """Replay the file-level trace ``trace`` on the object device ``config`` describes.
+
+    ``config`` is a preset name (``"dmm"``, ``"obfs"``, ``"yaffs2"``), a TOML file or a nested
+    dict; it needs an ``[osd]`` section. ``overrides`` are dotted keys
+    (``{"osd.diff_cache_bytes": 0}``). ``max_commands`` (0 = all) limits the measured
+    commands. Raises :class:`nandlab.TraceError` (a malformed line: file, line, field),
+    :class:`nandlab.ConfigError` or :class:`nandlab.SimError`.
+    """
+    text, cfg_path = config_text(config)
+    out = _core.osd_run(
+        text,
+        str(cfg_path) if cfg_path is not None else None,
+        format_overrides(overrides),
+        str(_trace_path(trace)),
+        int(max_commands),
+    )
+    report: dict[str, Any] = json.loads(out)
+    return report
+
+
+def trace_stats(trace: str | Path) -> dict[str, Any]:
+    """Table-17-style statistics of a file-level trace (see ``trace::fsjsonl::FsTraceStats``)."""
+    stats: dict[str, Any] = json.loads(_core.fs_trace_stats(str(_trace_path(trace))))
+    return stats
+
+
+__all__ = ["PRESETS", "run", "trace_stats"]

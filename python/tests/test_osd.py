@@ -1,0 +1,136 @@
+"""``nandlab osd``: file-level traces on the object device (Guo ch. 4) from Python and the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from _helpers import run_cli
+
+import nandlab
+from nandlab import osd
+from nandlab.experiment import shared_traces_dir
+
+#: A small file-level trace: a pre-existing file (first op is not create), a new file written
+#: and fsynced, a rename over an existing target, a delete of an unknown path.
+TINY_FS = "\n".join(
+    [
+        '{"t_ns":0,"op":"open","path":"db/old","offset":null,"size":null,"pid":1,"lat_ns":1}',
+        '{"t_ns":1000,"op":"read","path":"db/old","offset":0,"size":8192,"pid":1,"lat_ns":1}',
+        '{"t_ns":2000,"op":"create","path":"db/new","offset":null,"size":null,"pid":1,"lat_ns":1}',
+        '{"t_ns":3000,"op":"write","path":"db/new","offset":0,"size":20000,"pid":1,"lat_ns":1}',
+        '{"t_ns":4000,"op":"fsync","path":"db/new","offset":null,"size":null,"pid":1,'
+        '"lat_ns":1,"kind":"fsync"}',
+        '{"t_ns":5000,"op":"rename","path":"db/new","new_path":"db/old","offset":null,'
+        '"size":null,"pid":1,"lat_ns":1}',
+        '{"t_ns":6000,"op":"delete","path":"db/ghost","offset":null,"size":null,"pid":1,'
+        '"lat_ns":1}',
+        '{"t_ns":7000,"op":"write","path":"db/old","offset":65536,"size":4096,"pid":1,"lat_ns":1}',
+    ]
+)
+
+
+@pytest.fixture
+def tiny(tmp_path: Path) -> Path:
+    p = tmp_path / "tiny_fs.jsonl"
+    p.write_text(TINY_FS + "\n")
+    return p
+
+
+def test_run_reports_device_and_host_layer(tiny: Path) -> None:
+    rep = osd.run("obfs", tiny)
+    assert rep["design"]["name"] == "obfs"
+    fs = rep["objfs"]
+    assert fs["preconditioned_objects"] == 1
+    assert fs["preconditioned_bytes"] == 8192
+    assert fs["deletes_skipped"] == 1
+    assert fs["renames_over_existing"] == 1
+    assert fs["writebacks_fsync"] == 1 and fs["writebacks_end"] == 1
+    # the measured commands are the timed ones objfs sent
+    assert rep["commands"] == sum(fs["commands"].values())
+    assert rep["commands_by_type"]["remove"] == 1
+    assert rep["page_writes"]["data"]["host"] > 0
+    assert rep["trace"]["records"] == 8
+    assert rep["precondition"]["commands"] == 2  # CREATE + one WRITE of 8 KiB
+
+
+def test_run_is_deterministic_and_designs_differ(tiny: Path) -> None:
+    a = osd.run("dmm", tiny)
+    b = osd.run("dmm", tiny)
+    for r in (a, b):
+        r.pop("wall_s")
+        r.pop("commands_per_s")
+    assert a == b
+    y = osd.run("yaffs2", tiny)
+    assert y["design"]["name"] == "yaffs2"
+    assert y["page_writes"]["index"]["total"] == 0  # YAFFS2 keeps its file index in RAM
+
+
+def test_objfs_overrides_apply(tiny: Path) -> None:
+    rep = osd.run("obfs", tiny, overrides={"objfs.host_cache": "sync", "objfs.atime": "noatime"})
+    fs = rep["objfs"]
+    assert fs["writebacks_fsync"] == 0 and fs["host_dirty_peak_bytes"] == 0
+    assert fs["commands"]["set_attr"] >= 2  # each write's size/mtime update at once
+
+
+def test_bad_objfs_key_is_a_config_error(tiny: Path) -> None:
+    with pytest.raises(nandlab.ConfigError, match="atime"):
+        osd.run("obfs", tiny, overrides={"objfs.atime": "sometimes"})
+
+
+def test_block_config_is_refused(tiny: Path) -> None:
+    with pytest.raises(nandlab.ConfigError, match=r"\[osd\]"):
+        osd.run("default", tiny)
+
+
+def test_malformed_trace_is_one_line_error(tmp_path: Path) -> None:
+    p = tmp_path / "broken_fs.jsonl"
+    p.write_text(TINY_FS.splitlines()[0] + '\n{"t_ns":5,"op":"read","path":"x","offset":-3}\n')
+    with pytest.raises(nandlab.TraceError, match=r"broken_fs.jsonl: line 2: field `offset`"):
+        osd.run("obfs", p)
+    res = run_cli("osd", "run", "-c", "obfs", "--trace", p)
+    assert res.returncode == 2, (res.stdout, res.stderr)
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "Traceback" not in res.stderr, res.stderr
+    assert "broken_fs.jsonl" in lines[0] and "line 2" in lines[0] and "offset" in lines[0]
+    res = run_cli("osd", "stats", p)
+    assert res.returncode == 2 and "line 2" in res.stderr
+
+
+def test_cli_run_json_and_tables(tiny: Path, tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    res = run_cli("osd", "run", "-c", "dmm", "--trace", tiny, "--json", out)
+    assert res.returncode == 0, res.stderr
+    rep = json.loads(out.read_text())
+    assert rep["design"]["name"] == "dmm"
+    for title in ("page writes by type and source", "response time per command", "DRAM use"):
+        assert title in res.stdout
+    res = run_cli("osd", "run", "-c", "obfs", "--trace", tiny, "--json", "-")
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["design"]["name"] == "obfs"
+
+
+def test_cli_stats(tiny: Path) -> None:
+    res = run_cli("osd", "stats", tiny, "--json", "-")
+    assert res.returncode == 0, res.stderr
+    st = json.loads(res.stdout)
+    assert st["files"] == 2 and st["writes"] == 2 and st["reads"] == 1
+    assert st["preexisting_paths"] == 2  # db/old and db/ghost
+
+
+def _captured(name: str) -> Path:
+    d = shared_traces_dir()
+    p = d / name if d is not None else None
+    if p is None or not p.is_file():
+        pytest.skip(f"{name} not available")
+    return p
+
+
+def test_captured_trace_prefix_runs() -> None:
+    p = _captured("pgbench_rw_fs.jsonl.gz")
+    rep = osd.run("dmm", p, max_commands=3000)
+    assert rep["commands"] == 3000
+    assert rep["objfs"]["preconditioned_objects"] == 201
+    st = osd.trace_stats(p)
+    assert st["files"] == 150 and abs(st["write_percent"] - 46.3) < 0.05
