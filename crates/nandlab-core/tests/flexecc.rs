@@ -733,3 +733,50 @@ fn model_faults_follow_the_reliability_model() {
         "{msg}"
     );
 }
+
+/// Flashcache's bypass (fn. 4, `cache.bypass`): a non-4 KiB request's uncached blocks and a
+/// sequential run beyond the threshold go to the disk without an SSD operation; cached blocks
+/// of a bypassed request are still served by the cache; off, every request is cached.
+#[test]
+fn flashcache_bypass_sends_non_4k_and_long_sequential_requests_to_disk() {
+    use nandlab_core::host::cache::{CacheConfig, CacheSource};
+    let rq = |t: u64, op: Op, off: u64, len: u64| HostRequest {
+        arrival_ns: t * 1_000_000,
+        op,
+        offset_bytes: off,
+        len_bytes: len,
+    };
+    let mut reqs = vec![
+        rq(0, Op::Write, 0, 4096),       // cached (DirtyWrite)
+        rq(1, Op::Read, 0, 8192),        // 8 KiB: bypass; block 0 cached (hit), block 1 disk
+        rq(2, Op::Write, 1 << 20, 8192), // 8 KiB write: both blocks to disk
+    ];
+    // A sequential 4 KiB run over 256 KiB from 16 MiB: the first 32 requests (128 KiB) are
+    // cached, the rest bypass.
+    for k in 0..64u64 {
+        reqs.push(rq(3 + k, Op::Write, (16 << 20) + k * 4096, 4096));
+    }
+    let run = |bypass: bool| {
+        let cc = CacheConfig {
+            size_bytes: 4096,
+            bypass,
+            ..Default::default()
+        };
+        let mut src = CacheSource::new(VecSource::new(reqs.clone()), &cc, 1000, 4096, 1.0);
+        let mut ops = Vec::new();
+        while let Some(r) = src.next_request().unwrap() {
+            ops.push((r.op, r.offset_bytes));
+        }
+        (ops, src.counters)
+    };
+    let (ops, c) = run(true);
+    assert_eq!(c.bypassed_requests, 2 + 32, "{c:?}");
+    assert_eq!(c.bypassed_pages, 1 + 2 + 32, "{c:?}");
+    assert_eq!(c.read_hits, 1);
+    assert_eq!(c.read_misses, 0);
+    // SSD ops: the first DirtyWrite, the hit on block 0, the 32 cached sequential writes.
+    assert_eq!(ops.len(), 1 + 1 + 32, "{ops:?}");
+    let (ops_off, c_off) = run(false);
+    assert_eq!(c_off.bypassed_requests, 0);
+    assert_eq!(ops_off.len(), 1 + 2 + 2 + 64);
+}

@@ -466,6 +466,8 @@ fn simulate_cached<S: RequestSource>(
         "flush_period_s": cc.flush_period_s,
         "flush_max_per_s": cc.flush_max_per_s,
         "write_through": cc.write_through,
+        "bypass": cc.bypass,
+        "bypass_seq_threshold_bytes": cc.bypass_seq_threshold_bytes,
         "counters": c,
         "ssd_read_share_percent": c.ssd_read_share_percent(),
         "dirty_at_end": cs.dirty_blocks(),
