@@ -40,8 +40,8 @@
 //!   die d keep their tags in redundant pages programmed on die (d + dies/2) mod dies (another
 //!   channel when there are two or more), rotating over its planes. This needs the plane of a
 //!   data page before it is programmed: static (CWDP) allocation. Dynamic allocation, a
-//!   single-die device, closed loop with delayed writes or the DRAM data cache on are errors
-//!   naming what to use (`validate_device`).
+//!   single-die device, closed loop with delayed writes, the DRAM data cache, discards
+//!   (`ftl.trim`) or `[regions]` are errors naming what to use (`validate_device`).
 //! * R2 A data page's overflow never straddles two redundant pages (one read per data page):
 //!   a redundant page holds ⌊page / overflow⌋ data pages, so the write floor is
 //!   (1 / ⌊page / overflow⌋) × (1 + 1/stripe): 8.33 % at 8 B (272 B), 20.8 % at 4 B (656 B,
@@ -717,6 +717,14 @@ impl Scheme for Dpa {
                 "scheme dpa generates tags when a host write arrives; with the controller DRAM \
                  data cache on, the page reaches flash later or never: set \
                  dram.capacity_bytes = 0 (configs/dpa.toml)",
+            ));
+        }
+        if dev.trim {
+            return Err(err(
+                "ftl.trim",
+                "true".into(),
+                "scheme dpa does not track discards (a trimmed page's tags would stay valid in \
+                 its redundant page): set ftl.trim = false (configs/dpa.toml)",
             ));
         }
         if dev.regions > 0 {
