@@ -776,7 +776,6 @@ impl Scheme for Dpa {
         self.planes = geo.planes();
         self.ppd = geo.planes_per_die;
         self.dies = geo.dies();
-        self.base = (logical_pages.div_ceil(self.planes as u64) * self.planes as u64) as u32;
         self.res_of_plane = vec![0; self.planes as usize];
         self.die_of_res = vec![0; self.planes as usize];
         for r in 0..self.planes {
@@ -791,8 +790,22 @@ impl Scheme for Dpa {
         let pages = logical_pages.div_ceil(per_page);
         let with_parity = pages + pages / self.stripe.max(1) as u64 + 2;
         let slack = self.dies as u64 * 2 + self.buffer_cap as u64 + 16;
-        let slots = (with_parity.div_ceil(self.planes as u64) * 2 + slack) as u32;
+        let slots64 = with_parity.div_ceil(self.planes as u64) * 2 + slack;
+        let base64 = logical_pages.div_ceil(self.planes as u64) * self.planes as u64;
+        if base64 + slots64 * self.planes as u64 >= u32::MAX as u64 {
+            return Err(ConfigError::Invalid {
+                key: "device.logical_capacity_bytes".into(),
+                value: format!("{logical_pages} pages"),
+                msg: format!(
+                    "scheme dpa needs {} hidden pages for redundant tag pages above the logical \
+                     capacity, more than 2^32 LPNs in all: use a smaller device",
+                    slots64 * self.planes as u64
+                ),
+            });
+        }
+        let slots = slots64 as u32;
         self.slots = slots;
+        self.base = base64 as u32;
         let ids = slots as usize * self.planes as usize;
         // Id 0 is NIL; every array is zeroed (lazily backed: see NIL).
         self.rmap = vec![NIL; logical_pages as usize];
