@@ -266,7 +266,8 @@ fn delayed_writes_go_at_idle_and_a_full_buffer_costs_the_host() {
 #[test]
 fn configurations_dpa_cannot_run_on_are_errors_naming_what_to_use() {
     let w = writes(10, 1_000_000, None);
-    let cases: [(&[&str], &str); 5] = [
+    let cases: [(&[&str], &str); 6] = [
+        (&["ftl.trim=true"], "ftl.trim = false"),
         (&["host.mode=\"closed\""], "delayed_write = false"),
         (
             &["ftl.allocation=\"dynamic\""],

@@ -40,8 +40,8 @@
 //!   die d keep their tags in redundant pages programmed on die (d + dies/2) mod dies (another
 //!   channel when there are two or more), rotating over its planes. This needs the plane of a
 //!   data page before it is programmed: static (CWDP) allocation. Dynamic allocation, a
-//!   single-die device, closed loop with delayed writes or the DRAM data cache on are errors
-//!   naming what to use (`validate_device`).
+//!   single-die device, closed loop with delayed writes, the DRAM data cache, discards
+//!   (`ftl.trim`) or `[regions]` are errors naming what to use (`validate_device`).
 //! * R2 A data page's overflow never straddles two redundant pages (one read per data page):
 //!   a redundant page holds ⌊page / overflow⌋ data pages, so the write floor is
 //!   (1 / ⌊page / overflow⌋) × (1 + 1/stripe): 8.33 % at 8 B (272 B), 20.8 % at 4 B (656 B,
@@ -719,6 +719,14 @@ impl Scheme for Dpa {
                  dram.capacity_bytes = 0 (configs/dpa.toml)",
             ));
         }
+        if dev.trim {
+            return Err(err(
+                "ftl.trim",
+                "true".into(),
+                "scheme dpa does not track discards (a trimmed page's tags would stay valid in \
+                 its redundant page): set ftl.trim = false (configs/dpa.toml)",
+            ));
+        }
         if dev.regions > 0 {
             return Err(err(
                 "regions",
@@ -768,7 +776,6 @@ impl Scheme for Dpa {
         self.planes = geo.planes();
         self.ppd = geo.planes_per_die;
         self.dies = geo.dies();
-        self.base = (logical_pages.div_ceil(self.planes as u64) * self.planes as u64) as u32;
         self.res_of_plane = vec![0; self.planes as usize];
         self.die_of_res = vec![0; self.planes as usize];
         for r in 0..self.planes {
@@ -783,8 +790,22 @@ impl Scheme for Dpa {
         let pages = logical_pages.div_ceil(per_page);
         let with_parity = pages + pages / self.stripe.max(1) as u64 + 2;
         let slack = self.dies as u64 * 2 + self.buffer_cap as u64 + 16;
-        let slots = (with_parity.div_ceil(self.planes as u64) * 2 + slack) as u32;
+        let slots64 = with_parity.div_ceil(self.planes as u64) * 2 + slack;
+        let base64 = logical_pages.div_ceil(self.planes as u64) * self.planes as u64;
+        if base64 + slots64 * self.planes as u64 >= u32::MAX as u64 {
+            return Err(ConfigError::Invalid {
+                key: "device.logical_capacity_bytes".into(),
+                value: format!("{logical_pages} pages"),
+                msg: format!(
+                    "scheme dpa needs {} hidden pages for redundant tag pages above the logical \
+                     capacity, more than 2^32 LPNs in all: use a smaller device",
+                    slots64 * self.planes as u64
+                ),
+            });
+        }
+        let slots = slots64 as u32;
         self.slots = slots;
+        self.base = base64 as u32;
         let ids = slots as usize * self.planes as usize;
         // Id 0 is NIL; every array is zeroed (lazily backed: see NIL).
         self.rmap = vec![NIL; logical_pages as usize];

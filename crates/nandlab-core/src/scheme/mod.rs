@@ -304,6 +304,8 @@ pub struct DeviceInfo {
     pub dies: u32,
     /// Open blocks per plane (`ftl.streams`).
     pub streams: u32,
+    /// Discards are applied (`ftl.trim`).
+    pub trim: bool,
 }
 
 impl DeviceInfo {
@@ -324,6 +326,7 @@ impl DeviceInfo {
             static_allocation: cfg.ftl.allocation == crate::config::Allocation::Static,
             dies: cfg.device.channels * cfg.device.chips_per_channel * cfg.device.dies_per_chip,
             streams: cfg.ftl.streams,
+            trim: cfg.ftl.trim,
         }
     }
 
