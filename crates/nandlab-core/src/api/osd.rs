@@ -101,6 +101,68 @@ where
     report_json(&report, t0.elapsed().as_secs_f64(), emitted)
 }
 
+/// Run DMMbench (Guo §4.6.1; [`crate::osd::bench::DmmBench`]) on the object device `cfg`
+/// describes: `pattern` (`seq_write`, `seq_read`, `rand_write`, `rand_read`) with
+/// `request_bytes` per access moving `total_bytes`, on a file of `file_bytes` (0 = the total).
+/// The report gets a `bench` section echoing these.
+///
+/// # Errors
+/// [`NandlabError::Config`] for an unknown pattern or a size of 0 / a total below one request;
+/// otherwise as [`osd_run_trace`].
+pub fn osd_run_bench(
+    cfg: &Config,
+    pattern: &str,
+    request_bytes: u64,
+    total_bytes: u64,
+    file_bytes: u64,
+) -> Result<Value, NandlabError> {
+    use crate::config::ConfigError;
+    use crate::osd::bench::{DmmBench, Pattern};
+    let bad = |key: &str, value: String, msg: &str| {
+        NandlabError::Config(ConfigError::Invalid {
+            key: key.into(),
+            value,
+            msg: msg.into(),
+        })
+    };
+    let pat = Pattern::parse(pattern).ok_or_else(|| {
+        bad(
+            "bench.pattern",
+            format!("{pattern:?}"),
+            "unknown DMMbench pattern (use seq_write, seq_read, rand_write or rand_read)",
+        )
+    })?;
+    if request_bytes == 0 {
+        return Err(bad(
+            "bench.request_bytes",
+            "0".into(),
+            "must be ≥ 1 byte (the thesis uses 4 KiB … 1 MiB)",
+        ));
+    }
+    if total_bytes < request_bytes {
+        return Err(bad(
+            "bench.total_bytes",
+            total_bytes.to_string(),
+            &format!("must be at least one request ({request_bytes} B)"),
+        ));
+    }
+    let mut b = DmmBench::new(pat, request_bytes, total_bytes, cfg.seed);
+    b.file_bytes = file_bytes;
+    let mut v = osd_run_commands(cfg, b.commands().map(Ok), 0)?;
+    if let Value::Object(m) = &mut v {
+        m.insert(
+            "bench".into(),
+            json!({
+                "pattern": pat.name(),
+                "request_bytes": request_bytes,
+                "total_bytes": total_bytes,
+                "file_bytes": if file_bytes > 0 { file_bytes } else { total_bytes },
+            }),
+        );
+    }
+    Ok(v)
+}
+
 /// Table-17-style statistics of a file-level trace ([`crate::trace::FsTraceStats`]) as JSON,
 /// with `file`.
 ///
