@@ -1013,7 +1013,9 @@ impl Device {
         // except with the virtual tree and the diff cache (the page table, the OOB and
         // recovery's data re-apply cover them, §4.4.5), commit the metadata of everything
         // the moves touched first (A2's "goto handle_data_queue").
-        if !(self.cache_on && self.o.virtual_tree) && !self.yaffs {
+        if self.yaffs {
+            self.write_pending_onodes()?;
+        } else if !(self.cache_on && self.o.virtual_tree) {
             let objs: Vec<u32> = self
                 .touched
                 .iter()
@@ -1024,8 +1026,6 @@ impl Device {
                 })
                 .collect();
             self.flush_objects(&objs, |_| Src::Gc)?;
-            self.write_pending_onodes()?;
-        } else if self.yaffs {
             self.write_pending_onodes()?;
         }
         // Erase the victim's blocks.
