@@ -68,3 +68,12 @@ def osd_run(
     max_commands: int = 0,
 ) -> str: ...
 def fs_trace_stats(path: str) -> str: ...
+def osd_bench(
+    config_toml: str,
+    config_path: str | None,
+    overrides: list[str],
+    pattern: str,
+    request_bytes: int,
+    total_bytes: int,
+    file_bytes: int = 0,
+) -> str: ...

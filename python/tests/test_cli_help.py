@@ -26,6 +26,7 @@ COMMANDS = [
     ["compare"],
     ["report"],
     ["reproduce", "dpa"],
+    ["reproduce", "dmm"],
     ["reproduce", "flexlevel"],
     ["reproduce", "flexecc"],
     ["dpa"],

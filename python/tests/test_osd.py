@@ -134,3 +134,25 @@ def test_captured_trace_prefix_runs() -> None:
     assert rep["objfs"]["preconditioned_objects"] == 201
     st = osd.trace_stats(p)
     assert st["files"] == 150 and abs(st["write_percent"] - 46.3) < 0.05
+
+
+def test_bench_runs_dmmbench() -> None:
+    rep = osd.bench("obfs", "seq_write", 4096, 1 << 20)
+    assert rep["bench"]["pattern"] == "seq_write"
+    # 256 accesses, each GET_ATTRIBUTE + WRITE + SET_ATTRIBUTE
+    assert rep["commands_by_type"]["write"] == 256
+    assert rep["commands_by_type"]["get_attr"] == 256
+    assert rep["page_writes"]["data"]["gc"] == 0
+    with pytest.raises(nandlab.ConfigError, match="pattern"):
+        osd.bench("obfs", "zigzag", 4096, 1 << 20)
+
+
+def test_cli_bench(tmp_path: Path) -> None:
+    res = run_cli("osd", "run", "-c", "dmm", "--bench", "rand_read:4KiB:256KiB", "--json", "-")
+    assert res.returncode == 0, res.stderr
+    rep = json.loads(res.stdout)
+    assert rep["bench"]["pattern"] == "rand_read" and rep["commands_by_type"]["read"] == 64
+    res = run_cli("osd", "run", "--bench", "zigzag")
+    assert res.returncode == 2 and "seq_write" in res.stderr
+    res = run_cli("osd", "run")
+    assert res.returncode == 2 and "exactly one" in res.stderr

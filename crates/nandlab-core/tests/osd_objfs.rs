@@ -304,6 +304,13 @@ fn fsjsonl_t17_statistics_of_captured_traces() {
         assert_eq!(st.distinct_paths, 213);
         assert_eq!(st.preexisting_paths, 201);
         assert!((st.duration_s - 181.6).abs() < 0.05, "{}", st.duration_s);
+        // spec §5: footprint 3.2 GB (objects up to 1 GiB)
+        assert!(
+            (st.footprint_bytes as f64 / 1e9 - 3.2).abs() < 0.1,
+            "{}",
+            st.footprint_bytes
+        );
+        assert_eq!(st.max_end_bytes, 1 << 30);
     }
 }
 

@@ -30,6 +30,29 @@ fn osd_run(
     })
 }
 
+/// Run DMMbench (`pattern` = seq_write / seq_read / rand_write / rand_read, `request_bytes`
+/// per access, `total_bytes` moved, `file_bytes` file size with 0 = the total) on the object
+/// device of the configuration. Returns the report as JSON.
+#[pyfunction]
+#[pyo3(signature = (config_toml, config_path, overrides, pattern, request_bytes, total_bytes, file_bytes=0))]
+#[allow(clippy::too_many_arguments)]
+fn osd_bench(
+    py: Python<'_>,
+    config_toml: String,
+    config_path: Option<PathBuf>,
+    overrides: Vec<String>,
+    pattern: String,
+    request_bytes: u64,
+    total_bytes: u64,
+    file_bytes: u64,
+) -> PyResult<String> {
+    call_core(py, "osd_bench", || {
+        let cfg = api::osd_config(&config_toml, config_path.as_deref(), &overrides)?;
+        let v = api::osd_run_bench(&cfg, &pattern, request_bytes, total_bytes, file_bytes)?;
+        Ok(v.to_string())
+    })
+}
+
 /// Table-17-style statistics of a file-level trace (`*_fs.jsonl[.gz]`), as JSON.
 #[pyfunction]
 fn fs_trace_stats(py: Python<'_>, path: PathBuf) -> PyResult<String> {
@@ -41,5 +64,6 @@ fn fs_trace_stats(py: Python<'_>, path: PathBuf) -> PyResult<String> {
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(osd_run, m)?)?;
     m.add_function(wrap_pyfunction!(fs_trace_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(osd_bench, m)?)?;
     Ok(())
 }

@@ -8,6 +8,8 @@ This package is the Python front of ``nandlab-core/src/osd`` (the device) and
   ``pgbench_rw_fs`` and ``devtree_fs``) on a preset (``dmm``, ``obfs``, ``yaffs2``) or any
   config with an ``[osd]`` section; returns the report as a dict (``docs/report.md``, "The
   object-device report").
+* :func:`bench` -- DMMbench (§4.6.1): sequential 4 KiB-1 MiB or random 4 KiB reads or writes of
+  one file, an inode read before and an inode write after each access.
 * :func:`trace_stats` -- Table-17-style statistics of a file-level trace (files, average
   request size, write share, sequential shares).
 
@@ -63,10 +65,41 @@ def run(
     return report
 
 
+#: DMMbench access types (Guo §4.6.1).
+BENCH_PATTERNS = ("seq_write", "seq_read", "rand_write", "rand_read")
+
+
+def bench(
+    config: ConfigSpec = "dmm",
+    pattern: str = "seq_write",
+    request_bytes: int = 4096,
+    total_bytes: int = 64 << 20,
+    *,
+    file_bytes: int = 0,
+    overrides: Mapping[str, object] | list[str] | None = None,
+) -> dict[str, Any]:
+    """Run DMMbench (one file accessed through the OSD, inode read before and inode write after
+    each access, Guo §4.6.1) on the object device ``config`` describes: ``pattern`` (one of
+    :data:`BENCH_PATTERNS`), ``request_bytes`` per access, ``total_bytes`` moved, on a file of
+    ``file_bytes`` (0 = the total). Returns the report with a ``bench`` section."""
+    text, cfg_path = config_text(config)
+    out = _core.osd_bench(
+        text,
+        str(cfg_path) if cfg_path is not None else None,
+        format_overrides(overrides),
+        pattern,
+        int(request_bytes),
+        int(total_bytes),
+        int(file_bytes),
+    )
+    report: dict[str, Any] = json.loads(out)
+    return report
+
+
 def trace_stats(trace: str | Path) -> dict[str, Any]:
     """Table-17-style statistics of a file-level trace (see ``trace::fsjsonl::FsTraceStats``)."""
     stats: dict[str, Any] = json.loads(_core.fs_trace_stats(str(_trace_path(trace))))
     return stats
 
 
-__all__ = ["PRESETS", "run", "trace_stats"]
+__all__ = ["BENCH_PATTERNS", "PRESETS", "bench", "run", "trace_stats"]

@@ -60,6 +60,11 @@ def print_report(rep: dict[str, Any]) -> None:
     title = f"object device: {d.get('name', '?')}"
     if "trace" in rep:
         title += f" on {Path(rep['trace']['file']).name}"
+    if "bench" in rep:
+        b = rep["bench"]
+        title += (
+            f" on DMMbench {b['pattern']} {_bytes(b['request_bytes'])} x {_bytes(b['total_bytes'])}"
+        )
     t = Table(title=title, show_header=False)
     t.add_column("")
     t.add_column("", justify="right")
@@ -186,8 +191,17 @@ def osd() -> None:
     "-t",
     "trace",
     type=click.Path(dir_okay=False, path_type=Path),
-    required=True,
+    default=None,
     help="File-level trace (*_fs.jsonl[.gz|.zst]).",
+)
+@click.option(
+    "--bench",
+    "bench",
+    default=None,
+    metavar="PATTERN[:REQUEST[:TOTAL]]",
+    help="DMMbench instead of a trace: seq_write, seq_read, rand_write or rand_read, REQUEST "
+    "bytes per access (default 4KiB), TOTAL bytes moved (default 64MiB), e.g. "
+    "seq_write:256KiB:64MiB.",
 )
 @click.option(
     "--set",
@@ -213,24 +227,48 @@ def osd() -> None:
 @click.option("--quiet", "-q", is_flag=True, help="No tables.")
 def osd_run(
     config: str,
-    trace: Path,
+    trace: Path | None,
+    bench: str | None,
     sets: tuple[str, ...],
     max_commands: int,
     json_out: str | None,
     quiet: bool,
 ) -> None:
-    """Replay a file-level trace on an object device and print page writes by type and
-    source, erases, response time per command, diff-cache hit rate and DRAM use."""
+    """Replay a file-level trace (or DMMbench) on an object device and print page writes by
+    type and source, erases, response time per command, diff-cache hit rate and DRAM use."""
     from nandlab.cli import _interruptible, _require_file, _write_json
 
-    _require_file(trace, "trace file")
     overrides = [cli_override(s) for s in sets]
-    rep = _interruptible(
-        lambda: _osd.run(config, trace, overrides=overrides, max_commands=max_commands)
-    )
+    if (trace is None) == (bench is None):
+        raise click.UsageError("give exactly one of --trace FILE and --bench SPEC")
+    if trace is not None:
+        _require_file(trace, "trace file")
+        rep = _interruptible(
+            lambda: _osd.run(config, trace, overrides=overrides, max_commands=max_commands)
+        )
+    else:
+        pattern, req, total = _bench_spec(str(bench))
+        rep = _interruptible(lambda: _osd.bench(config, pattern, req, total, overrides=overrides))
     _write_json(json_out, rep)
     if not quiet and json_out != "-":
         print_report(rep)
+
+
+def _bench_spec(spec: str) -> tuple[str, int, int]:
+    """``PATTERN[:REQUEST[:TOTAL]]`` of ``--bench``."""
+    from nandlab.cli import ByteSize
+
+    parts = spec.split(":")
+    if len(parts) > 3 or parts[0] not in _osd.BENCH_PATTERNS:
+        raise click.BadParameter(
+            f"{spec!r}: expected PATTERN[:REQUEST[:TOTAL]] with PATTERN one of "
+            f"{', '.join(_osd.BENCH_PATTERNS)} (e.g. seq_write:4KiB:64MiB)",
+            param_hint="--bench",
+        )
+    size = ByteSize()
+    req = size.convert(parts[1], None, None) if len(parts) > 1 else 4096
+    total = size.convert(parts[2], None, None) if len(parts) > 2 else 64 << 20
+    return parts[0], req, total
 
 
 _STATS_ROWS = (

@@ -5,13 +5,16 @@ workspace's captured traces), ``--quick``, ``--out DIR`` (default ``./nandlab-ou
 ``--json OUT``, ``--processes N`` and ``--scheduler ADDR``; runs go through
 :func:`nandlab.experiment.run_grid`, so re-running with the same ``--out`` skips finished runs.
 ``dpa`` (Guo ch. 2, codec and lifetime model) analyses data files (``--data``) instead of
-replaying traces; its Monte-Carlo points are cached instead.
+replaying traces; its Monte-Carlo points are cached instead. ``dmm`` (Guo ch. 4, the object
+device) runs DMMbench and file-level traces in this process (each run takes seconds) and caches
+each run's report in ``OUT/runs``; it takes ``--traces --quick --out --json --progress``.
 """
 
 from __future__ import annotations
 
 import click
 
+from nandlab.reproduce import dmm as _dmm
 from nandlab.reproduce import dpa as _dpa
 from nandlab.reproduce import efm as _efm
 from nandlab.reproduce import flexecc as _flexecc
@@ -31,5 +34,6 @@ reproduce.add_command(_efm.efm)
 reproduce.add_command(_dpa.dpa)
 reproduce.add_command(_flexlevel.flexlevel)
 reproduce.add_command(_flexecc.flexecc)
+reproduce.add_command(_dmm.dmm)
 
 __all__ = ["reproduce"]

@@ -11,7 +11,7 @@ mod devices;
 mod dpa;
 mod osd;
 pub use dpa::{dpa_analyze, dpa_lifetime, dpa_polynomials, dpa_summarize};
-pub use osd::{fs_trace_stats, osd_config, osd_run_commands, osd_run_trace};
+pub use osd::{fs_trace_stats, osd_config, osd_run_bench, osd_run_commands, osd_run_trace};
 mod reliability;
 pub use devices::{device_hint, devices, DeviceSummary};
 pub use reliability::{

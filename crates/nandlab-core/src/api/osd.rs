@@ -46,6 +46,120 @@ fn report_json(report: &OsdReport, wall_s: f64, all_commands: u64) -> Result<Val
     Ok(v)
 }
 
+/// Commands per batch handed from the translator thread to the replay.
+const BATCH: usize = 4096;
+/// Batches in flight.
+const DEPTH: usize = 4;
+
+/// The translator ([`ObjfsSource`]: the preconditioning pass, decompression, parsing and the
+/// host layer) on its own thread, handing commands over in batches through a bounded channel,
+/// so that translating overlaps the device's simulation. The commands, their order and the
+/// errors are exactly the source's; memory stays bounded (a few batches in flight).
+struct Translator {
+    rx: std::sync::mpsc::Receiver<Result<Vec<OsdCommand>, TraceError>>,
+    recycle: std::sync::mpsc::Sender<Vec<OsdCommand>>,
+    batch: Vec<OsdCommand>,
+    pos: usize,
+    done: bool,
+    worker: Option<std::thread::JoinHandle<Option<ObjfsSource>>>,
+}
+
+impl Translator {
+    fn spawn(trace: &Path, cfg: &crate::osd::objfs::ObjfsConfig) -> Translator {
+        let (tx, rx) = std::sync::mpsc::sync_channel(DEPTH);
+        let (recycle, spent) = std::sync::mpsc::channel::<Vec<OsdCommand>>();
+        let (trace, cfg) = (trace.to_path_buf(), cfg.clone());
+        let worker = std::thread::Builder::new()
+            .name("nandlab-objfs".into())
+            .spawn(move || {
+                let mut src = match ObjfsSource::open(&trace, &cfg) {
+                    Ok(s) => s,
+                    Err(e) => {
+                        let _ = tx.send(Err(e));
+                        return None;
+                    }
+                };
+                loop {
+                    let mut b = spent
+                        .try_recv()
+                        .unwrap_or_else(|_| Vec::with_capacity(BATCH));
+                    b.clear();
+                    let mut end = false;
+                    while b.len() < BATCH {
+                        match src.next_command() {
+                            Ok(Some(c)) => b.push(c),
+                            Ok(None) => {
+                                end = true;
+                                break;
+                            }
+                            Err(e) => {
+                                if !b.is_empty() {
+                                    let _ = tx.send(Ok(b));
+                                }
+                                let _ = tx.send(Err(e));
+                                return Some(src);
+                            }
+                        }
+                    }
+                    if !b.is_empty() && tx.send(Ok(b)).is_err() {
+                        return Some(src); // the replay stopped (limit reached or error)
+                    }
+                    if end {
+                        return Some(src);
+                    }
+                }
+            })
+            .ok();
+        Translator {
+            rx,
+            recycle,
+            batch: Vec::new(),
+            pos: 0,
+            done: false,
+            worker,
+        }
+    }
+
+    /// Stop the worker and take back the source (`None` if it never opened).
+    fn finish(mut self) -> Option<ObjfsSource> {
+        // dropping the receiver makes the worker's next send fail, so it ends
+        let (_, dummy) = std::sync::mpsc::sync_channel(0);
+        drop(std::mem::replace(&mut self.rx, dummy));
+        self.worker.take().and_then(|w| w.join().ok().flatten())
+    }
+}
+
+impl Iterator for Translator {
+    type Item = Result<OsdCommand, TraceError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(&c) = self.batch.get(self.pos) {
+                self.pos += 1;
+                return Some(Ok(c));
+            }
+            if self.done {
+                return None;
+            }
+            match self.rx.recv() {
+                Ok(Ok(b)) => {
+                    let spent = std::mem::replace(&mut self.batch, b);
+                    let _ = self.recycle.send(spent);
+                    self.pos = 0;
+                }
+                Ok(Err(e)) => {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+                Err(_) => {
+                    self.done = true;
+                    return None;
+                }
+            }
+        }
+    }
+}
+
 /// Replay the file-level trace `trace` (`*_fs.jsonl[.gz|.zst]`) on the object device `cfg`
 /// describes (`[osd]`), translated by `[objfs]`. `max_commands` (0 = all) limits the measured
 /// commands. Returns the report (see `docs/report.md`, "The object-device report"), with an
@@ -57,10 +171,34 @@ fn report_json(report: &OsdReport, wall_s: f64, all_commands: u64) -> Result<Val
 /// fails (e.g. it runs out of space).
 pub fn osd_run_trace(cfg: &Config, trace: &Path, max_commands: u64) -> Result<Value, NandlabError> {
     let t0 = Instant::now();
-    let mut src = ObjfsSource::open(trace, &cfg.objfs)?;
+    // a bad [objfs] section is a config error before any reading
+    crate::osd::objfs::Objfs::new(&cfg.objfs)?;
     let mut emitted = 0u64;
-    let counted = (&mut src).inspect(|_| emitted += 1);
-    let report = crate::osd::run(cfg, counted, &RunOpts { max_commands })?;
+    let (report, src) = if max_commands == 0 && cfg.host.max_requests == 0 {
+        // the whole trace: translate on a second thread
+        let mut tr = Translator::spawn(trace, &cfg.objfs);
+        let result = crate::osd::run(
+            cfg,
+            (&mut tr).inspect(|_| emitted += 1),
+            &RunOpts { max_commands },
+        );
+        let src = tr.finish();
+        let report = result?;
+        let src = src.ok_or_else(|| {
+            NandlabError::Sim(format!("{}: the trace translator stopped", trace.display()))
+        })?;
+        (report, src)
+    } else {
+        // a prefix: translate in step with the replay, so that the host layer's counters stop
+        // exactly where the replay does (a thread would run ahead by a timing-dependent amount)
+        let mut src = ObjfsSource::open(trace, &cfg.objfs)?;
+        let report = crate::osd::run(
+            cfg,
+            (&mut src).inspect(|_| emitted += 1),
+            &RunOpts { max_commands },
+        )?;
+        (report, src)
+    };
     let wall_s = t0.elapsed().as_secs_f64();
     let mut v = report_json(&report, wall_s, emitted)?;
     let counters = src.objfs().counters();
@@ -99,6 +237,68 @@ where
     let counted = commands.into_iter().inspect(|_| emitted += 1);
     let report = crate::osd::run(cfg, counted, &RunOpts { max_commands })?;
     report_json(&report, t0.elapsed().as_secs_f64(), emitted)
+}
+
+/// Run DMMbench (Guo §4.6.1; [`crate::osd::bench::DmmBench`]) on the object device `cfg`
+/// describes: `pattern` (`seq_write`, `seq_read`, `rand_write`, `rand_read`) with
+/// `request_bytes` per access moving `total_bytes`, on a file of `file_bytes` (0 = the total).
+/// The report gets a `bench` section echoing these.
+///
+/// # Errors
+/// [`NandlabError::Config`] for an unknown pattern or a size of 0 / a total below one request;
+/// otherwise as [`osd_run_trace`].
+pub fn osd_run_bench(
+    cfg: &Config,
+    pattern: &str,
+    request_bytes: u64,
+    total_bytes: u64,
+    file_bytes: u64,
+) -> Result<Value, NandlabError> {
+    use crate::config::ConfigError;
+    use crate::osd::bench::{DmmBench, Pattern};
+    let bad = |key: &str, value: String, msg: &str| {
+        NandlabError::Config(ConfigError::Invalid {
+            key: key.into(),
+            value,
+            msg: msg.into(),
+        })
+    };
+    let pat = Pattern::parse(pattern).ok_or_else(|| {
+        bad(
+            "bench.pattern",
+            format!("{pattern:?}"),
+            "unknown DMMbench pattern (use seq_write, seq_read, rand_write or rand_read)",
+        )
+    })?;
+    if request_bytes == 0 {
+        return Err(bad(
+            "bench.request_bytes",
+            "0".into(),
+            "must be ≥ 1 byte (the thesis uses 4 KiB … 1 MiB)",
+        ));
+    }
+    if total_bytes < request_bytes {
+        return Err(bad(
+            "bench.total_bytes",
+            total_bytes.to_string(),
+            &format!("must be at least one request ({request_bytes} B)"),
+        ));
+    }
+    let mut b = DmmBench::new(pat, request_bytes, total_bytes, cfg.seed);
+    b.file_bytes = file_bytes;
+    let mut v = osd_run_commands(cfg, b.commands().map(Ok), 0)?;
+    if let Value::Object(m) = &mut v {
+        m.insert(
+            "bench".into(),
+            json!({
+                "pattern": pat.name(),
+                "request_bytes": request_bytes,
+                "total_bytes": total_bytes,
+                "file_bytes": if file_bytes > 0 { file_bytes } else { total_bytes },
+            }),
+        );
+    }
+    Ok(v)
 }
 
 /// Table-17-style statistics of a file-level trace ([`crate::trace::FsTraceStats`]) as JSON,

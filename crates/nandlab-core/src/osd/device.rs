@@ -90,6 +90,65 @@ impl Plan {
     }
 }
 
+/// What a page holds (recorded only when [`Device::record_contents`] is on: the crash
+/// harness reads flash back; a performance run keeps no page contents).
+#[derive(Clone, Debug, PartialEq)]
+pub enum PageContent {
+    /// Byte ranges of the page (page-relative `[start, end)`) and the write id that wrote each.
+    Data(Vec<(u32, u32, u64)>),
+    /// A B+ tree node: leaf values are PA | length << 32; internal values are child PAs
+    /// (extent tree) or VAs (virtual tree).
+    Index {
+        level: u8,
+        keys: Vec<u64>,
+        vals: Vec<u64>,
+    },
+    /// Packed onodes.
+    Onode(Vec<OnodeRec>),
+    /// The capacitor-backed flush at power loss (§4.4.5.1): IC_OBJ = ⟨oid, SN of the last
+    /// committed onode⟩ and the dirty onodes of the diff cache.
+    Backup {
+        epoch: u64,
+        ic: Vec<(u64, u64)>,
+        onodes: Vec<OnodeRec>,
+    },
+}
+
+/// One onode as written to flash.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OnodeRec {
+    pub oid: ObjectId,
+    /// SN of this onode version (kept when GC, MLGC or OBFS migration copies it).
+    pub csn: u64,
+    pub size: u64,
+    /// Root of the index: PA (extent tree) or VA (virtual tree); [`NONE`] = inline extents.
+    pub root: u32,
+    pub n_inline: u8,
+    pub inline: [(u64, u64); 2],
+    /// Tombstone of a removed object.
+    pub tomb: bool,
+}
+
+/// Overlay byte range `[a, b)` written by `wid` on a page's ranges.
+pub fn overlay(segs: &mut Vec<(u32, u32, u64)>, a: u32, b: u32, wid: u64) {
+    let mut out = Vec::with_capacity(segs.len() + 2);
+    for &(x, y, w) in segs.iter() {
+        if y <= a || x >= b {
+            out.push((x, y, w));
+        } else {
+            if x < a {
+                out.push((x, a, w));
+            }
+            if y > b {
+                out.push((b, y, w));
+            }
+        }
+    }
+    out.push((a, b, wid));
+    out.sort_unstable();
+    *segs = out;
+}
+
 /// Errors of the object device.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum OsdError {
@@ -109,6 +168,9 @@ pub enum OsdError {
     PageTableFull { max: u32 },
     #[error("object {oid}: offset {offset_bytes} is beyond the 2^32 pages an object may span")]
     TooLarge { oid: ObjectId, offset_bytes: u64 },
+    /// The crash harness cut the power at this flash operation.
+    #[error("power cut at flash operation {op}")]
+    PowerCut { op: u64 },
 }
 
 impl From<OsdError> for crate::error::NandlabError {
@@ -165,6 +227,10 @@ pub struct DramUse {
 const FREE: u8 = 0;
 const VALID: u8 = 1;
 const INVALID: u8 = 2;
+/// A program or erase the power cut interrupted: unreadable.
+const TORN: u8 = 3;
+/// Page type of the capacitor-backed flush.
+pub const BACKUP: usize = 3;
 
 const C_FREE: u8 = 0;
 const C_OPEN: u8 = 1;
@@ -180,6 +246,8 @@ struct ChunkPages {
     ptype: Vec<u8>,
     oid: Vec<u64>,
     sn: Vec<u64>,
+    /// SN of the content (kept by GC moves: the spec's `data_sn`, for every page type).
+    csn: Vec<u64>,
     /// Data: page index in the object; index: VA (or node id without the virtual tree);
     /// onode: onodes in the page.
     aux: Vec<u32>,
@@ -195,6 +263,7 @@ impl ChunkPages {
             ptype: vec![0; n],
             oid: vec![0; n],
             sn: vec![0; n],
+            csn: vec![0; n],
             aux: vec![0; n],
             len: vec![0; n],
             back: vec![NONE; n],
@@ -239,6 +308,13 @@ struct Obj {
     touched: bool,
     touched_host: bool,
     pend_mark: bool,
+    /// SN of the last onode version written to flash (the LCS, §4.4.5.1); 0 = none yet.
+    onode_csn: u64,
+    /// The onode is being moved (OBFS survivor, MLGC eviction) from this page: its flash
+    /// version is copied, not the DRAM one.
+    move_from: u32,
+    /// Tail-buffer contents (record mode).
+    tail_segs: Vec<(u32, u32, u64)>,
 }
 
 impl Obj {
@@ -264,6 +340,9 @@ impl Obj {
             touched: false,
             touched_host: false,
             pend_mark: false,
+            onode_csn: 0,
+            move_from: NONE,
+            tail_segs: Vec::new(),
         }
     }
 }
@@ -359,6 +438,19 @@ pub struct Device {
     index_used_cmd: bool,
     /// Data pages mapped (YAFFS2's RAM index size).
     mapped: u64,
+    /// Page contents (record mode only), by PPN.
+    contents: Option<IdMap<u32, PageContent>>,
+    next_content: Option<PageContent>,
+    next_csn: u64,
+    /// Write id of the command being executed (record mode: what its data bytes carry).
+    pub write_id: u64,
+    /// Flash operations (programs and erases) so far.
+    pub flash_ops: u64,
+    /// Cut the power at this flash operation (`u64::MAX`: never).
+    pub cut_at: u64,
+    /// Record mode: the class of each flash operation (type × 8 + source for programs, 255
+    /// for erases).
+    pub op_log: Option<Vec<u8>>,
     /// The cost of the last command.
     pub plan: Plan,
     /// Operation counts.
@@ -462,11 +554,25 @@ impl Device {
             index_reads_cmd: 0,
             index_used_cmd: false,
             mapped: 0,
+            contents: None,
+            next_content: None,
+            next_csn: 0,
+            write_id: 0,
+            flash_ops: 0,
+            cut_at: u64::MAX,
+            op_log: None,
             plan: Plan::default(),
             counters: Counters::default(),
             dram: DramUse::default(),
             o,
         })
+    }
+
+    /// Keep every programmed page's contents (the crash harness reads flash back).
+    pub fn record_contents(&mut self) {
+        if self.contents.is_none() {
+            self.contents = Some(IdMap::default());
+        }
     }
 
     /// Dies.
@@ -656,7 +762,13 @@ impl Device {
         len: u32,
         back: u32,
     ) -> Result<u32, OsdError> {
-        let stream = if self.separate { ty } else { 0 };
+        let stream = if !self.separate {
+            0
+        } else if ty == BACKUP {
+            ONODE
+        } else {
+            ty
+        };
         let mut c = self.open[die as usize][stream];
         if c == NONE || self.chunks[c as usize].wp == self.ppc {
             if c != NONE {
@@ -678,20 +790,52 @@ impl Device {
         let m = &mut self.chunks[c as usize];
         let off = m.wp as usize;
         m.wp += 1;
+        let op_index = self.flash_ops;
+        self.flash_ops += 1;
+        if let Some(log) = self.op_log.as_mut() {
+            log.push((ty as u8) * 8 + src as u8);
+        }
+        if op_index == self.cut_at {
+            let p = self.pages[c as usize]
+                .as_mut()
+                .expect("opened chunk has pages");
+            p.state[off] = TORN;
+            self.next_content = None;
+            return Err(OsdError::PowerCut { op: op_index });
+        }
+        let m = &mut self.chunks[c as usize];
         m.valid += 1;
         self.sn += 1;
+        let csn = if self.next_csn > 0 {
+            std::mem::take(&mut self.next_csn)
+        } else {
+            self.sn
+        };
         let p = self.pages[c as usize]
             .as_mut()
             .expect("opened chunk has pages");
         p.state[off] = VALID;
+        p.csn[off] = csn;
         p.ptype[off] = ty as u8;
         p.oid[off] = oid;
         p.sn[off] = self.sn;
         p.aux[off] = aux;
         p.len[off] = len;
         p.back[off] = back;
-        self.counters.writes[ty][src as usize] += 1;
+        if ty < 3 {
+            self.counters.writes[ty][src as usize] += 1;
+        }
         let ppn = c * self.ppc + off as u32;
+        if let Some(map) = self.contents.as_mut() {
+            match self.next_content.take() {
+                Some(content) => {
+                    map.insert(ppn, content);
+                }
+                None => {
+                    map.remove(&ppn);
+                }
+            }
+        }
         let op = FlashOp {
             kind: OpKind::Program,
             ppn,
@@ -723,7 +867,18 @@ impl Device {
     }
 
     fn close_stage(&mut self) {
-        self.plan.push_stage(&mut self.cur);
+        if !self.in_gc {
+            self.plan.push_stage(&mut self.cur);
+        }
+    }
+
+    fn content_of(&self, ppn: u32) -> Option<&PageContent> {
+        self.contents.as_ref()?.get(&ppn)
+    }
+
+    fn csn_of(&self, ppn: u32) -> u64 {
+        let (c, off) = self.split(ppn);
+        self.pages[c].as_ref().map_or(0, |p| p.csn[off])
     }
 
     /// Greedy chunk GC on `die` (§4.5.4.1): the full chunk with the fewest valid pages; its
@@ -748,11 +903,11 @@ impl Device {
         let r = self.gc_chunk(die, victim);
         self.in_gc = false;
         r?;
+        self.counters.gc_chunks += 1;
         // A2: GC stages run before the program that needed the space.
         self.plan.push_stage(&mut self.gc_reads);
         self.plan.push_stage(&mut self.gc_progs);
         self.plan.push_stage(&mut self.gc_erases);
-        self.counters.gc_chunks += 1;
         Ok(true)
     }
 
@@ -774,8 +929,18 @@ impl Device {
                 continue;
             }
             let old = base_ppn + off as u32;
-            self.read(ty, old, Src::Gc);
+            self.read(ty.min(ONODE), old, Src::Gc);
+            if ty != ONODE {
+                self.next_content = self.content_of(old).cloned();
+                self.next_csn = self.csn_of(old);
+            }
             match ty {
+                BACKUP => {
+                    // An old capacitor flush: superseded once recovery finished; drop it.
+                    self.next_content = None;
+                    self.next_csn = 0;
+                    self.invalidate(old);
+                }
                 DATA => {
                     let new = self.program(DATA, die, Src::Gc, oid, aux, len, back)?;
                     self.invalidate(old);
@@ -814,6 +979,10 @@ impl Device {
                     }
                     slots.retain(|&s| s != NONE);
                     self.gct_drop(old);
+                    if self.contents.is_some() {
+                        let recs = self.onode_recs_from(old, &slots);
+                        self.next_content = Some(PageContent::Onode(recs));
+                    }
                     let nrec = self.alloc_opage();
                     let n = slots.len() as u32;
                     let first_oid = slots.first().map_or(oid, |&s| self.objs[s as usize].oid);
@@ -840,9 +1009,45 @@ impl Device {
                 }
             }
         }
+        // The moved pages' new addresses must be on flash before their old copies are erased:
+        // except with the virtual tree and the diff cache (the page table, the OOB and
+        // recovery's data re-apply cover them, §4.4.5), commit the metadata of everything
+        // the moves touched first (A2's "goto handle_data_queue").
+        if self.yaffs {
+            self.write_pending_onodes()?;
+        } else if !(self.cache_on && self.o.virtual_tree) {
+            let objs: Vec<u32> = self
+                .touched
+                .iter()
+                .copied()
+                .filter(|&s| {
+                    let ob = &self.objs[s as usize];
+                    ob.live && (ob.onode_dirty || !ob.dirty.is_empty())
+                })
+                .collect();
+            self.flush_objects(&objs, |_| Src::Gc)?;
+            self.write_pending_onodes()?;
+        }
         // Erase the victim's blocks.
         for b in 0..self.chunk_blocks {
             let first = base_ppn + b * self.ppb;
+            let op_index = self.flash_ops;
+            self.flash_ops += 1;
+            if let Some(log) = self.op_log.as_mut() {
+                log.push(255);
+            }
+            if op_index == self.cut_at {
+                if let Some(p) = self.pages[victim as usize].as_mut() {
+                    let a = (b * self.ppb) as usize;
+                    p.state[a..a + self.ppb as usize].fill(TORN);
+                }
+                return Err(OsdError::PowerCut { op: op_index });
+            }
+            if let Some(map) = self.contents.as_mut() {
+                for q in first..first + self.ppb {
+                    map.remove(&q);
+                }
+            }
             self.gc_erases.push(FlashOp {
                 kind: OpKind::Erase,
                 ppn: first,
@@ -862,6 +1067,44 @@ impl Device {
         m.wp = 0;
         self.free[die as usize].push(victim);
         Ok(())
+    }
+
+    /// The flash versions of the onodes of `slots` held in onode page `ppn`.
+    fn onode_recs_from(&self, ppn: u32, slots: &[u32]) -> Vec<OnodeRec> {
+        let Some(PageContent::Onode(recs)) = self.content_of(ppn) else {
+            return Vec::new();
+        };
+        slots
+            .iter()
+            .filter_map(|&s| {
+                let oid = self.objs[s as usize].oid;
+                recs.iter().find(|r| r.oid == oid && !r.tomb).copied()
+            })
+            .collect()
+    }
+
+    /// The DRAM onode of `s` as it would be written now.
+    fn onode_rec(&self, s: u32, csn: u64, tomb: bool) -> OnodeRec {
+        let ob = &self.objs[s as usize];
+        let root = if ob.root == NONE || self.yaffs {
+            NONE
+        } else {
+            let n = &self.nodes.nodes[ob.root as usize];
+            if self.o.virtual_tree {
+                n.va
+            } else {
+                n.ppn
+            }
+        };
+        OnodeRec {
+            oid: ob.oid,
+            csn,
+            size: ob.size,
+            root,
+            n_inline: ob.n_inline,
+            inline: ob.inline,
+            tomb,
+        }
     }
 
     // ------------------------------------------------------------------ page table
@@ -1005,6 +1248,7 @@ impl Device {
                 let ob = &mut self.objs[t as usize];
                 if ob.live && ob.onode_ppn == ppn && ob.onode_idx == k as u32 {
                     ob.onode_ppn = NONE;
+                    ob.move_from = ppn;
                     self.pending.push((t, src, false));
                     moved += 1;
                 }
@@ -1053,6 +1297,23 @@ impl Device {
         for group in list.chunks(per) {
             let (s0, src, _) = group[0];
             let die = self.next_die(ONODE)?;
+            let new_csn = self.sn + 1;
+            if self.contents.is_some() {
+                let mut recs = Vec::with_capacity(group.len());
+                for &(s, _, tomb) in group {
+                    let ob = &self.objs[s as usize];
+                    let r = if !tomb && ob.move_from != NONE {
+                        self.onode_recs_from(ob.move_from, &[s])
+                            .first()
+                            .copied()
+                            .unwrap_or_else(|| self.onode_rec(s, ob.onode_csn, false))
+                    } else {
+                        self.onode_rec(s, new_csn, tomb)
+                    };
+                    recs.push(r);
+                }
+                self.next_content = Some(PageContent::Onode(recs));
+            }
             let rec = self.alloc_opage();
             let n = group.len() as u32;
             let oid = self.objs[s0 as usize].oid;
@@ -1079,6 +1340,10 @@ impl Device {
                     let ob = &mut self.objs[s as usize];
                     ob.onode_ppn = ppn;
                     ob.onode_idx = k as u32;
+                    if ob.move_from == NONE {
+                        ob.onode_csn = new_csn;
+                    }
+                    ob.move_from = NONE;
                     live += 1;
                 }
             }
@@ -1317,9 +1582,42 @@ impl Device {
 
     // ------------------------------------------------------------------ writes
 
-    fn program_data(&mut self, s: u32, i: u64, len: u32) -> Result<(), OsdError> {
+    fn program_data(
+        &mut self,
+        s: u32,
+        i: u64,
+        len: u32,
+        content: Option<PageContent>,
+    ) -> Result<(), OsdError> {
         let oid = self.objs[s as usize].oid;
         let die = self.next_die(DATA)?;
+        self.next_content = content;
+        self.next_csn = 0;
+        self.program_data_on(s, i, len, die, oid)
+    }
+
+    /// Data content for page `i` of `s`: the old page's with `[a, b)` written.
+    fn data_content(&self, s: u32, i: u64, a: u32, b: u32) -> Option<PageContent> {
+        self.contents.as_ref()?;
+        let mut segs = match self.map_get(s, i) {
+            Some(v) => match self.content_of(leaf_parts(v).0) {
+                Some(PageContent::Data(d)) => d.clone(),
+                _ => Vec::new(),
+            },
+            None => Vec::new(),
+        };
+        overlay(&mut segs, a, b, self.write_id);
+        Some(PageContent::Data(segs))
+    }
+
+    fn program_data_on(
+        &mut self,
+        s: u32,
+        i: u64,
+        len: u32,
+        die: u32,
+        oid: u64,
+    ) -> Result<(), OsdError> {
         let ppn = self.program(DATA, die, Src::Host, oid, i as u32, len, s)?;
         if let Some(old) = self.map_set(s, i, leaf_val(ppn, len), true) {
             self.invalidate(leaf_parts(old).0);
@@ -1336,12 +1634,17 @@ impl Device {
         let (page, fill) = (ob.tail_page, ob.tail_fill);
         ob.tail_page = u64::MAX;
         ob.tail_fill = 0;
+        let segs = std::mem::take(&mut ob.tail_segs);
         self.tails_used -= 1;
         self.counters.tail_flushes += 1;
-        self.program_data(s, page, fill)
+        let oid = self.objs[s as usize].oid;
+        let die = self.next_die(DATA)?;
+        self.next_content = self.contents.is_some().then_some(PageContent::Data(segs));
+        self.next_csn = 0;
+        self.program_data_on(s, page, fill, die, oid)
     }
 
-    fn start_tail(&mut self, s: u32, page: u64, fill: u32) -> Result<(), OsdError> {
+    fn start_tail(&mut self, s: u32, page: u64, start: u32, fill: u32) -> Result<(), OsdError> {
         self.flush_tail(s)?;
         while self.tails_used >= self.o.tail_buffers {
             let Some((t, p)) = self.tails.pop_front() else {
@@ -1351,9 +1654,15 @@ impl Device {
                 self.flush_tail(t)?;
             }
         }
+        let rec = self.contents.is_some();
+        let wid = self.write_id;
         let ob = &mut self.objs[s as usize];
         ob.tail_page = page;
         ob.tail_fill = fill;
+        ob.tail_segs.clear();
+        if rec {
+            ob.tail_segs.push((start, fill, wid));
+        }
         self.tails_used += 1;
         self.tails.push_back((s, page));
         if self.tails.len() > 4 * self.o.tail_buffers as usize {
@@ -1456,6 +1765,24 @@ impl Device {
             return Ok(());
         }
         let aux = if vt { n.va } else { id };
+        if self.contents.is_some() {
+            let vals = if n.level == 0 {
+                n.vals.clone()
+            } else {
+                n.vals
+                    .iter()
+                    .map(|&c| {
+                        let ch = &self.nodes.nodes[c as usize];
+                        (if vt { ch.va } else { ch.ppn }) as u64
+                    })
+                    .collect()
+            };
+            self.next_content = Some(PageContent::Index {
+                level: n.level,
+                keys: n.keys.clone(),
+                vals,
+            });
+        }
         let ppn = self.program(INDEX, die, src, oid, aux, 0, id)?;
         let n = &mut self.nodes.nodes[id as usize];
         let (old, va, parent) = (n.ppn, n.va, n.parent);
@@ -1789,26 +2116,37 @@ impl Device {
                     let b0 = offset_bytes.max(i * ps) - i * ps;
                     let b1 = (end.min((i + 1) * ps) - i * ps) as u32;
                     let full = b0 == 0 && b1 as u64 == ps;
+                    let b0 = b0 as u32;
                     if full {
                         if self.objs[s as usize].tail_page == i {
-                            self.objs[s as usize].tail_page = u64::MAX;
+                            let ob = &mut self.objs[s as usize];
+                            ob.tail_page = u64::MAX;
+                            ob.tail_segs.clear();
                             self.tails_used -= 1;
                         }
-                        self.program_data(s, i, ps as u32)?;
+                        let c = self.data_content(s, i, 0, b1);
+                        self.program_data(s, i, ps as u32, c)?;
                     } else if self.objs[s as usize].tail_page == i {
+                        let rec = self.contents.is_some();
+                        let wid = self.write_id;
                         let ob = &mut self.objs[s as usize];
                         ob.tail_fill = ob.tail_fill.max(b1);
+                        if rec {
+                            overlay(&mut ob.tail_segs, b0, b1, wid);
+                        }
                         if ob.tail_fill as u64 == ps {
                             self.flush_tail(s)?;
                         }
                     } else if let Some(v) = self.map_get(s, i) {
                         let len = leaf_parts(v).1.max(b1);
-                        self.program_data(s, i, len)?;
+                        let c = self.data_content(s, i, b0, b1);
+                        self.program_data(s, i, len, c)?;
                     } else if self.yaffs {
                         // YAFFS2 writes partial chunks at once (its tags carry the byte count).
-                        self.program_data(s, i, b1)?;
+                        let c = self.data_content(s, i, b0, b1);
+                        self.program_data(s, i, b1, c)?;
                     } else {
-                        self.start_tail(s, i, b1)?;
+                        self.start_tail(s, i, b0, b1)?;
                     }
                 }
                 self.close_stage();

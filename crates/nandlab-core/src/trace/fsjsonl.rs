@@ -725,6 +725,10 @@ pub struct FsTraceStats {
     pub preexisting_paths: u64,
     /// Largest end offset of any read or write.
     pub max_end_bytes: u64,
+    /// Sum over paths of their largest read/write end offset: the data the trace's files hold
+    /// at most (an upper bound of the live data, since deleted files count too); what
+    /// `nandlab reproduce dmm` sizes the device by (spec §5: footprint ≈ 70 % of capacity).
+    pub footprint_bytes: u64,
 }
 
 /// Read a whole file-level trace and compute [`FsTraceStats`]. Memory: one entry per path.
@@ -739,6 +743,8 @@ pub fn fs_stats(path: &Path) -> Result<FsTraceStats, TraceError> {
         named: bool,
         /// Named in a `path` field (not only as a `new_path`).
         as_path: bool,
+        /// Largest read/write end offset under this name.
+        max_end: u64,
     }
     let mut rd = FsJsonlReader::open(path)?;
     let mut st = FsTraceStats::default();
@@ -751,6 +757,7 @@ pub fn fs_stats(path: &Path) -> Result<FsTraceStats, TraceError> {
         has_data: false,
         named: false,
         as_path: false,
+        max_end: 0,
     };
     while let Some(r) = rd.next_record()? {
         st.records += 1;
@@ -786,6 +793,7 @@ pub fn fs_stats(path: &Path) -> Result<FsTraceStats, TraceError> {
         if let (FsOp::Read | FsOp::Write, Some(ps)) = (r.op, paths.get_mut(r.path)) {
             let seq = ps.prev_end == Some(r.offset_bytes);
             ps.prev_end = Some(r.offset_bytes + r.size_bytes);
+            ps.max_end = ps.max_end.max(r.offset_bytes + r.size_bytes);
             st.max_end_bytes = st.max_end_bytes.max(r.offset_bytes + r.size_bytes);
             if r.size_bytes == 0 {
                 if r.op == FsOp::Read {
@@ -818,6 +826,7 @@ pub fn fs_stats(path: &Path) -> Result<FsTraceStats, TraceError> {
         st.ops.insert(op.name(), per_op[op.index()]);
     }
     st.distinct_paths = paths.values().filter(|p| p.as_path).count() as u64;
+    st.footprint_bytes = paths.values().map(|p| p.max_end).sum();
     st.files = paths.values().filter(|p| p.has_data).count() as u64;
     let req = st.reads + st.writes;
     let pct = |a: u64, b: u64| {
