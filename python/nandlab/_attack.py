@@ -1,5 +1,6 @@
 """Robustness attack (issue 20): mutated traces and config overrides through ``nandlab run`` in
-subprocesses with an address-space cap and a timeout, each case classified.
+subprocesses with an address-space cap and a CPU-time limit (60 CPU s; 600 s of wall time for
+a case that blocks), each case classified.
 
 ``python -m nandlab._attack --traces N --configs N [--seed S] [--jobs J] [--json OUT]``
 
@@ -26,7 +27,12 @@ from typing import Any
 
 FAILURES = ("panic", "traceback", "hang", "over_memory", "abort", "other")
 CAP_BYTES = 4 << 30
+#: A case that uses this much CPU time is a hang (RLIMIT_CPU: CPU time, so a case on a
+#: machine shared with builds is not called a hang for waiting for a core).
 TIMEOUT_S = 60.0
+#: Wall-clock limit for a case that blocks without using CPU (a deadlock, a read that never
+#: returns).
+WALL_TIMEOUT_S = 600.0
 
 _HOSTILE = [
     "0", "-1", "18446744073709551615", "18446744073709551616", "9999999999999999999",
@@ -115,6 +121,8 @@ def mutate_config(rng: random.Random, keys: list[str]) -> list[str]:
 
 def _cap() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (CAP_BYTES, CAP_BYTES))
+    cpu = int(TIMEOUT_S)
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 5))
 
 
 def classify(args: list[str]) -> tuple[str, str]:
@@ -124,10 +132,12 @@ def classify(args: list[str]) -> tuple[str, str]:
         cmd = [sys.executable, "-m", "nandlab", "run", *args, "--json", str(out), "--no-progress"]
         try:
             p = subprocess.run(
-                cmd, capture_output=True, text=True, timeout=TIMEOUT_S, preexec_fn=_cap
+                cmd, capture_output=True, text=True, timeout=WALL_TIMEOUT_S, preexec_fn=_cap
             )
         except subprocess.TimeoutExpired:
             return "hang", " ".join(args)
+        if p.returncode in (-24, -9, 152):  # SIGXCPU (or SIGKILL at the hard limit)
+            return "hang", f"over {TIMEOUT_S:g} CPU s: " + " ".join(args)
         err = p.stderr.strip()
         if "panicked" in err:
             return "panic", err[-300:]
