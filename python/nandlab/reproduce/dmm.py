@@ -349,6 +349,7 @@ def dmm(
         "failed_runs": runner.failed,
         "runs": {"executed": runner.done, "cached": runner.cached, "wall_s": time.time() - t0},
     }
+    result["figures"] = [str(f) for f in figures(result, out)]
     _write(json_target, result)
     if not quiet:
         print_bench(bench)
@@ -754,6 +755,112 @@ def print_checks(checks: list[dict[str, Any]]) -> None:
         res = "n/a (a run failed)" if c["pass"] is None else ("pass" if c["pass"] else "FAIL")
         t.add_row(c["check"], res, c["detail"])
     out_console.print(t)
+
+
+def figures(result: dict[str, Any], out: Path) -> list[Path]:
+    """Fig. 39-45 as PNG + SVG in ``out`` (normalised to OBFS / the extent tree / no cache as
+    the thesis's figures are)."""
+    from nandlab.figures import grouped_bars, sweep_lines
+
+    paths: list[Path] = []
+    bench = result["bench"]
+    for fig, patterns, cmd in (
+        ("fig39", ("seq_write", "rand_write"), "write"),
+        ("fig40", ("seq_read", "rand_read"), "read"),
+    ):
+        data = {
+            f"{r['pattern']} {_size(r['request_bytes'])}": {}
+            for r in bench["rows"]
+            if r["pattern"] in patterns
+        }
+        for r in bench["rows"]:
+            if r["pattern"] in patterns:
+                data[f"{r['pattern']} {_size(r['request_bytes'])}"][r["design"]] = r["response_ms"]
+        paths += grouped_bars(
+            {f"DMMbench {cmd} response (ms)": data},
+            ["obfs", "dmm"],
+            out / fig,
+            scheme_labels={"obfs": "OBFS", "dmm": "DMM"},
+            ylabel="ms",
+            title=f"Fig. {fig[3:]}: DMMbench {cmd}s",
+            average=False,
+        )
+    ch = {
+        f"32 KiB sequential {k} (ms)": {
+            "OBFS": [
+                (x["channels"], x["response_ms"]) for x in bench["channels"] if k in x["pattern"]
+            ]
+        }
+        for k in ("write", "read")
+    }
+    paths += sweep_lines(
+        ch, out / "fig41", xlabel="channels (1 die each)", ylabel="ms", title="Fig. 41: channels"
+    )
+    tr = result["trace_results"]
+    if not tr:
+        return paths
+
+    def per_trace(keys: Sequence[str], metric: str) -> dict[str, dict[str, Any]]:
+        return {n: {k: t["runs"][k][metric] for k in keys} for n, t in tr.items()}
+
+    paths += grouped_bars(
+        {
+            "page writes": per_trace(("obfs", "yaffs2", "dmm"), "page_writes"),
+            "mean write response": per_trace(("obfs", "yaffs2", "dmm"), "write_response_ms"),
+            "erases": per_trace(("obfs", "yaffs2", "dmm"), "erases"),
+        },
+        ["obfs", "yaffs2", "dmm"],
+        out / "fig45",
+        reference="obfs",
+        scheme_labels={"obfs": "OBFS", "yaffs2": "YAFFS2-like", "dmm": "DMM"},
+        ylabel="normalised to OBFS",
+        title="Fig. 45: DMM vs YAFFS2-like vs OBFS",
+    )
+    paths += grouped_bars(
+        {
+            "page writes": per_trace(("extent_1m", "virtual_1m"), "page_writes"),
+            "index writes": per_trace(("extent_1m", "virtual_1m"), "index_writes"),
+            "erases": per_trace(("extent_1m", "virtual_1m"), "erases"),
+        },
+        ["extent_1m", "virtual_1m"],
+        out / "fig43",
+        reference="extent_1m",
+        scheme_labels={"extent_1m": "extent tree", "virtual_1m": "virtual tree"},
+        ylabel="normalised to the extent tree",
+        title="Fig. 43: virtual vs extent B+ tree (1 MiB GC table)",
+    )
+
+    def sweep(prefix: str, metric: str, ref: str | None) -> dict[str, list[Any]]:
+        lines: dict[str, list[Any]] = {}
+        for n, t in tr.items():
+            base = t["runs"][ref][metric] if ref else 1
+            pts = []
+            for k, r in t["runs"].items():
+                if k.startswith(prefix) and r[metric] is not None and base:
+                    pts.append((int(k.split("_")[1]) // KIB, r[metric] / base))
+            lines[n] = pts
+        return lines
+
+    paths += sweep_lines(
+        {
+            "page writes ÷ no MLGC": sweep("mlgc_", "page_writes", "obfs"),
+            "onode writes ÷ no MLGC": sweep("mlgc_", "onode_writes", "obfs"),
+        },
+        out / "fig42",
+        xlabel="byte-level GC table (KiB)",
+        title="Fig. 42: MLGC",
+    )
+    paths += sweep_lines(
+        {
+            "page writes ÷ no cache": sweep("dc_", "page_writes", "virtual_1m"),
+            "index writes ÷ no cache": sweep("dc_", "index_writes", "virtual_1m"),
+            "hit rate": sweep("dc_", "hit_rate", None),
+        },
+        out / "fig44",
+        xlabel="diff cache (KiB)",
+        title="Fig. 44: diff cache (virtual tree, 1 MiB GC table)",
+    )
+    return paths
 
 
 __all__ = ["THESIS_HEADLINE", "TRACE_PATTERNS", "blocks_for", "dmm", "find_traces"]
