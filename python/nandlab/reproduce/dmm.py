@@ -499,14 +499,14 @@ def print_bench(bench: dict[str, Any]) -> None:
             fmt_num(r["erases"]),
         )
     out_console.print(t)
-    c = Table(title="Fig. 41: channels (1 die each), 32 KiB sequential, OBFS")
+    ct = Table(title="Fig. 41: channels (1 die each), 32 KiB sequential, OBFS")
     for col in ("channels", "pages/block", "write (ms)", "read (ms)"):
-        c.add_column(col, justify="right")
+        ct.add_column(col, justify="right")
     for ch, ppb in CHANNELS:
         w = next(x for x in bench["channels"] if x["channels"] == ch and "write" in x["pattern"])
-        r = next(x for x in bench["channels"] if x["channels"] == ch and "read" in x["pattern"])
-        c.add_row(str(ch), str(ppb), fmt_num(w["response_ms"]), fmt_num(r["response_ms"]))
-    out_console.print(c)
+        rd = next(x for x in bench["channels"] if x["channels"] == ch and "read" in x["pattern"])
+        ct.add_row(str(ch), str(ppb), fmt_num(w["response_ms"]), fmt_num(rd["response_ms"]))
+    out_console.print(ct)
 
 
 # --------------------------------------------------------------------------- traces
@@ -768,7 +768,7 @@ def figures(result: dict[str, Any], out: Path) -> list[Path]:
         ("fig39", ("seq_write", "rand_write"), "write"),
         ("fig40", ("seq_read", "rand_read"), "read"),
     ):
-        data = {
+        data: dict[str, dict[str, Any]] = {
             f"{r['pattern']} {_size(r['request_bytes'])}": {}
             for r in bench["rows"]
             if r["pattern"] in patterns
