@@ -127,6 +127,7 @@
 pub mod bench;
 pub mod command;
 pub mod config;
+pub mod crash;
 pub mod device;
 pub mod objfs;
 pub mod replay;
@@ -134,5 +135,6 @@ pub mod tree;
 
 pub use command::{ObjectId, OsdCommand, OsdOp};
 pub use config::{Design, OsdConfig};
+pub use crash::{crash_test, CrashReport, Variant};
 pub use device::{Device, OsdError};
 pub use replay::{replay, run, OsdReport, RunOpts};
