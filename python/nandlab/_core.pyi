@@ -77,3 +77,16 @@ def osd_bench(
     total_bytes: int,
     file_bytes: int = 0,
 ) -> str: ...
+def osd_crash_test(
+    config_toml: str,
+    config_path: str | None,
+    overrides: list[str],
+    trace_path: str | None,
+    max_commands: int,
+    pattern: str,
+    request_bytes: int,
+    total_bytes: int,
+    cuts: int,
+    seed: int,
+    variant: str,
+) -> str: ...

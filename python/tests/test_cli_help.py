@@ -33,6 +33,7 @@ COMMANDS = [
     ["dpa", "analyze"],
     ["osd"],
     ["osd", "run"],
+    ["osd", "crash-test"],
     ["osd", "stats"],
 ]
 

@@ -156,3 +156,19 @@ def test_cli_bench(tmp_path: Path) -> None:
     assert res.returncode == 2 and "seq_write" in res.stderr
     res = run_cli("osd", "run")
     assert res.returncode == 2 and "exactly one" in res.stderr
+
+
+def test_crash_test_full_and_broken() -> None:
+    rep = osd.crash_test("dmm", bench=("rand_write", 4096, 256 << 10), cuts=20, seed=3)
+    assert rep["cuts"] == 20 and rep["failures"] == 0, rep.get("failure_examples")
+    assert rep["variant_name"] == "full"
+    with pytest.raises(nandlab.ConfigError, match="variant"):
+        osd.crash_test("dmm", cuts=1, variant="sloppy")
+
+
+def test_crash_test_cli_on_a_trace(tiny: Path) -> None:
+    res = run_cli("osd", "crash-test", "-c", "obfs", "--trace", tiny, "--cuts", "10", "--json", "-")
+    assert res.returncode == 0, res.stderr
+    rep = json.loads(res.stdout)
+    assert rep["cuts"] == 10 and rep["failures"] == 0
+    assert rep["objfs"]["preconditioned_objects"] == 1

@@ -46,6 +46,8 @@ def test_quick_reproduction(tmp_path: Path) -> None:
     assert 0.6 < pg["fill"] <= 0.70
     assert pg["runs"]["obfs"]["commands"] == 20_000
     assert set(r["headline"]["per_trace"]) >= {"pgbench_rw_fs", "devtree_fs"}
+    for fig in ("fig39", "fig40", "fig41", "fig42", "fig43", "fig44", "fig45"):
+        assert (out / f"{fig}.png").is_file(), fig
     names = {c["check"] for c in r["checks"]}
     assert "write response falls 4 -> 8 -> 16 channels (F41)" in names
     # a second run takes every report from the cache

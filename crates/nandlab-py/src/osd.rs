@@ -61,9 +61,49 @@ fn fs_trace_stats(py: Python<'_>, path: PathBuf) -> PyResult<String> {
     })
 }
 
+/// Power-cut test: `cuts` seeded cuts over the commands of the file-level trace `trace_path`
+/// (preconditioning plus the first `max_commands`) or, when `trace_path` is `None`, of DMMbench
+/// (`pattern`, `request_bytes`, `total_bytes`); recovery `variant` = full / no_capacitor /
+/// no_rollback / no_reapply. Returns the crash report as JSON.
+#[pyfunction]
+#[pyo3(signature = (config_toml, config_path, overrides, trace_path, max_commands, pattern, request_bytes, total_bytes, cuts, seed, variant))]
+#[allow(clippy::too_many_arguments)]
+fn osd_crash_test(
+    py: Python<'_>,
+    config_toml: String,
+    config_path: Option<PathBuf>,
+    overrides: Vec<String>,
+    trace_path: Option<PathBuf>,
+    max_commands: u64,
+    pattern: String,
+    request_bytes: u64,
+    total_bytes: u64,
+    cuts: u32,
+    seed: u64,
+    variant: String,
+) -> PyResult<String> {
+    call_core(py, "osd_crash_test", || {
+        let cfg = api::osd_config(&config_toml, config_path.as_deref(), &overrides)?;
+        let v = match &trace_path {
+            Some(t) => api::osd_crash_test_trace(&cfg, t, max_commands, cuts, seed, &variant)?,
+            None => api::osd_crash_test_bench(
+                &cfg,
+                &pattern,
+                request_bytes,
+                total_bytes,
+                cuts,
+                seed,
+                &variant,
+            )?,
+        };
+        Ok(v.to_string())
+    })
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(osd_run, m)?)?;
     m.add_function(wrap_pyfunction!(fs_trace_stats, m)?)?;
     m.add_function(wrap_pyfunction!(osd_bench, m)?)?;
+    m.add_function(wrap_pyfunction!(osd_crash_test, m)?)?;
     Ok(())
 }

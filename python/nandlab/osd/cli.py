@@ -271,6 +271,126 @@ def _bench_spec(spec: str) -> tuple[str, int, int]:
     return parts[0], req, total
 
 
+@osd.command("crash-test")
+@click.option(
+    "--config",
+    "-c",
+    "config",
+    default="dmm",
+    show_default=True,
+    metavar="dmm|obfs|FILE",
+    help=_CONFIG_HELP,
+)
+@click.option(
+    "--trace",
+    "-t",
+    "trace",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Cut a file-level trace's commands (its preconditioning + the first --max-commands).",
+)
+@click.option(
+    "--max-commands",
+    type=click.IntRange(min=0),
+    default=2000,
+    show_default=True,
+    help="With --trace: measured commands replayed per cut (0 = all).",
+)
+@click.option(
+    "--bench",
+    "bench",
+    default="rand_write:4KiB:1MiB",
+    show_default=True,
+    metavar="PATTERN[:REQUEST[:TOTAL]]",
+    help="Without --trace: the DMMbench workload.",
+)
+@click.option(
+    "--cuts",
+    type=click.IntRange(min=1),
+    default=100,
+    show_default=True,
+    help="Seeded power cuts (uniform over the flash operations).",
+)
+@click.option("--seed", type=int, default=1, show_default=True, help="Seed of the cut points.")
+@click.option(
+    "--variant",
+    type=click.Choice(list(_osd.CRASH_VARIANTS)),
+    default="full",
+    show_default=True,
+    help="Recovery as designed, or a broken one that the test must catch.",
+)
+@click.option(
+    "--set", "sets", multiple=True, metavar="KEY=VALUE", help="Override a config key; repeatable."
+)
+@click.option(
+    "--json",
+    "json_out",
+    metavar="OUT",
+    default=None,
+    help="Also write the report as JSON to OUT ('-' for stdout).",
+)
+def osd_crash_test(
+    config: str,
+    trace: Path | None,
+    max_commands: int,
+    bench: str,
+    cuts: int,
+    seed: int,
+    variant: str,
+    sets: tuple[str, ...],
+    json_out: str | None,
+) -> None:
+    """Cut the power at N seeded points (mid-program, mid-erase, during GC, MLGC and
+    diff-cache eviction, and inside recovery), recover, and compare every object with the
+    acknowledged writes; exit status 1 if any cut lost data."""
+    from nandlab.cli import _interruptible, _require_file, _write_json
+
+    overrides = [cli_override(s) for s in sets]
+    if trace is not None:
+        _require_file(trace, "trace file")
+    spec = _bench_spec(bench)
+    rep = _interruptible(
+        lambda: _osd.crash_test(
+            config,
+            trace=trace,
+            max_commands=max_commands,
+            bench=spec,
+            cuts=cuts,
+            seed=seed,
+            variant=variant,
+            overrides=overrides,
+        )
+    )
+    _write_json(json_out, rep)
+    if json_out != "-":
+        t = Table(title=f"power-cut test: {variant}", show_header=False)
+        t.add_column("")
+        t.add_column("", justify="right")
+        t.add_row("commands", _num(rep.get("commands")))
+        t.add_row("flash operations (cut range)", _num(rep.get("flash_ops")))
+        t.add_row("cuts", _num(rep.get("cuts")))
+        t.add_row("cuts that lost acknowledged data", _num(rep.get("failures")))
+        t.add_row("second cuts inside recovery", _num(rep.get("recovery_cuts")))
+        t.add_row("  ... with a different result", _num(rep.get("recovery_cut_mismatches")))
+        t.add_row("capacitor flush, most pages", _num(rep.get("backup_pages_max")))
+        t.add_row("  ... over the budget", _num(rep.get("backup_over_budget")))
+        t.add_row("objects in IC_OBJ (mean)", _num(rep.get("ic_objects_mean")))
+        t.add_row("data pages re-applied (mean)", _num(rep.get("reapplied_pages_mean")))
+        t.add_row("recovery time (s, mean estimate)", _num(rep.get("recovery_time_s_mean")))
+        fs = rep.get("objfs")
+        if fs:
+            t.add_row(
+                "host-cache data a cut can lose (peak)", _bytes(fs.get("host_dirty_peak_bytes"))
+            )
+        by = rep.get("cuts_by_op", {})
+        t.add_row("cuts by operation", ", ".join(f"{k} {v}" for k, v in sorted(by.items())))
+        _out.print(t)
+        for ex in rep.get("failure_examples", []):
+            _out.print(f"failure: {ex}")
+    if rep.get("failures"):
+        raise click.exceptions.Exit(1)
+
+
 _STATS_ROWS = (
     ("records", "records"),
     ("distinct_paths", "distinct paths"),

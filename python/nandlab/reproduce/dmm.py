@@ -42,7 +42,9 @@ import click
 from rich.table import Table
 
 from nandlab import osd as _osd
+from nandlab._core import SimError
 from nandlab.reproduce.common import (
+    EXIT_CHECK_FAILED,
     EXIT_USER_ERROR,
     RESULT_FILE,
     fmt_num,
@@ -167,6 +169,7 @@ class Runner:
         self.progress = progress
         self.done = 0
         self.cached = 0
+        self.failed: list[str] = []
 
     def _key(self, what: dict[str, Any]) -> Path:
         h = hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()
@@ -180,18 +183,26 @@ class Runner:
             return rep
         t0 = time.time()
         ov = dict(what["overrides"])
-        if what["kind"] == "trace":
-            rep = _osd.run(
-                what["preset"], what["trace"], overrides=ov, max_commands=what["max_commands"]
-            )
-        else:
-            rep = _osd.bench(
-                what["preset"],
-                what["pattern"],
-                what["request_bytes"],
-                what["total_bytes"],
-                overrides=ov,
-            )
+        try:
+            if what["kind"] == "trace":
+                rep = _osd.run(
+                    what["preset"], what["trace"], overrides=ov, max_commands=what["max_commands"]
+                )
+            else:
+                rep = _osd.bench(
+                    what["preset"],
+                    what["pattern"],
+                    what["request_bytes"],
+                    what["total_bytes"],
+                    overrides=ov,
+                )
+        except SimError as e:
+            # a failed run is reported (and not cached: a fixed device reruns it)
+            msg = " ".join(str(e).split())
+            self.failed.append(f"{what.get('label', '')}: {msg}")
+            if self.progress:
+                click.echo(f"  {what.get('label', '')} FAILED: {msg}", err=True)
+            return {"error": msg}
         tmp = p.with_suffix(".tmp")
         tmp.write_text(json.dumps(rep))
         tmp.replace(p)
@@ -222,11 +233,15 @@ def blocks_for(footprint: int) -> int:
 
 
 def _resp(rep: dict[str, Any], cmd: str) -> float | None:
+    if "error" in rep:
+        return None
     r = rep.get("response", {}).get(cmd)
     return r["mean_us"] / 1000 if r and r.get("count") else None
 
 
-def _pw(rep: dict[str, Any], ty: str | None = None, src: str = "total") -> int:
+def _pw(rep: dict[str, Any], ty: str | None = None, src: str = "total") -> int | None:
+    if "error" in rep:
+        return None
     pw = rep["page_writes"]
     if ty is None:
         return (
@@ -331,8 +346,10 @@ def dmm(
         "headline": headline,
         "thesis_headline": THESIS_HEADLINE,
         "checks": checks,
+        "failed_runs": runner.failed,
         "runs": {"executed": runner.done, "cached": runner.cached, "wall_s": time.time() - t0},
     }
+    result["figures"] = [str(f) for f in figures(result, out)]
     _write(json_target, result)
     if not quiet:
         print_bench(bench)
@@ -349,6 +366,10 @@ def dmm(
             f"{runner.done} runs executed, {runner.cached} from the cache in {out / 'runs'}; "
             f"{time.time() - t0:.1f} s; result in {json_target}"
         )
+    if runner.failed:
+        for f in runner.failed:
+            click.secho(f"run failed: {f}", fg="red", err=True)
+        raise click.exceptions.Exit(EXIT_CHECK_FAILED)
     if not found and traces:
         raise click.exceptions.Exit(EXIT_USER_ERROR)
 
@@ -396,8 +417,9 @@ def run_bench(runner: Runner, quick: bool) -> dict[str, Any]:
                     "index_writes": _pw(rep, "index"),
                     "onode_writes": _pw(rep, "onode"),
                     "gc_writes": _pw(rep, None, "gc"),
-                    "erases": rep["erases"]["total"],
+                    "erases": rep.get("erases", {}).get("total"),
                     "commands_per_s": rep.get("commands_per_s"),
+                    "error": rep.get("error"),
                 }
             )
     chans = []
@@ -477,14 +499,14 @@ def print_bench(bench: dict[str, Any]) -> None:
             fmt_num(r["erases"]),
         )
     out_console.print(t)
-    c = Table(title="Fig. 41: channels (1 die each), 32 KiB sequential, OBFS")
+    ct = Table(title="Fig. 41: channels (1 die each), 32 KiB sequential, OBFS")
     for col in ("channels", "pages/block", "write (ms)", "read (ms)"):
-        c.add_column(col, justify="right")
+        ct.add_column(col, justify="right")
     for ch, ppb in CHANNELS:
         w = next(x for x in bench["channels"] if x["channels"] == ch and "write" in x["pattern"])
-        r = next(x for x in bench["channels"] if x["channels"] == ch and "read" in x["pattern"])
-        c.add_row(str(ch), str(ppb), fmt_num(w["response_ms"]), fmt_num(r["response_ms"]))
-    out_console.print(c)
+        rd = next(x for x in bench["channels"] if x["channels"] == ch and "read" in x["pattern"])
+        ct.add_row(str(ch), str(ppb), fmt_num(w["response_ms"]), fmt_num(rd["response_ms"]))
+    out_console.print(ct)
 
 
 # --------------------------------------------------------------------------- traces
@@ -516,13 +538,14 @@ def run_trace(runner: Runner, name: str, path: Path, quick: bool) -> dict[str, A
             "index_writes": _pw(rep, "index"),
             "onode_writes": _pw(rep, "onode"),
             "gc_writes": _pw(rep, None, "gc"),
-            "erases": rep["erases"]["total"],
+            "erases": rep.get("erases", {}).get("total"),
             "write_response_ms": _resp(rep, "write"),
             "all_response_ms": _resp(rep, "all"),
-            "hit_rate": rep["diff_cache"].get("hit_rate"),
-            "commands": rep["commands"],
+            "hit_rate": rep.get("diff_cache", {}).get("hit_rate"),
+            "commands": rep.get("commands"),
             "dram": rep.get("dram"),
             "objfs": rep.get("objfs"),
+            "error": rep.get("error"),
         }
     return {
         "file": str(path),
@@ -577,7 +600,7 @@ def print_trace(name: str, tr: dict[str, Any]) -> None:
         for k in keys:
             r = tr["runs"][k]
             t.add_row(
-                f"{fig}: {r['label']}",
+                f"{fig}: {r['label']}" + (" (run FAILED)" if r.get("error") else ""),
                 fmt_num(r["page_writes"]),
                 fmt_num(r["data_writes"]),
                 fmt_num(r["index_writes"]),
@@ -603,7 +626,9 @@ def headline_rows(trace_res: dict[str, Any]) -> dict[str, Any]:
             "page_writes_vs_yaffs2": _change(d["page_writes"], y["page_writes"]),
             # endurance read as the erase-count ratio (spec §4, F45 inference); None when DMM
             # erased nothing
-            "endurance_vs_obfs": (o["erases"] / d["erases"] - 1.0) if d["erases"] else None,
+            "endurance_vs_obfs": (
+                o["erases"] / d["erases"] - 1.0 if d["erases"] and o["erases"] is not None else None
+            ),
         }
     keys = (
         "page_writes_vs_obfs",
@@ -647,8 +672,8 @@ def direction_checks(bench: dict[str, Any], trace_res: dict[str, Any]) -> list[d
     """The spec's checks (dmm.md §7.4-7.5) that our runs can answer, each pass or fail."""
     out: list[dict[str, Any]] = []
 
-    def add(name: str, ok: bool, detail: str) -> None:
-        out.append({"check": name, "pass": bool(ok), "detail": detail})
+    def add(name: str, ok: bool | None, detail: str) -> None:
+        out.append({"check": name, "pass": ok, "detail": detail})
 
     w = {
         ch: x["response_ms"]
@@ -667,42 +692,56 @@ def direction_checks(bench: dict[str, Any], trace_res: dict[str, Any]) -> list[d
         all(r["gc_writes"] == 0 for r in sw),
         ", ".join(f"{r['design']} {_size(r['request_bytes'])}: {r['gc_writes']}" for r in sw),
     )
+
+    def cmp(a: Any, b: Any, strict: bool) -> bool | None:
+        if a is None or b is None:
+            return None  # a run failed: the check cannot be answered
+        return bool(a < b) if strict else bool(a <= b)
+
+    def chain(xs: list[Any], rising: bool) -> bool | None:
+        if any(x is None for x in xs):
+            return None
+        pairs = list(zip(xs, xs[1:], strict=False))
+        return all((a <= b + 1e-12) if rising else (a >= b) for a, b in pairs)
+
     for name, tr in trace_res.items():
         r = tr["runs"]
+        d, o = r["dmm"], r["obfs"]
         add(
             f"{name}: DMM < OBFS in page writes",
-            r["dmm"]["page_writes"] < r["obfs"]["page_writes"],
-            f"{r['dmm']['page_writes']:,} vs {r['obfs']['page_writes']:,}",
+            cmp(d["page_writes"], o["page_writes"], True),
+            f"{fmt_num(d['page_writes'])} vs {fmt_num(o['page_writes'])}",
         )
-        dw, ow = r["dmm"]["write_response_ms"], r["obfs"]["write_response_ms"]
+        dw, ow = d["write_response_ms"], o["write_response_ms"]
         add(
             f"{name}: DMM < OBFS in mean write response",
-            dw is not None and ow is not None and dw < ow,
+            cmp(dw, ow, True),
             f"{fmt_num(dw)} vs {fmt_num(ow)} ms",
         )
         big = max((k for k in r if k.startswith("mlgc_")), key=lambda k: int(k.split("_")[1]))
         add(
             f"{name}: MLGC at the largest table < no MLGC in onode writes",
-            r[big]["onode_writes"] < r["obfs"]["onode_writes"],
-            f"{r[big]['onode_writes']:,} vs {r['obfs']['onode_writes']:,}",
+            cmp(r[big]["onode_writes"], o["onode_writes"], True),
+            f"{fmt_num(r[big]['onode_writes'])} vs {fmt_num(o['onode_writes'])}",
         )
+        v, e = r["virtual_1m"]["index_writes"], r["extent_1m"]["index_writes"]
         add(
             f"{name}: virtual tree never more index writes than the extent tree",
-            r["virtual_1m"]["index_writes"] <= r["extent_1m"]["index_writes"],
-            f"{r['virtual_1m']['index_writes']:,} vs {r['extent_1m']['index_writes']:,}",
+            cmp(v, e, False),
+            f"{fmt_num(v)} vs {fmt_num(e)}",
         )
         dcs = sorted((k for k in r if k.startswith("dc_")), key=lambda k: int(k.split("_")[1]))
         idx = [r[k]["index_writes"] for k in dcs]
-        hits = [r[k]["hit_rate"] or 0.0 for k in dcs]
+        hits = [None if r[k].get("error") else (r[k]["hit_rate"] or 0.0) for k in dcs]
         add(
             f"{name}: index writes do not rise with the diff cache",
-            all(a >= b for a, b in zip(idx, idx[1:], strict=False)),
-            " >= ".join(map(str, idx)),
+            chain(idx, rising=False),
+            " >= ".join(fmt_num(x) for x in idx),
         )
         add(
             f"{name}: hit rate does not fall with the diff cache",
-            all(a <= b + 1e-12 for a, b in zip(hits, hits[1:], strict=False)),
-            " <= ".join(f"{h:.3f}" for h in hits),
+            chain(hits, rising=True),
+            " <= ".join(fmt_num(h) for h in hits),
         )
     return out
 
@@ -713,8 +752,115 @@ def print_checks(checks: list[dict[str, Any]]) -> None:
     t.add_column("result")
     t.add_column("values")
     for c in checks:
-        t.add_row(c["check"], "pass" if c["pass"] else "FAIL", c["detail"])
+        res = "n/a (a run failed)" if c["pass"] is None else ("pass" if c["pass"] else "FAIL")
+        t.add_row(c["check"], res, c["detail"])
     out_console.print(t)
+
+
+def figures(result: dict[str, Any], out: Path) -> list[Path]:
+    """Fig. 39-45 as PNG + SVG in ``out`` (normalised to OBFS / the extent tree / no cache as
+    the thesis's figures are)."""
+    from nandlab.figures import grouped_bars, sweep_lines
+
+    paths: list[Path] = []
+    bench = result["bench"]
+    for fig, patterns, cmd in (
+        ("fig39", ("seq_write", "rand_write"), "write"),
+        ("fig40", ("seq_read", "rand_read"), "read"),
+    ):
+        data: dict[str, dict[str, Any]] = {
+            f"{r['pattern']} {_size(r['request_bytes'])}": {}
+            for r in bench["rows"]
+            if r["pattern"] in patterns
+        }
+        for r in bench["rows"]:
+            if r["pattern"] in patterns:
+                data[f"{r['pattern']} {_size(r['request_bytes'])}"][r["design"]] = r["response_ms"]
+        paths += grouped_bars(
+            {f"DMMbench {cmd} response (ms)": data},
+            ["obfs", "dmm"],
+            out / fig,
+            scheme_labels={"obfs": "OBFS", "dmm": "DMM"},
+            ylabel="ms",
+            title=f"Fig. {fig[3:]}: DMMbench {cmd}s",
+            average=False,
+        )
+    ch = {
+        f"32 KiB sequential {k} (ms)": {
+            "OBFS": [
+                (x["channels"], x["response_ms"]) for x in bench["channels"] if k in x["pattern"]
+            ]
+        }
+        for k in ("write", "read")
+    }
+    paths += sweep_lines(
+        ch, out / "fig41", xlabel="channels (1 die each)", ylabel="ms", title="Fig. 41: channels"
+    )
+    tr = result["trace_results"]
+    if not tr:
+        return paths
+
+    def per_trace(keys: Sequence[str], metric: str) -> dict[str, dict[str, Any]]:
+        return {n: {k: t["runs"][k][metric] for k in keys} for n, t in tr.items()}
+
+    paths += grouped_bars(
+        {
+            "page writes": per_trace(("obfs", "yaffs2", "dmm"), "page_writes"),
+            "mean write response": per_trace(("obfs", "yaffs2", "dmm"), "write_response_ms"),
+            "erases": per_trace(("obfs", "yaffs2", "dmm"), "erases"),
+        },
+        ["obfs", "yaffs2", "dmm"],
+        out / "fig45",
+        reference="obfs",
+        scheme_labels={"obfs": "OBFS", "yaffs2": "YAFFS2-like", "dmm": "DMM"},
+        ylabel="normalised to OBFS",
+        title="Fig. 45: DMM vs YAFFS2-like vs OBFS",
+    )
+    paths += grouped_bars(
+        {
+            "page writes": per_trace(("extent_1m", "virtual_1m"), "page_writes"),
+            "index writes": per_trace(("extent_1m", "virtual_1m"), "index_writes"),
+            "erases": per_trace(("extent_1m", "virtual_1m"), "erases"),
+        },
+        ["extent_1m", "virtual_1m"],
+        out / "fig43",
+        reference="extent_1m",
+        scheme_labels={"extent_1m": "extent tree", "virtual_1m": "virtual tree"},
+        ylabel="normalised to the extent tree",
+        title="Fig. 43: virtual vs extent B+ tree (1 MiB GC table)",
+    )
+
+    def sweep(prefix: str, metric: str, ref: str | None) -> dict[str, list[Any]]:
+        lines: dict[str, list[Any]] = {}
+        for n, t in tr.items():
+            base = t["runs"][ref][metric] if ref else 1
+            pts = []
+            for k, r in t["runs"].items():
+                if k.startswith(prefix) and r[metric] is not None and base:
+                    pts.append((int(k.split("_")[1]) // KIB, r[metric] / base))
+            lines[n] = pts
+        return lines
+
+    paths += sweep_lines(
+        {
+            "page writes ÷ no MLGC": sweep("mlgc_", "page_writes", "obfs"),
+            "onode writes ÷ no MLGC": sweep("mlgc_", "onode_writes", "obfs"),
+        },
+        out / "fig42",
+        xlabel="byte-level GC table (KiB)",
+        title="Fig. 42: MLGC",
+    )
+    paths += sweep_lines(
+        {
+            "page writes ÷ no cache": sweep("dc_", "page_writes", "virtual_1m"),
+            "index writes ÷ no cache": sweep("dc_", "index_writes", "virtual_1m"),
+            "hit rate": sweep("dc_", "hit_rate", None),
+        },
+        out / "fig44",
+        xlabel="diff cache (KiB)",
+        title="Fig. 44: diff cache (virtual tree, 1 MiB GC table)",
+    )
+    return paths
 
 
 __all__ = ["THESIS_HEADLINE", "TRACE_PATTERNS", "blocks_for", "dmm", "find_traces"]

@@ -315,3 +315,142 @@ pub fn fs_trace_stats(path: &Path) -> Result<Value, NandlabError> {
     }
     Ok(v)
 }
+
+/// The recovery variant named `name`: `full`, or a deliberately broken one (`no_capacitor`,
+/// `no_rollback`, `no_reapply`: the negative controls of spec §7 item 6).
+///
+/// # Errors
+/// [`NandlabError::Config`] naming the allowed names.
+pub fn crash_variant(name: &str) -> Result<crate::osd::Variant, NandlabError> {
+    let full = crate::osd::Variant::FULL;
+    Ok(match name {
+        "full" => full,
+        "no_capacitor" => crate::osd::Variant {
+            capacitor: false,
+            ..full
+        },
+        "no_rollback" => crate::osd::Variant {
+            rollback: false,
+            ..full
+        },
+        "no_reapply" => crate::osd::Variant {
+            reapply: false,
+            ..full
+        },
+        other => {
+            return Err(NandlabError::Config(crate::config::ConfigError::Invalid {
+                key: "crash.variant".into(),
+                value: format!("{other:?}"),
+                msg: "use full, no_capacitor, no_rollback or no_reapply".into(),
+            }))
+        }
+    })
+}
+
+fn crash_json(
+    rep: &crate::osd::CrashReport,
+    variant: &str,
+    wall_s: f64,
+) -> Result<Value, NandlabError> {
+    let mut v = serde_json::to_value(rep)
+        .map_err(|e| NandlabError::Sim(format!("cannot serialise the crash report: {e}")))?;
+    if let Value::Object(m) = &mut v {
+        m.insert("variant_name".into(), json!(variant));
+        m.insert("wall_s".into(), json!(wall_s));
+    }
+    Ok(v)
+}
+
+/// Power-cut test ([`crate::osd::crash_test`]) on the file-level trace `trace`: the
+/// preconditioning commands and the first `max_commands` measured ones (0 = all: the whole
+/// trace is held in memory, so use a prefix), `cuts` seeded cuts, recovery `variant`
+/// ([`crash_variant`]). The report gets `objfs` (the host layer's counters over the prefix:
+/// `host_dirty_peak_bytes` is the most host-cache data a cut could lose above the device) and
+/// `trace`.
+///
+/// # Errors
+/// As [`osd_run_trace`]; [`NandlabError::Config`] for an unknown variant.
+pub fn osd_crash_test_trace(
+    cfg: &Config,
+    trace: &Path,
+    max_commands: u64,
+    cuts: u32,
+    seed: u64,
+    variant: &str,
+) -> Result<Value, NandlabError> {
+    let t0 = Instant::now();
+    let v = crash_variant(variant)?;
+    let mut src = ObjfsSource::open(trace, &cfg.objfs)?;
+    let mut cmds = Vec::new();
+    let mut measured = 0u64;
+    while let Some(c) = src.next_command()? {
+        if !c.precondition {
+            if max_commands > 0 && measured == max_commands {
+                break;
+            }
+            measured += 1;
+        }
+        cmds.push(c);
+    }
+    let rep = crate::osd::crash_test(cfg, &cmds, cuts, seed, v)?;
+    let mut out = crash_json(&rep, variant, t0.elapsed().as_secs_f64())?;
+    if let Value::Object(m) = &mut out {
+        m.insert(
+            "objfs".into(),
+            serde_json::to_value(src.objfs().counters())
+                .map_err(|e| NandlabError::Sim(format!("cannot serialise objfs counters: {e}")))?,
+        );
+        m.insert(
+            "trace".into(),
+            json!({"file": trace.display().to_string(), "records": src.reader().counters().records,
+                   "measured_commands": measured}),
+        );
+    }
+    Ok(out)
+}
+
+/// Power-cut test on DMMbench (`pattern`, `request_bytes`, `total_bytes` as
+/// [`osd_run_bench`]).
+///
+/// # Errors
+/// As [`osd_run_bench`]; [`NandlabError::Config`] for an unknown variant.
+pub fn osd_crash_test_bench(
+    cfg: &Config,
+    pattern: &str,
+    request_bytes: u64,
+    total_bytes: u64,
+    cuts: u32,
+    seed: u64,
+    variant: &str,
+) -> Result<Value, NandlabError> {
+    use crate::osd::bench::{DmmBench, Pattern};
+    let t0 = Instant::now();
+    let v = crash_variant(variant)?;
+    let pat = Pattern::parse(pattern).ok_or_else(|| {
+        NandlabError::Config(crate::config::ConfigError::Invalid {
+            key: "bench.pattern".into(),
+            value: format!("{pattern:?}"),
+            msg: "unknown DMMbench pattern (use seq_write, seq_read, rand_write or rand_read)"
+                .into(),
+        })
+    })?;
+    if request_bytes == 0 || total_bytes < request_bytes {
+        return Err(NandlabError::Config(crate::config::ConfigError::Invalid {
+            key: "bench.total_bytes".into(),
+            value: total_bytes.to_string(),
+            msg: format!("must be at least one request of ≥ 1 byte (request {request_bytes} B)"),
+        }));
+    }
+    let cmds: Vec<OsdCommand> = DmmBench::new(pat, request_bytes, total_bytes, cfg.seed)
+        .commands()
+        .collect();
+    let rep = crate::osd::crash_test(cfg, &cmds, cuts, seed, v)?;
+    let mut out = crash_json(&rep, variant, t0.elapsed().as_secs_f64())?;
+    if let Value::Object(m) = &mut out {
+        m.insert(
+            "bench".into(),
+            json!({"pattern": pat.name(), "request_bytes": request_bytes, "total_bytes": total_bytes}),
+        );
+    }
+    Ok(out)
+}

@@ -149,6 +149,111 @@ pub fn overlay(segs: &mut Vec<(u32, u32, u64)>, a: u32, b: u32, wid: u64) {
     *segs = out;
 }
 
+/// `segs` cut to `[0, len)`.
+pub fn clip(segs: &[(u32, u32, u64)], len: u32) -> Vec<(u32, u32, u64)> {
+    segs.iter()
+        .filter(|s| s.0 < len)
+        .map(|&(a, b, w)| (a, b.min(len), w))
+        .collect()
+}
+
+/// What the capacitor-backed flush wrote.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct BackupStats {
+    /// Pages programmed (tail buffers and backup records).
+    pub pages: u32,
+    /// Objects listed in IC_OBJ.
+    pub ic_objects: u32,
+    /// The flush needed more pages than `osd.backup_flush_pages`: the rest was lost.
+    pub over_budget: bool,
+}
+
+/// Flash after power loss: every page's state and OOB, and (record mode) its contents. No
+/// DRAM state of the device survives in it.
+pub struct FlashImage {
+    pub page_bytes: u32,
+    pub pages_per_chunk: u32,
+    pub dies: u32,
+    pub virtual_tree: bool,
+    pub yaffs: bool,
+    pages: Vec<Option<Box<ChunkPages>>>,
+    contents: IdMap<u32, PageContent>,
+}
+
+/// One readable page of a [`FlashImage`].
+#[derive(Clone, Copy, Debug)]
+pub struct FlashPage<'a> {
+    pub ppn: u32,
+    pub ptype: usize,
+    pub oid: u64,
+    pub sn: u64,
+    pub csn: u64,
+    pub aux: u32,
+    pub len: u32,
+    pub content: Option<&'a PageContent>,
+}
+
+impl FlashImage {
+    /// Every programmed, readable page (torn pages and erased pages are skipped), in PPN
+    /// order (Algorithm 1's scan).
+    pub fn scan(&self) -> impl Iterator<Item = FlashPage<'_>> {
+        let ppc = self.pages_per_chunk;
+        self.pages.iter().enumerate().flat_map(move |(c, p)| {
+            p.iter().flat_map(move |p| {
+                (0..ppc as usize).filter_map(move |off| {
+                    let st = p.state[off];
+                    if st != VALID && st != INVALID {
+                        return None;
+                    }
+                    let ppn = c as u32 * ppc + off as u32;
+                    Some(FlashPage {
+                        ppn,
+                        ptype: p.ptype[off] as usize,
+                        oid: p.oid[off],
+                        sn: p.sn[off],
+                        csn: p.csn[off],
+                        aux: p.aux[off],
+                        len: p.len[off],
+                        content: self.contents.get(&ppn),
+                    })
+                })
+            })
+        })
+    }
+
+    /// Page `ppn`, if programmed and readable.
+    pub fn page(&self, ppn: u32) -> Option<FlashPage<'_>> {
+        let (c, off) = (
+            (ppn / self.pages_per_chunk) as usize,
+            (ppn % self.pages_per_chunk) as usize,
+        );
+        let p = self.pages.get(c)?.as_ref()?;
+        let st = p.state[off];
+        if st != VALID && st != INVALID {
+            return None;
+        }
+        Some(FlashPage {
+            ppn,
+            ptype: p.ptype[off] as usize,
+            oid: p.oid[off],
+            sn: p.sn[off],
+            csn: p.csn[off],
+            aux: p.aux[off],
+            len: p.len[off],
+            content: self.contents.get(&ppn),
+        })
+    }
+
+    /// Pages programmed or torn (what a full recovery scan reads).
+    pub fn programmed_pages(&self) -> u64 {
+        self.pages
+            .iter()
+            .flatten()
+            .map(|p| p.state.iter().filter(|&&s| s != FREE).count() as u64)
+            .sum()
+    }
+}
+
 /// Errors of the object device.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum OsdError {
@@ -315,6 +420,9 @@ struct Obj {
     move_from: u32,
     /// Tail-buffer contents (record mode).
     tail_segs: Vec<(u32, u32, u64)>,
+    /// Something of the object (data mapping, attributes, buffered data) is newer than its
+    /// last committed onode: it belongs in IC_OBJ at power loss.
+    uncommitted: bool,
 }
 
 impl Obj {
@@ -343,6 +451,7 @@ impl Obj {
             onode_csn: 0,
             move_from: NONE,
             tail_segs: Vec::new(),
+            uncommitted: false,
         }
     }
 }
@@ -572,6 +681,130 @@ impl Device {
     pub fn record_contents(&mut self) {
         if self.contents.is_none() {
             self.contents = Some(IdMap::default());
+        }
+    }
+
+    /// Power is lost (after a [`OsdError::PowerCut`], or between commands): the
+    /// capacitor-backed flush (§4.4.5.1) programs, within `osd.backup_flush_pages`, the tail
+    /// buffers of new data (spec §5 [N]) and then IC_OBJ = ⟨oid, LCS⟩ of every object with
+    /// metadata only in DRAM, with their dirty onodes. `capacitor = false` writes nothing
+    /// (the negative control).
+    pub fn power_loss(&mut self, capacitor: bool) -> BackupStats {
+        self.cut_at = u64::MAX;
+        self.cur.clear();
+        self.gc_reads.clear();
+        self.gc_progs.clear();
+        self.gc_erases.clear();
+        self.next_content = None;
+        self.next_csn = 0;
+        let mut st = BackupStats::default();
+        if !capacitor {
+            return st;
+        }
+        // No GC on back-up power: the flush goes to the open chunks' free pages.
+        self.in_gc = true;
+        let budget = self.o.backup_flush_pages;
+        let ic: Vec<u32> = (0..self.objs.len() as u32)
+            .filter(|&s| {
+                let ob = &self.objs[s as usize];
+                // a removed object whose tombstone is not on flash yet may come back
+                (ob.live || ob.onode_ppn == NONE)
+                    && (ob.onode_dirty
+                        || ob.uncommitted
+                        || ob.tail_page != u64::MAX
+                        || ob.dirty.iter().any(|&id| {
+                            let n = &self.nodes.nodes[id as usize];
+                            !n.free && n.dirty > 0 && n.obj == s
+                        }))
+            })
+            .collect();
+        st.ic_objects = ic.len() as u32;
+        for &s in &ic {
+            if self.objs[s as usize].tail_page == u64::MAX {
+                continue;
+            }
+            if st.pages >= budget {
+                st.over_budget = true;
+                break;
+            }
+            let ob = &mut self.objs[s as usize];
+            let (page, fill, oid) = (ob.tail_page, ob.tail_fill, ob.oid);
+            let segs = std::mem::take(&mut ob.tail_segs);
+            ob.tail_page = u64::MAX;
+            let die = self.rr[DATA] % self.dies;
+            self.rr[DATA] = (die + 1) % self.dies;
+            self.next_content = self.contents.is_some().then_some(PageContent::Data(segs));
+            if self.program_data_on(s, page, fill, die, oid).is_err() {
+                st.over_budget = true;
+                break;
+            }
+            st.pages += 1;
+        }
+        // Backup records, packed: 16 B per IC_OBJ entry, one onode each per dirty onode.
+        let per_page = self.page as usize;
+        let mut recs: Vec<(usize, u32)> = Vec::new();
+        // Every IC_OBJ object's DRAM onode goes too: its attributes are newer than its last
+        // committed onode whether it is dirty in the cache or queued for writing.
+        for &s in &ic {
+            recs.push((16, s));
+            recs.push((self.o.onode_bytes as usize, s | 0x8000_0000));
+        }
+        let mut epoch = 0;
+        let mut k = 0;
+        while k < recs.len() {
+            if st.pages >= budget {
+                st.over_budget = true;
+                break;
+            }
+            let mut used = 0;
+            let mut ic_list = Vec::new();
+            let mut onodes = Vec::new();
+            let csn = self.sn + 1;
+            if epoch == 0 {
+                epoch = csn;
+            }
+            while k < recs.len() && used + recs[k].0 <= per_page {
+                let (b, x) = recs[k];
+                used += b;
+                let s = x & 0x7FFF_FFFF;
+                if x & 0x8000_0000 != 0 {
+                    onodes.push(self.onode_rec(s, csn, false));
+                } else {
+                    let ob = &self.objs[s as usize];
+                    ic_list.push((ob.oid, ob.onode_csn));
+                }
+                k += 1;
+            }
+            let die = self.rr[ONODE] % self.dies;
+            self.rr[ONODE] = (die + 1) % self.dies;
+            self.next_content = Some(PageContent::Backup {
+                epoch,
+                ic: ic_list,
+                onodes,
+            });
+            if self
+                .program(BACKUP, die, Src::Recovery, 0, 0, used as u32, NONE)
+                .is_err()
+            {
+                st.over_budget = true;
+                break;
+            }
+            st.pages += 1;
+        }
+        self.in_gc = false;
+        st
+    }
+
+    /// Drop every DRAM structure: what is left is flash.
+    pub fn into_image(self) -> FlashImage {
+        FlashImage {
+            page_bytes: self.page,
+            pages_per_chunk: self.ppc,
+            dies: self.dies,
+            virtual_tree: self.o.virtual_tree,
+            yaffs: self.yaffs,
+            pages: self.pages,
+            contents: self.contents.unwrap_or_default(),
         }
     }
 
@@ -972,7 +1205,7 @@ impl Device {
                     while k < slots.len() {
                         let s = slots[k];
                         let ob = &self.objs[s as usize];
-                        if !(ob.live && ob.onode_ppn == old && ob.onode_idx == k as u32) {
+                        if !(ob.onode_ppn == old && ob.onode_idx == k as u32) {
                             slots[k] = NONE;
                         }
                         k += 1;
@@ -1078,7 +1311,11 @@ impl Device {
             .iter()
             .filter_map(|&s| {
                 let oid = self.objs[s as usize].oid;
-                recs.iter().find(|r| r.oid == oid && !r.tomb).copied()
+                // a removed object's record there is its tombstone
+                let tomb = !self.objs[s as usize].live;
+                recs.iter()
+                    .find(|r| r.oid == oid && r.tomb == tomb)
+                    .copied()
             })
             .collect()
     }
@@ -1246,7 +1483,7 @@ impl Device {
             for k in 0..n {
                 let t = self.opages[rec as usize].slots[k];
                 let ob = &mut self.objs[t as usize];
-                if ob.live && ob.onode_ppn == ppn && ob.onode_idx == k as u32 {
+                if ob.onode_ppn == ppn && ob.onode_idx == k as u32 {
                     ob.onode_ppn = NONE;
                     ob.move_from = ppn;
                     self.pending.push((t, src, false));
@@ -1283,7 +1520,7 @@ impl Device {
                 if tomb {
                     return true;
                 }
-                if !ob.live || ob.pend_mark {
+                if (!ob.live && ob.move_from == NONE) || ob.pend_mark {
                     return false;
                 }
                 ob.pend_mark = true;
@@ -1306,7 +1543,7 @@ impl Device {
                         self.onode_recs_from(ob.move_from, &[s])
                             .first()
                             .copied()
-                            .unwrap_or_else(|| self.onode_rec(s, ob.onode_csn, false))
+                            .unwrap_or_else(|| self.onode_rec(s, ob.onode_csn, !ob.live))
                     } else {
                         self.onode_rec(s, new_csn, tomb)
                     };
@@ -1321,7 +1558,21 @@ impl Device {
             let mut live = 0;
             for (k, &(s, _, tomb)) in group.iter().enumerate() {
                 self.opages[rec as usize].slots.push(s);
-                if !tomb {
+                if tomb {
+                    // A tombstone stays valid (GC moves it) so that no older onode of the
+                    // removed object can come back at recovery (spec §2 gap 4).
+                    let ob = &mut self.objs[s as usize];
+                    ob.onode_ppn = ppn;
+                    ob.onode_idx = k as u32;
+                    ob.onode_csn = new_csn;
+                    ob.uncommitted = false;
+                    if ob.tail_page != u64::MAX {
+                        ob.tail_page = u64::MAX;
+                        ob.tail_segs.clear();
+                        self.tails_used -= 1;
+                    }
+                    live += 1;
+                } else {
                     let ob = &mut self.objs[s as usize];
                     // GC during `next_die` may have moved an older copy: drop it.
                     if ob.onode_ppn != NONE {
@@ -1342,6 +1593,16 @@ impl Device {
                     ob.onode_idx = k as u32;
                     if ob.move_from == NONE {
                         ob.onode_csn = new_csn;
+                        if ob.tail_page == u64::MAX && !ob.onode_dirty {
+                            let nodes = &self.nodes;
+                            let clean = ob.dirty.iter().all(|&id| {
+                                let n = &nodes.nodes[id as usize];
+                                n.free || n.dirty == 0 || n.obj != s
+                            });
+                            if clean {
+                                ob.uncommitted = false;
+                            }
+                        }
                     }
                     ob.move_from = NONE;
                     live += 1;
@@ -1366,6 +1627,7 @@ impl Device {
             let id = self.nodes.newly_dirty[i];
             let obj = self.nodes.nodes[id as usize].obj;
             self.objs[obj as usize].dirty.push(id);
+            self.objs[obj as usize].uncommitted = true;
         }
         self.nodes.newly_dirty.clear();
     }
@@ -1379,6 +1641,7 @@ impl Device {
 
     fn set_onode_dirty(&mut self, s: u32, d: bool) {
         let ob = &mut self.objs[s as usize];
+        ob.uncommitted |= d;
         if ob.onode_dirty != d {
             ob.onode_dirty = d;
             if d {
@@ -1601,7 +1864,8 @@ impl Device {
         self.contents.as_ref()?;
         let mut segs = match self.map_get(s, i) {
             Some(v) => match self.content_of(leaf_parts(v).0) {
-                Some(PageContent::Data(d)) => d.clone(),
+                // Bytes past the mapped length were cut by a truncate: they read as zeros.
+                Some(PageContent::Data(d)) => clip(d, leaf_parts(v).1),
                 _ => Vec::new(),
             },
             None => Vec::new(),
@@ -1627,21 +1891,25 @@ impl Device {
     }
 
     fn flush_tail(&mut self, s: u32) -> Result<(), OsdError> {
-        let ob = &mut self.objs[s as usize];
+        let ob = &self.objs[s as usize];
         if ob.tail_page == u64::MAX {
             return Ok(());
         }
-        let (page, fill) = (ob.tail_page, ob.tail_fill);
-        ob.tail_page = u64::MAX;
-        ob.tail_fill = 0;
-        let segs = std::mem::take(&mut ob.tail_segs);
-        self.tails_used -= 1;
-        self.counters.tail_flushes += 1;
-        let oid = self.objs[s as usize].oid;
+        let (page, fill, oid) = (ob.tail_page, ob.tail_fill, ob.oid);
+        // The buffer stays in DRAM until its page is programmed (a power cut in between
+        // leaves it to the capacitor flush).
         let die = self.next_die(DATA)?;
+        let segs = self.objs[s as usize].tail_segs.clone();
         self.next_content = self.contents.is_some().then_some(PageContent::Data(segs));
         self.next_csn = 0;
-        self.program_data_on(s, page, fill, die, oid)
+        self.program_data_on(s, page, fill, die, oid)?;
+        let ob = &mut self.objs[s as usize];
+        ob.tail_page = u64::MAX;
+        ob.tail_fill = 0;
+        ob.tail_segs.clear();
+        self.tails_used -= 1;
+        self.counters.tail_flushes += 1;
+        Ok(())
     }
 
     fn start_tail(&mut self, s: u32, page: u64, start: u32, fill: u32) -> Result<(), OsdError> {
@@ -1651,7 +1919,14 @@ impl Device {
                 break;
             };
             if self.objs[t as usize].tail_page == p {
-                self.flush_tail(t)?;
+                if self.objs[t as usize].live {
+                    self.flush_tail(t)?;
+                } else {
+                    let ob = &mut self.objs[t as usize];
+                    ob.tail_page = u64::MAX;
+                    ob.tail_segs.clear();
+                    self.tails_used -= 1;
+                }
             }
         }
         let rec = self.contents.is_some();
@@ -1660,6 +1935,7 @@ impl Device {
         ob.tail_page = page;
         ob.tail_fill = fill;
         ob.tail_segs.clear();
+        ob.uncommitted = true;
         if rec {
             ob.tail_segs.push((start, fill, wid));
         }
@@ -1688,6 +1964,10 @@ impl Device {
     ) -> Result<(), OsdError> {
         let evict = self.cache_on;
         let mut buckets = std::mem::take(&mut self.buckets);
+        if buckets.is_empty() {
+            // re-entered from GC inside an outer flush (commit before erase)
+            buckets = vec![Vec::new(); 64];
+        }
         for &s in objs {
             let ob = &mut self.objs[s as usize];
             for id in ob.dirty.drain(..) {
@@ -2118,14 +2398,14 @@ impl Device {
                     let full = b0 == 0 && b1 as u64 == ps;
                     let b0 = b0 as u32;
                     if full {
+                        let c = self.data_content(s, i, 0, b1);
+                        self.program_data(s, i, ps as u32, c)?;
                         if self.objs[s as usize].tail_page == i {
                             let ob = &mut self.objs[s as usize];
                             ob.tail_page = u64::MAX;
                             ob.tail_segs.clear();
                             self.tails_used -= 1;
                         }
-                        let c = self.data_content(s, i, 0, b1);
-                        self.program_data(s, i, ps as u32, c)?;
                     } else if self.objs[s as usize].tail_page == i {
                         let rec = self.contents.is_some();
                         let wid = self.write_id;
@@ -2195,6 +2475,13 @@ impl Device {
                 }
                 self.objs[s as usize].size = size_bytes;
                 self.set_onode_dirty(s, true);
+                if self.cache_on {
+                    // Recovery re-applies data written after the LCS from the OOB, which
+                    // cannot undo a truncation: a truncate commits the object's metadata at
+                    // once ([N]; with A2's end-of-command flush it is committed anyway).
+                    self.flush_objects(&[s], |_| Src::Host)?;
+                    self.write_pending_onodes()?;
+                }
             }
             OsdOp::Remove { oid } => {
                 let s = self.slot(oid, "remove")?;
@@ -2229,10 +2516,8 @@ impl Device {
                 ob.n_inline = 0;
                 ob.dirty.clear();
                 ob.clean_cached.clear();
-                if ob.tail_page != u64::MAX {
-                    ob.tail_page = u64::MAX;
-                    self.tails_used -= 1;
-                }
+                // A buffered tail stays in DRAM until the tombstone is on flash: if power
+                // fails first, the object (and that acknowledged data) must come back.
                 self.set_onode_dirty(s, false);
                 self.lru_remove(s);
                 self.release_onode(s, Src::Host);

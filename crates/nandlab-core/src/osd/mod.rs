@@ -57,9 +57,19 @@
 //! Host side: [`objfs`] turns a file-level trace ([`crate::trace::fsjsonl`]) into object
 //! commands (spec `dmm.md` §5).
 //!
-//! API: [`run`] (a config and any iterator of `Result<OsdCommand, TraceError>`) →
-//! [`OsdReport`] (`serde::Serialize`); [`replay`] does the same on a [`Device`] the caller
-//! keeps (tests inspect it); [`bench::DmmBench`] generates DMMbench.
+//! API (stable; the CLI and the Python binding call these):
+//!
+//! * [`run`]`(cfg: &Config, commands: impl IntoIterator<Item = Result<OsdCommand,
+//!   TraceError>>, opts: &RunOpts) -> Result<OsdReport, NandlabError>` — replay, open loop by
+//!   arrival × `host.time_scale` or closed loop at `host.queue_depth`; preconditioning
+//!   commands (`precondition = true`) first, untimed; [`OsdReport`] is `serde::Serialize`
+//!   (keys in `docs/report.md`);
+//! * [`replay`] — the same on a [`Device`] the caller keeps (tests inspect it);
+//! * [`bench::DmmBench`]`::new(pattern, request_bytes, total_bytes, seed).commands()` —
+//!   DMMbench;
+//! * [`crash_test`]`(cfg, &[OsdCommand], cuts, seed, Variant) -> Result<CrashReport, _>` —
+//!   seeded power cuts, recovery ([`crash::recover`]) and the check against acknowledged
+//!   writes; [`Variant::FULL`] or a negative control.
 //!
 //! # The data path (A2, §4.5.4.2)
 //!
@@ -121,12 +131,25 @@
 //! * YAFFS2-like (spec §3): one header page per object rewritten on every attribute change,
 //!   the file index in RAM only (reported as 4 B per mapped page), one log for all types,
 //!   partial pages programmed at once (read-modify-write over old data).
+//! * Power failure (§4.4.5; [`crash`]): the capacitor flush writes the tail buffers, then
+//!   IC_OBJ and the DRAM onode of every object with state newer than its last committed onode
+//!   (not only the dirty onodes of the diff cache: also onodes queued for writing when the
+//!   power failed). Comparisons in Algorithm 1 use the content SN (`data_sn`, kept by GC
+//!   moves). Tombstones stay valid (GC moves them) so an older onode cannot resurface; a
+//!   removed object's tail buffer stays until its tombstone is durable. GC commits the
+//!   metadata of what it moved before erasing its victim, except with the virtual tree and
+//!   the diff cache (page table, OOB and re-apply cover it). Under the diff cache TRUNCATE
+//!   commits the object's metadata at once: re-applying data from the OOB cannot undo a
+//!   truncation. Recovery's own writes carry the backup's epoch, so an interrupted recovery is
+//!   simply redone. YAFFS2-like recovery is a tag scan; a page cut by a later truncate can
+//!   come back (YAFFS2's shrink headers are not modelled), so the crash tests leave it out.
 //! * Response time is the device's time per command; data-page transfers use
 //!   `timing.channel_mt_s` (Table 16 has none: its preset sets the fastest rate the config allows, 100,000 MT/s: 20 ns per 2 KiB page).
 
 pub mod bench;
 pub mod command;
 pub mod config;
+pub mod crash;
 pub mod device;
 pub mod objfs;
 pub mod replay;
@@ -134,5 +157,6 @@ pub mod tree;
 
 pub use command::{ObjectId, OsdCommand, OsdOp};
 pub use config::{Design, OsdConfig};
+pub use crash::{crash_test, CrashReport, Variant};
 pub use device::{Device, OsdError};
 pub use replay::{replay, run, OsdReport, RunOpts};

@@ -1,0 +1,90 @@
+//! The full crash-test count (spec §5, §7 item 6): `cargo run --release -p nandlab-core
+//! --example osd_crash [cuts] [MiB]` — every design and every broken variant on DMMbench random
+//! 4 KiB writes, on the Table 16 presets shrunk so that GC runs (16 dies × 24 blocks of 64
+//! pages; chunks of 4 blocks).
+
+use std::path::Path;
+use std::time::Instant;
+
+use nandlab_core::config::load_file;
+use nandlab_core::osd::bench::{DmmBench, Pattern};
+use nandlab_core::osd::{crash_test, OsdCommand, Variant};
+
+fn main() {
+    let cuts: u32 = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1000);
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../python/nandlab/configs");
+    let small = [
+        "device.blocks_per_plane=24",
+        "device.pages_per_block=64",
+        "osd.tail_buffers=8",
+    ]
+    .map(String::from);
+    let total_mib: u64 = std::env::args()
+        .nth(2)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(32);
+    let mut b = DmmBench::new(Pattern::RandWrite, 4096, total_mib << 20, 42);
+    b.file_bytes = 4 << 20;
+    let cmds: Vec<OsdCommand> = b.commands().collect();
+    let full = Variant::FULL;
+    let runs: Vec<(&str, Vec<String>, Variant)> = vec![
+        ("obfs", vec![], full),
+        ("yaffs2", vec![], full),
+        ("dmm", vec![], full),
+        ("dmm", vec!["osd.diff_cache_bytes=0".into()], full),
+        ("dmm", vec!["osd.virtual_tree=false".into()], full),
+        (
+            "dmm",
+            vec![],
+            Variant {
+                capacitor: false,
+                ..full
+            },
+        ),
+        (
+            "dmm",
+            vec![],
+            Variant {
+                rollback: false,
+                ..full
+            },
+        ),
+        (
+            "dmm",
+            vec![],
+            Variant {
+                reapply: false,
+                ..full
+            },
+        ),
+    ];
+    println!("{} commands per run, {cuts} cuts each", cmds.len());
+    for (preset, extra, v) in runs {
+        let mut o = small.to_vec();
+        o.extend(extra.iter().cloned());
+        let cfg = load_file(&dir.join(format!("{preset}.toml")), &o).unwrap();
+        let t = Instant::now();
+        let r = crash_test(&cfg, &cmds, cuts, 7, v).unwrap();
+        println!(
+            "{preset:7} {extra:?} {v:?}: {} flash ops, {} cuts, {} failures, {} recovery cuts \
+             ({} mismatches), backup ≤ {} pages ({} over budget), IC_OBJ {:.1}, re-applied \
+             {:.1} pages, recovery ≈ {:.3} s, {:.1} s wall\n    cuts by op: {:?}\n    first failure: {:?}",
+            r.flash_ops,
+            r.cuts,
+            r.failures,
+            r.recovery_cuts,
+            r.recovery_cut_mismatches,
+            r.backup_pages_max,
+            r.backup_over_budget,
+            r.ic_objects_mean,
+            r.reapplied_pages_mean,
+            r.recovery_time_s_mean,
+            t.elapsed().as_secs_f64(),
+            r.cuts_by_op,
+            r.failure_examples.first()
+        );
+    }
+}
