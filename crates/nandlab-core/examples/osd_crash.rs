@@ -67,7 +67,13 @@ fn main() {
         o.extend(extra.iter().cloned());
         let cfg = load_file(&dir.join(format!("{preset}.toml")), &o).unwrap();
         let t = Instant::now();
-        let r = crash_test(&cfg, &cmds, cuts, 7, v).unwrap();
+        let r = match crash_test(&cfg, &cmds, cuts, 7, v) {
+            Ok(r) => r,
+            Err(e) => {
+                println!("{preset:7} {extra:?} {v:?}: error: {e}");
+                continue;
+            }
+        };
         println!(
             "{preset:7} {extra:?} {v:?}: {} flash ops, {} cuts, {} failures, {} recovery cuts \
              ({} mismatches), backup ≤ {} pages ({} over budget), IC_OBJ {:.1}, re-applied \

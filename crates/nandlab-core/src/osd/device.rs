@@ -1146,6 +1146,9 @@ impl Device {
 
     fn gc_chunk(&mut self, die: u32, victim: u32) -> Result<(), OsdError> {
         let base_ppn = victim * self.ppc;
+        // Objects whose data or index pages this GC moves (`touched` cannot say: during a
+        // command's final flush it has been handed over already).
+        let mut moved_objs: Vec<u32> = Vec::new();
         for off in 0..self.ppc as usize {
             let (state, ty, oid, aux, len, back) = {
                 let p = self.pages[victim as usize].as_ref().expect("full chunk");
@@ -1175,9 +1178,23 @@ impl Device {
                     self.invalidate(old);
                 }
                 DATA => {
+                    // The mapped length (a truncate may have cut the page since it was written).
+                    let len = self
+                        .map_get(back, aux as u64)
+                        .map_or(len, |v| leaf_parts(v).1);
                     let new = self.program(DATA, die, Src::Gc, oid, aux, len, back)?;
                     self.invalidate(old);
                     self.map_set(back, aux as u64, leaf_val(new, len), false);
+                    // The leaf may be dirty already (an outer flush owns it): list it anyway,
+                    // so the commit before this erase writes it.
+                    let root = self.objs[back as usize].root;
+                    if root != NONE && !self.yaffs {
+                        let mut path = std::mem::take(&mut self.path);
+                        let leaf = self.nodes.find_leaf(root, aux as u64, &mut path);
+                        self.path = path;
+                        self.objs[back as usize].dirty.push(leaf);
+                    }
+                    moved_objs.push(back);
                     self.touch_obj(back, false);
                 }
                 INDEX => {
@@ -1192,9 +1209,11 @@ impl Device {
                     } else if parent != NONE {
                         self.nodes.touch(parent, 1);
                         self.drain_dirty();
+                        self.objs[obj as usize].dirty.push(parent);
                     } else {
                         self.set_onode_dirty(obj, true);
                     }
+                    moved_objs.push(obj);
                     self.touch_obj(obj, false);
                 }
                 _ => {
@@ -1249,8 +1268,9 @@ impl Device {
         if self.yaffs {
             self.write_pending_onodes()?;
         } else if !(self.cache_on && self.o.virtual_tree) {
-            let objs: Vec<u32> = self
-                .touched
+            moved_objs.sort_unstable();
+            moved_objs.dedup();
+            let objs: Vec<u32> = moved_objs
                 .iter()
                 .copied()
                 .filter(|&s| {
@@ -2002,6 +2022,14 @@ impl Device {
                 }
                 let src = src_of(&self.objs[n.obj as usize]);
                 self.write_node(id, src)?;
+                // In the extent tree the parent now holds a stale PA: it is written in this
+                // flush even when it was dirty already (an outer flush that GC interrupted
+                // may own it; the erase after this flush must not orphan the new node).
+                let parent = self.nodes.nodes[id as usize].parent;
+                if !self.o.virtual_tree && parent != NONE {
+                    let l = self.nodes.nodes[parent as usize].level as usize;
+                    buckets[l].push(parent);
+                }
                 // Parents dirtied by the write go to their level's bucket.
                 for i in 0..self.nodes.newly_dirty.len() {
                     let p = self.nodes.newly_dirty[i];
