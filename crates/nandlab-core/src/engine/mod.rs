@@ -768,7 +768,7 @@ impl Engine {
                 self.ftl.prefetch_mapped(lpn);
             }
             if self.scheme_prefetch {
-                self.scheme.prefetch_mapped(lpn);
+                self.scheme.prefetch_mapped(lpn, read, &self.ftl);
             }
         }
     }

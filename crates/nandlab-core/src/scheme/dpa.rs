@@ -928,11 +928,15 @@ impl Scheme for Dpa {
     }
 
     /// The record of `lpn`'s redundant page (a write invalidates a tag in it, a read checks
-    /// its state and cache flag).
-    fn prefetch_mapped(&self, lpn: u32) {
+    /// its state and cache flag) and, for a read, the redundant page's L2P entry (looked up
+    /// when it is not in DRAM or the cache).
+    fn prefetch_mapped(&self, lpn: u32, read: bool, ftl: &crate::ftl::Ftl) {
         if let Some(&g) = self.rmap.get(lpn as usize) {
             if g != NIL {
                 crate::prefetch::slice(&self.red, g as usize);
+                if read {
+                    ftl.prefetch_lpn(self.hidden_lpn(g));
+                }
             }
         }
     }

@@ -402,10 +402,11 @@ pub trait Scheme: Send {
     /// Called with the engine's own L2P prefetch. Must not change anything computed.
     fn prefetch_lpn(&self, _lpn: u32) {}
 
-    /// Hint: the request that arrives next touches `lpn` (its per-LPN line was prefetched by
-    /// [`Scheme::prefetch_lpn`]); prefetch what that entry points to. Must not change anything
-    /// computed.
-    fn prefetch_mapped(&self, _lpn: u32) {}
+    /// Hint: the request that arrives next (a read when `read`) touches `lpn` (its per-LPN
+    /// line was prefetched by [`Scheme::prefetch_lpn`]); prefetch what that entry points to,
+    /// in the scheme's state or in `ftl` (e.g. [`Ftl::prefetch_lpn`]). Must not change
+    /// anything computed.
+    fn prefetch_mapped(&self, _lpn: u32, _read: bool, _ftl: &Ftl) {}
 
     /// A host request arrived (called once, before the per-page hooks of its pages).
     fn on_host_request(&mut self, _op: crate::trace::Op, _first_lpn: u32, _pages: u32) {}
