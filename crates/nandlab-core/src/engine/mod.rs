@@ -234,6 +234,8 @@ pub struct Engine {
     disk_ns: u64,
     /// The scheme's idle threshold (open loop), ns.
     idle_threshold_ns: Option<u64>,
+    /// [`Scheme::prefetches`]: call the scheme's prefetch hints beside the engine's own.
+    scheme_prefetch: bool,
     /// Corrupted pages by LPN (`[faults]`); empty when off.
     faults: std::collections::BTreeMap<u32, Fault>,
     /// `[faults] mode = "model"`: page copies' errors come from the reliability model.
@@ -444,6 +446,7 @@ impl Engine {
             }),
             disk_ns: cfg.cache.as_ref().map_or(0, |c| c.disk_ns()),
             idle_threshold_ns: None,
+            scheme_prefetch: false,
             faults: std::collections::BTreeMap::new(),
             model_faults: cfg.faults.mode == FaultMode::Model,
             fault_plan: None,
@@ -454,6 +457,7 @@ impl Engine {
             cfg,
         };
         e.idle_threshold_ns = e.scheme.idle_threshold_ns();
+        e.scheme_prefetch = e.scheme.prefetches();
         if e.cfg.faults.mode == FaultMode::EveryNthBit {
             let p = e.cfg.faults.period_pages(e.page_size);
             e.fault_plan = Some((p, logical_pages / p, 0));
@@ -769,13 +773,20 @@ impl Engine {
     /// entries were prefetched when it was read ahead).
     #[inline]
     fn prefetch_pages(&self, r: &HostRequest) {
-        if r.op != Op::Read {
+        let read = r.op == Op::Read;
+        if !read && !self.scheme_prefetch {
             return;
         }
         let first = r.offset_bytes / self.page_size;
         let last = (r.offset_bytes + r.len_bytes.max(1) - 1) / self.page_size;
         for lpn in first..=last.min(first + 15) {
-            self.ftl.prefetch_mapped((lpn % self.logical_pages) as u32);
+            let lpn = (lpn % self.logical_pages) as u32;
+            if read {
+                self.ftl.prefetch_mapped(lpn);
+            }
+            if self.scheme_prefetch {
+                self.scheme.prefetch_mapped(lpn, read, &self.ftl);
+            }
         }
     }
 
@@ -788,7 +799,11 @@ impl Engine {
         // One prefetch per 64-byte line of 16 entries.
         let mut lpn = first;
         while lpn <= last {
-            self.ftl.prefetch_lpn((lpn % self.logical_pages) as u32);
+            let l = (lpn % self.logical_pages) as u32;
+            self.ftl.prefetch_lpn(l);
+            if self.scheme_prefetch {
+                self.scheme.prefetch_lpn(l);
+            }
             lpn = (lpn | 15) + 1;
         }
     }

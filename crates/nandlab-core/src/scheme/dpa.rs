@@ -99,6 +99,15 @@ const ST_OPEN: u8 = 1;
 const ST_READY: u8 = 2;
 const ST_FLUSHED: u8 = 3;
 const ST_PARITY: u8 = 4;
+/// Words of a per-id record (`Dpa::red`) and bytes of its meta word.
+const W_META: usize = 0;
+const W_PARITY: usize = 1;
+const W_PREV: usize = 2;
+const W_NEXT: usize = 3;
+const B_STATE: usize = 0;
+const B_CACHED: usize = 1;
+const B_LIVE: usize = 2;
+const B_NMEM: usize = 3;
 /// Most data pages one redundant page may hold (an `overflow_bytes` below page / 64 is refused).
 const MAX_TAGS_PER_PAGE: usize = 64;
 
@@ -169,7 +178,7 @@ pub struct Dpa {
     /// Data pages per redundant page.
     k: usize,
     /// Valid tags at or below which a flushed redundant page is compacted.
-    compact_at: u16,
+    compact_at: u8,
     logical: u32,
     planes: u32,
     ppd: u32,
@@ -185,12 +194,16 @@ pub struct Dpa {
     // ----- state
     /// Redundant page of each LPN, or NIL (path A / never written).
     rmap: Vec<u32>,
-    /// Per id (plane · slots + slot): state, valid tags, members, parity.
-    state: Vec<u8>,
-    live: Vec<u16>,
-    nmem: Vec<u16>,
+    /// Per id (plane · slots + slot), one 16-byte record (one cache line holds four): word
+    /// [`W_META`] packs state, cache flag, valid tags and members (bytes [`B_STATE`],
+    /// [`B_CACHED`], [`B_LIVE`], [`B_NMEM`]); then the parity id and the LRU links. Kept in one
+    /// record so that the random accesses of a host write (the old redundant page's state and
+    /// valid count) and of a host read (state, cache flag) touch one line, not one per array.
+    /// `[u32; 4]` and not a struct so that `vec![[0; 4]; n]` is allocated zeroed (lazily
+    /// backed, see [`NIL`]).
+    red: Vec<[u32; 4]>,
+    /// Members (data LPNs) of each id, `k` per id.
     members: Vec<u32>,
-    parity_of: Vec<u32>,
     /// Per plane: released slots, and slots never used from `fresh[q]` on.
     free: Vec<Vec<u32>>,
     fresh: Vec<u32>,
@@ -204,10 +217,7 @@ pub struct Dpa {
     /// Per plane: parity id of the stripe being filled (NIL) and its members so far.
     stripe_parity: Vec<u32>,
     stripe_fill: Vec<u32>,
-    /// Redundant-page cache: intrusive LRU over ids (head = most recent).
-    lru_prev: Vec<u32>,
-    lru_next: Vec<u32>,
-    in_cache: Vec<bool>,
+    /// Redundant-page cache: intrusive LRU over ids (head = most recent; links in `red`).
     lru_head: u32,
     lru_tail: u32,
     cached: u32,
@@ -302,11 +312,8 @@ impl Dpa {
             res_of_plane: Vec::new(),
             die_of_res: Vec::new(),
             rmap: Vec::new(),
-            state: Vec::new(),
-            live: Vec::new(),
-            nmem: Vec::new(),
+            red: Vec::new(),
             members: Vec::new(),
-            parity_of: Vec::new(),
             free: Vec::new(),
             fresh: Vec::new(),
             open: Vec::new(),
@@ -315,9 +322,6 @@ impl Dpa {
             ready_live: 0,
             stripe_parity: Vec::new(),
             stripe_fill: Vec::new(),
-            lru_prev: Vec::new(),
-            lru_next: Vec::new(),
-            in_cache: Vec::new(),
             lru_head: NIL,
             lru_tail: NIL,
             cached: 0,
@@ -337,6 +341,94 @@ impl Dpa {
     /// Data pages whose tags one redundant page holds.
     pub fn tags_per_page(&self) -> usize {
         self.k
+    }
+
+    // ----- per-id record (`red`)
+
+    #[inline]
+    fn byte(&self, g: u32, i: usize) -> u8 {
+        self.red[g as usize][W_META].to_le_bytes()[i]
+    }
+
+    #[inline]
+    fn set_byte(&mut self, g: u32, i: usize, v: u8) {
+        let w = &mut self.red[g as usize][W_META];
+        let mut b = w.to_le_bytes();
+        b[i] = v;
+        *w = u32::from_le_bytes(b);
+    }
+
+    #[inline]
+    fn st(&self, g: u32) -> u8 {
+        self.byte(g, B_STATE)
+    }
+
+    #[inline]
+    fn set_st(&mut self, g: u32, v: u8) {
+        self.set_byte(g, B_STATE, v)
+    }
+
+    /// Whether `g` is in the redundant-page cache.
+    #[inline]
+    fn cached(&self, g: u32) -> bool {
+        self.byte(g, B_CACHED) != 0
+    }
+
+    #[inline]
+    fn set_cached(&mut self, g: u32, v: bool) {
+        self.set_byte(g, B_CACHED, v as u8)
+    }
+
+    /// Valid tags (data page) or flushed stripe members not yet dropped (parity page).
+    #[inline]
+    fn live(&self, g: u32) -> u8 {
+        self.byte(g, B_LIVE)
+    }
+
+    #[inline]
+    fn set_live(&mut self, g: u32, v: u8) {
+        self.set_byte(g, B_LIVE, v)
+    }
+
+    /// Members listed (data page), or 1 = stripe open / 2 = programmed (parity page).
+    #[inline]
+    fn nmem(&self, g: u32) -> u8 {
+        self.byte(g, B_NMEM)
+    }
+
+    #[inline]
+    fn set_nmem(&mut self, g: u32, v: u8) {
+        self.set_byte(g, B_NMEM, v)
+    }
+
+    #[inline]
+    fn parity(&self, g: u32) -> u32 {
+        self.red[g as usize][W_PARITY]
+    }
+
+    #[inline]
+    fn set_parity(&mut self, g: u32, p: u32) {
+        self.red[g as usize][W_PARITY] = p;
+    }
+
+    #[inline]
+    fn prev(&self, g: u32) -> u32 {
+        self.red[g as usize][W_PREV]
+    }
+
+    #[inline]
+    fn set_prev(&mut self, g: u32, x: u32) {
+        self.red[g as usize][W_PREV] = x;
+    }
+
+    #[inline]
+    fn next(&self, g: u32) -> u32 {
+        self.red[g as usize][W_NEXT]
+    }
+
+    #[inline]
+    fn set_next(&mut self, g: u32, x: u32) {
+        self.red[g as usize][W_NEXT] = x;
     }
 
     #[inline]
@@ -386,10 +478,9 @@ impl Dpa {
 
     fn release(&mut self, g: u32) {
         self.cache_remove(g);
-        self.state[g as usize] = ST_FREE;
-        self.live[g as usize] = 0;
-        self.nmem[g as usize] = 0;
-        self.parity_of[g as usize] = NIL;
+        // State ST_FREE, not cached, no tags, no members, no parity (the LRU links are dead).
+        self.red[g as usize][W_META] = ST_FREE as u32;
+        self.set_parity(g, NIL);
         let q = self.plane_of_id(g);
         self.free[q as usize].push((g - 1) % self.slots);
     }
@@ -397,21 +488,21 @@ impl Dpa {
     // ----- redundant-page cache (LRU)
 
     fn cache_remove(&mut self, g: u32) {
-        if !self.in_cache[g as usize] {
+        if !self.cached(g) {
             return;
         }
-        let (p, n) = (self.lru_prev[g as usize], self.lru_next[g as usize]);
+        let (p, n) = (self.prev(g), self.next(g));
         if p != NIL {
-            self.lru_next[p as usize] = n;
+            self.set_next(p, n);
         } else {
             self.lru_head = n;
         }
         if n != NIL {
-            self.lru_prev[n as usize] = p;
+            self.set_prev(n, p);
         } else {
             self.lru_tail = p;
         }
-        self.in_cache[g as usize] = false;
+        self.set_cached(g, false);
         self.cached -= 1;
     }
 
@@ -424,15 +515,15 @@ impl Dpa {
             let t = self.lru_tail;
             self.cache_remove(t);
         }
-        self.lru_prev[g as usize] = NIL;
-        self.lru_next[g as usize] = self.lru_head;
+        self.set_prev(g, NIL);
+        self.set_next(g, self.lru_head);
         if self.lru_head != NIL {
-            self.lru_prev[self.lru_head as usize] = g;
+            self.set_prev(self.lru_head, g);
         } else {
             self.lru_tail = g;
         }
         self.lru_head = g;
-        self.in_cache[g as usize] = true;
+        self.set_cached(g, true);
         self.cached += 1;
     }
 
@@ -485,13 +576,13 @@ impl Dpa {
                 self.counters.slots_exhausted += 1;
                 return;
             }
-            self.state[g as usize] = ST_OPEN;
+            self.set_st(g, ST_OPEN);
             self.open[group as usize] = g;
         }
-        let n = self.nmem[g as usize] as usize;
+        let n = self.nmem(g) as usize;
         self.members[g as usize * self.k + n] = lpn;
-        self.nmem[g as usize] += 1;
-        self.live[g as usize] += 1;
+        self.set_nmem(g, self.nmem(g) + 1);
+        self.set_live(g, self.live(g) + 1);
         self.rmap[lpn as usize] = g;
         if n + 1 == self.k {
             self.open[group as usize] = NIL;
@@ -510,14 +601,14 @@ impl Dpa {
             self.flush(g, false, out);
             return;
         }
-        self.state[g as usize] = ST_READY;
+        self.set_st(g, ST_READY);
         self.ready.push_back(g);
         self.ready_live += 1;
         while self.ready_live > self.buffer_cap {
             let Some(x) = self.ready.pop_front() else {
                 break;
             };
-            if self.live[x as usize] == 0 {
+            if self.live(x) == 0 {
                 self.release(x);
                 continue;
             }
@@ -529,7 +620,7 @@ impl Dpa {
 
     /// Program redundant page `g` (and the parity of its stripe when this completes it).
     fn flush(&mut self, g: u32, wait: bool, out: &mut Vec<Action>) {
-        self.state[g as usize] = ST_FLUSHED;
+        self.set_st(g, ST_FLUSHED);
         let h = self.hidden_lpn(g);
         self.emit(Action::Program { lpn: h, wait }, out);
         if self.untimed {
@@ -547,26 +638,26 @@ impl Dpa {
                 self.counters.slots_exhausted += 1;
                 return;
             }
-            self.state[p as usize] = ST_PARITY;
-            self.live[p as usize] = 0;
-            self.nmem[p as usize] = 0;
+            self.set_st(p, ST_PARITY);
+            self.set_live(p, 0);
+            self.set_nmem(p, 0);
             self.stripe_parity[q] = p;
             self.stripe_fill[q] = 0;
         }
         let p = self.stripe_parity[q];
-        self.parity_of[g as usize] = p;
-        self.live[p as usize] += 1;
-        self.nmem[p as usize] = 1; // programmed flag is set below
+        self.set_parity(g, p);
+        self.set_live(p, self.live(p) + 1);
+        self.set_nmem(p, 1); // programmed flag is set below
         self.stripe_fill[q] += 1;
         if self.stripe_fill[q] == self.stripe {
             self.stripe_parity[q] = NIL;
             self.stripe_fill[q] = 0;
-            if self.live[p as usize] == 0 {
+            if self.live(p) == 0 {
                 self.release(p);
                 return;
             }
             // nmem = 2: the parity page is programmed.
-            self.nmem[p as usize] = 2;
+            self.set_nmem(p, 2);
             let hp = self.hidden_lpn(p);
             self.emit(Action::Program { lpn: hp, wait }, out);
             if self.untimed {
@@ -579,20 +670,19 @@ impl Dpa {
 
     /// One tag of redundant page `g` became invalid.
     fn tag_died(&mut self, g: u32, out: &mut Vec<Action>) {
-        let gi = g as usize;
-        self.live[gi] -= 1;
-        match self.state[gi] {
+        self.set_live(g, self.live(g) - 1);
+        match self.st(g) {
             ST_OPEN => {}
             // Never written: it leaves the buffer unwritten (released when its turn comes, so
             // its queue entry cannot alias a reused id).
-            ST_READY if self.live[gi] == 0 => self.ready_live -= 1,
+            ST_READY if self.live(g) == 0 => self.ready_live -= 1,
             ST_FLUSHED => {
-                if self.live[gi] == 0 {
+                if self.live(g) == 0 {
                     self.drop_flushed(g, out);
                     if !self.untimed {
                         self.counters.redundant_pages_dropped += 1;
                     }
-                } else if self.live[gi] <= self.compact_at {
+                } else if self.live(g) <= self.compact_at {
                     self.compact(g, out);
                 }
             }
@@ -604,11 +694,11 @@ impl Dpa {
     fn drop_flushed(&mut self, g: u32, out: &mut Vec<Action>) {
         let h = self.hidden_lpn(g);
         self.emit(Action::Unmap { lpn: h }, out);
-        let p = self.parity_of[g as usize];
+        let p = self.parity(g);
         self.release(g);
         if p != NIL {
-            self.live[p as usize] -= 1;
-            if self.live[p as usize] == 0 && self.nmem[p as usize] == 2 {
+            self.set_live(p, self.live(p) - 1);
+            if self.live(p) == 0 && self.nmem(p) == 2 {
                 let hp = self.hidden_lpn(p);
                 self.emit(Action::Unmap { lpn: hp }, out);
                 self.release(p);
@@ -630,7 +720,7 @@ impl Dpa {
             out,
         );
         let base = g as usize * self.k;
-        let n = self.nmem[g as usize] as usize;
+        let n = self.nmem(g) as usize;
         let mut keep = [NIL; MAX_TAGS_PER_PAGE];
         let mut j = 0;
         for i in 0..n {
@@ -642,7 +732,7 @@ impl Dpa {
                 j += 1;
             }
         }
-        self.live[g as usize] = 0;
+        self.set_live(g, 0);
         self.drop_flushed(g, out);
         if !self.untimed {
             self.counters.compactions += 1;
@@ -771,7 +861,7 @@ impl Scheme for Dpa {
         }
         self.overflow = overflow;
         self.k = page / overflow;
-        self.compact_at = (self.compact_fraction * self.k as f64).floor() as u16;
+        self.compact_at = (self.compact_fraction * self.k as f64).floor() as u8;
         self.logical = logical_pages as u32;
         self.planes = geo.planes();
         self.ppd = geo.planes_per_die;
@@ -809,11 +899,8 @@ impl Scheme for Dpa {
         let ids = slots as usize * self.planes as usize;
         // Id 0 is NIL; every array is zeroed (lazily backed: see NIL).
         self.rmap = vec![NIL; logical_pages as usize];
-        self.state = vec![ST_FREE; ids + 1];
-        self.live = vec![0; ids + 1];
-        self.nmem = vec![0; ids + 1];
+        self.red = vec![[0; 4]; ids + 1];
         self.members = vec![0; (ids + 1) * self.k];
-        self.parity_of = vec![NIL; ids + 1];
         self.free = (0..self.planes).map(|_| Vec::with_capacity(64)).collect();
         self.fresh = vec![0; self.planes as usize];
         self.open = vec![NIL; self.dies as usize];
@@ -821,9 +908,6 @@ impl Scheme for Dpa {
         self.ready = VecDeque::with_capacity(self.buffer_cap + 1);
         self.stripe_parity = vec![NIL; self.planes as usize];
         self.stripe_fill = vec![0; self.planes as usize];
-        self.lru_prev = vec![NIL; ids + 1];
-        self.lru_next = vec![NIL; ids + 1];
-        self.in_cache = vec![false; ids + 1];
         self.pending_untimed = Vec::with_capacity(64);
         self.die_used = vec![0; self.dies as usize];
         Ok((self.base - self.logical) as u64 + ids as u64)
@@ -831,6 +915,30 @@ impl Scheme for Dpa {
 
     fn placement(&mut self, lpn: u32, source: Source, _ctx: &Ctx<'_>) -> Placement {
         self.placement_of(lpn, source)
+    }
+
+    fn prefetches(&self) -> bool {
+        true
+    }
+
+    /// The map entry of `lpn`: every tagged host write reads and writes it, every host read
+    /// reads it, at random LPNs.
+    fn prefetch_lpn(&self, lpn: u32) {
+        crate::prefetch::slice(&self.rmap, lpn as usize);
+    }
+
+    /// The record of `lpn`'s redundant page (a write invalidates a tag in it, a read checks
+    /// its state and cache flag) and, for a read, the redundant page's L2P entry (looked up
+    /// when it is not in DRAM or the cache).
+    fn prefetch_mapped(&self, lpn: u32, read: bool, ftl: &crate::ftl::Ftl) {
+        if let Some(&g) = self.rmap.get(lpn as usize) {
+            if g != NIL {
+                crate::prefetch::slice(&self.red, g as usize);
+                if read {
+                    ftl.prefetch_lpn(self.hidden_lpn(g));
+                }
+            }
+        }
     }
 
     fn precondition_placement(&mut self, lpn: u32, _ctx: &Ctx<'_>) -> Placement {
@@ -877,14 +985,14 @@ impl Scheme for Dpa {
             return;
         }
         self.counters.tagged_page_reads += 1;
-        match self.state[g as usize] {
+        match self.st(g) {
             ST_OPEN | ST_READY => {
                 self.counters.buffer_hits += 1;
                 return;
             }
             _ => {}
         }
-        if self.in_cache[g as usize] {
+        if self.cached(g) {
             self.counters.cache_hits += 1;
             self.cache_insert(g);
             return;
@@ -930,7 +1038,7 @@ impl Scheme for Dpa {
             let Some(g) = self.ready.pop_front() else {
                 break;
             };
-            if self.live[g as usize] == 0 {
+            if self.live(g) == 0 {
                 self.release(g);
                 continue;
             }
@@ -954,10 +1062,11 @@ impl Scheme for Dpa {
             first..first + self.fresh[q] as usize
         });
         for g in used {
-            if self.state[g] == ST_FLUSHED {
+            let g = g as u32;
+            if self.st(g) == ST_FLUSHED {
                 flushed += 1;
-                valid += self.live[g] as u64;
-                invalid += (self.nmem[g] - self.live[g]) as u64;
+                valid += self.live(g) as u64;
+                invalid += (self.nmem(g) - self.live(g)) as u64;
             }
         }
         let ob = self.overflow as u64;

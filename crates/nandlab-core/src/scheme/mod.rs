@@ -18,6 +18,7 @@
 //! | [`Scheme::on_idle`] | open loop: after an arrival whose gap to the next exceeds [`Scheme::idle_threshold_ns`] | `flexecc` scrubber, `dpa` (delayed redundant-page writes) |
 //! | [`Scheme::hidden_pages`] / [`Scheme::take_untimed`] | once before preconditioning / after each untimed host write | `dpa` (redundant tag and parity pages above the logical capacity) |
 //! | [`Scheme::plan_refresh`] | per block due for data refresh (`[refresh] period_s`) | `ida` (voltage-adjust word lines), `warm`; default: move every valid page |
+//! | [`Scheme::prefetch_lpn`] / [`Scheme::prefetch_mapped`] | a request read ahead / the request that arrives next, when [`Scheme::prefetches`] (hints only: nothing computed changes) | `dpa` (its per-LPN redundant-page map and the redundant page's record) |
 //! | [`Scheme::gc_move`] | every valid page GC relocates | `flexecc` (flushed BCH → CRC), `efm` (keep region) |
 //!
 //! Schemes are picked by name from the config (`[scheme] name = "..."`, parameters under
@@ -389,6 +390,23 @@ pub trait Scheme: Send {
 
     /// Placement of a page program of `lpn` for `source`.
     fn placement(&mut self, lpn: u32, source: Source, ctx: &Ctx<'_>) -> Placement;
+
+    /// Whether the engine should call [`Scheme::prefetch_lpn`] and [`Scheme::prefetch_mapped`]
+    /// (asked once; `false` saves the calls for schemes without per-LPN state).
+    fn prefetches(&self) -> bool {
+        false
+    }
+
+    /// Hint: a request read ahead (a few arrivals before it is served) touches `lpn` and up to
+    /// 15 LPNs after it (one 64-byte line of `u32`s); prefetch the scheme's per-LPN state.
+    /// Called with the engine's own L2P prefetch. Must not change anything computed.
+    fn prefetch_lpn(&self, _lpn: u32) {}
+
+    /// Hint: the request that arrives next (a read when `read`) touches `lpn` (its per-LPN
+    /// line was prefetched by [`Scheme::prefetch_lpn`]); prefetch what that entry points to,
+    /// in the scheme's state or in `ftl` (e.g. [`Ftl::prefetch_lpn`]). Must not change
+    /// anything computed.
+    fn prefetch_mapped(&self, _lpn: u32, _read: bool, _ftl: &Ftl) {}
 
     /// A host request arrived (called once, before the per-page hooks of its pages).
     fn on_host_request(&mut self, _op: crate::trace::Op, _first_lpn: u32, _pages: u32) {}
