@@ -600,6 +600,28 @@ fn crash_recovery_keeps_every_acknowledged_write() {
     }
 }
 
+/// Issue 17: many small objects whose metadata the diff cache keeps in DRAM (far more
+/// dirty onodes than the capacitor can program). The device writes back early so that the
+/// capacitor-backed flush always fits `osd.backup_flush_pages` (§4.4.5; spec §7 item 6): no
+/// cut is over the budget and none loses acknowledged data.
+#[test]
+fn crash_with_many_small_objects_stays_within_the_backup_budget() {
+    use nandlab_core::osd::{crash_test, Variant};
+    let osd = "mlgc = true\nmlgc_table_bytes = 256\nvirtual_tree = true\n\
+               diff_cache_bytes = 16384\nchunk_blocks = 2\ntail_buffers = 4\n\
+               backup_flush_pages = 16";
+    let c = cfg(512, 24, osd);
+    let cmds = as_commands(&random_ops(11, 3000, 300, 512));
+    let r = crash_test(&c, &cmds, 60, 3, Variant::FULL).unwrap();
+    assert_eq!(r.cuts, 60);
+    assert_eq!(r.backup_over_budget, 0, "max {} pages", r.backup_pages_max);
+    assert_eq!(
+        r.failures, 0,
+        "{} of {} cuts lost data: {:?}",
+        r.failures, r.cuts, r.failure_examples
+    );
+}
+
 /// The negative controls of spec §7 item 6 fail the same test: no capacitor flush, no LCS
 /// rollback, no data re-apply.
 #[test]

@@ -423,6 +423,9 @@ struct Obj {
     /// Something of the object (data mapping, attributes, buffered data) is newer than its
     /// last committed onode: it belongs in IC_OBJ at power loss.
     uncommitted: bool,
+    /// Which entry of [`Device::uncommitted_q`] is current (the count of `uncommitted`
+    /// false → true transitions when it was queued).
+    unc_seq: u32,
 }
 
 impl Obj {
@@ -452,6 +455,7 @@ impl Obj {
             move_from: NONE,
             tail_segs: Vec::new(),
             uncommitted: false,
+            unc_seq: 0,
         }
     }
 }
@@ -528,6 +532,13 @@ pub struct Device {
     // tail buffers
     tails: VecDeque<(u32, u64)>,
     tails_used: u32,
+    // back-up set bound (§4.4.5: the capacitor flush must always fit)
+    /// Objects with `uncommitted` set: an upper bound on the IC_OBJ set of
+    /// [`Device::power_loss`] (which also needs live or tombstone-less objects).
+    uncommitted_objs: u64,
+    /// Objects in the order their `uncommitted` was set, with their `unc_seq` (stale entries
+    /// are skipped, and dropped when the queue grows).
+    uncommitted_q: VecDeque<(u32, u32)>,
     // per-command scratch
     cur: Vec<FlashOp>,
     gc_reads: Vec<FlashOp>,
@@ -646,6 +657,8 @@ impl Device {
             dirty_onodes: 0,
             tails: VecDeque::new(),
             tails_used: 0,
+            uncommitted_objs: 0,
+            uncommitted_q: VecDeque::new(),
             cur: Vec::new(),
             gc_reads: Vec::new(),
             gc_progs: Vec::new(),
@@ -1164,6 +1177,16 @@ impl Device {
             if state != VALID {
                 continue;
             }
+            // With the virtual tree and the diff cache the moves are committed lazily, so each
+            // one can add an object to the back-up set: commit those moved so far when it
+            // would outgrow the capacitor's budget (issue 17, [`Device::bound_backup`]).
+            if self.cache_on
+                && self.o.virtual_tree
+                && !moved_objs.is_empty()
+                && self.backup_pages_bound() > self.backup_limit()
+            {
+                self.commit_moved(&mut moved_objs, true)?;
+            }
             let old = base_ppn + off as u32;
             self.read(ty.min(ONODE), old, Src::Gc);
             if ty != ONODE {
@@ -1265,21 +1288,15 @@ impl Device {
         // except with the virtual tree and the diff cache (the page table, the OOB and
         // recovery's data re-apply cover them, §4.4.5), commit the metadata of everything
         // the moves touched first (A2's "goto handle_data_queue").
+        // With them, the moved objects stay uncommitted: when that would take the back-up set
+        // over the capacitor's budget ([`Device::bound_backup`], issue 17), commit them too.
         if self.yaffs {
             self.write_pending_onodes()?;
-        } else if !(self.cache_on && self.o.virtual_tree) {
-            moved_objs.sort_unstable();
-            moved_objs.dedup();
-            let objs: Vec<u32> = moved_objs
-                .iter()
-                .copied()
-                .filter(|&s| {
-                    let ob = &self.objs[s as usize];
-                    ob.live && (ob.onode_dirty || !ob.dirty.is_empty())
-                })
-                .collect();
-            self.flush_objects(&objs, |_| Src::Gc)?;
-            self.write_pending_onodes()?;
+        } else if !(self.cache_on && self.o.virtual_tree)
+            || self.backup_pages_bound() > self.backup_limit()
+        {
+            let dmm = self.cache_on && self.o.virtual_tree;
+            self.commit_moved(&mut moved_objs, dmm)?;
         }
         // Erase the victim's blocks.
         for b in 0..self.chunk_blocks {
@@ -1320,6 +1337,37 @@ impl Device {
         m.wp = 0;
         self.free[die as usize].push(victim);
         Ok(())
+    }
+
+    /// Commit the metadata (index, then onode) of the live objects in `moved_objs` whose
+    /// pages GC moved; empties the list. `all_onodes`: also write the onode of each that is
+    /// still uncommitted (the virtual tree's index writes leave the onode clean, yet the
+    /// object belongs to IC_OBJ until an onode of it is written).
+    fn commit_moved(
+        &mut self,
+        moved_objs: &mut Vec<u32>,
+        all_onodes: bool,
+    ) -> Result<(), OsdError> {
+        moved_objs.sort_unstable();
+        moved_objs.dedup();
+        let objs: Vec<u32> = moved_objs
+            .iter()
+            .copied()
+            .filter(|&s| {
+                let ob = &self.objs[s as usize];
+                ob.live && (ob.onode_dirty || !ob.dirty.is_empty())
+            })
+            .collect();
+        moved_objs.clear();
+        self.flush_objects(&objs, |_| Src::Gc)?;
+        if all_onodes {
+            for &s in &objs {
+                if self.objs[s as usize].uncommitted {
+                    self.pending.push((s, Src::Gc, false));
+                }
+            }
+        }
+        self.write_pending_onodes()
     }
 
     /// The flash versions of the onodes of `slots` held in onode page `ppn`.
@@ -1585,12 +1633,12 @@ impl Device {
                     ob.onode_ppn = ppn;
                     ob.onode_idx = k as u32;
                     ob.onode_csn = new_csn;
-                    ob.uncommitted = false;
                     if ob.tail_page != u64::MAX {
                         ob.tail_page = u64::MAX;
                         ob.tail_segs.clear();
                         self.tails_used -= 1;
                     }
+                    self.set_uncommitted(s, false);
                     live += 1;
                 } else {
                     let ob = &mut self.objs[s as usize];
@@ -1611,20 +1659,21 @@ impl Device {
                     let ob = &mut self.objs[s as usize];
                     ob.onode_ppn = ppn;
                     ob.onode_idx = k as u32;
+                    let mut clean = false;
                     if ob.move_from == NONE {
                         ob.onode_csn = new_csn;
                         if ob.tail_page == u64::MAX && !ob.onode_dirty {
                             let nodes = &self.nodes;
-                            let clean = ob.dirty.iter().all(|&id| {
+                            clean = ob.dirty.iter().all(|&id| {
                                 let n = &nodes.nodes[id as usize];
                                 n.free || n.dirty == 0 || n.obj != s
                             });
-                            if clean {
-                                ob.uncommitted = false;
-                            }
                         }
                     }
                     ob.move_from = NONE;
+                    if clean {
+                        self.set_uncommitted(s, false);
+                    }
                     live += 1;
                 }
             }
@@ -1647,7 +1696,7 @@ impl Device {
             let id = self.nodes.newly_dirty[i];
             let obj = self.nodes.nodes[id as usize].obj;
             self.objs[obj as usize].dirty.push(id);
-            self.objs[obj as usize].uncommitted = true;
+            self.set_uncommitted(obj, true);
         }
         self.nodes.newly_dirty.clear();
     }
@@ -1659,9 +1708,36 @@ impl Device {
         }
     }
 
-    fn set_onode_dirty(&mut self, s: u32, d: bool) {
+    /// Set or clear an object's `uncommitted` flag, keeping [`Device::uncommitted_objs`] and
+    /// [`Device::uncommitted_q`] up to date.
+    fn set_uncommitted(&mut self, s: u32, u: bool) {
         let ob = &mut self.objs[s as usize];
-        ob.uncommitted |= d;
+        if ob.uncommitted == u {
+            return;
+        }
+        ob.uncommitted = u;
+        if u {
+            ob.unc_seq = ob.unc_seq.wrapping_add(1);
+            let seq = ob.unc_seq;
+            self.uncommitted_objs += 1;
+            self.uncommitted_q.push_back((s, seq));
+            if self.uncommitted_q.len() as u64 > 4 * self.uncommitted_objs + 64 {
+                let objs = &self.objs;
+                self.uncommitted_q.retain(|&(t, q)| {
+                    let ob = &objs[t as usize];
+                    ob.uncommitted && ob.unc_seq == q
+                });
+            }
+        } else {
+            self.uncommitted_objs -= 1;
+        }
+    }
+
+    fn set_onode_dirty(&mut self, s: u32, d: bool) {
+        if d {
+            self.set_uncommitted(s, true);
+        }
+        let ob = &mut self.objs[s as usize];
         if ob.onode_dirty != d {
             ob.onode_dirty = d;
             if d {
@@ -1955,10 +2031,10 @@ impl Device {
         ob.tail_page = page;
         ob.tail_fill = fill;
         ob.tail_segs.clear();
-        ob.uncommitted = true;
         if rec {
             ob.tail_segs.push((start, fill, wid));
         }
+        self.set_uncommitted(s, true);
         self.tails_used += 1;
         self.tails.push_back((s, page));
         if self.tails.len() > 4 * self.o.tail_buffers as usize {
@@ -2245,7 +2321,68 @@ impl Device {
         r
     }
 
+    /// Pages the capacitor-backed flush of [`Device::power_loss`] needs at most now: the tail
+    /// buffers in use, then the IC_OBJ entries (16 B) and DRAM onodes (`osd.onode_bytes`) of
+    /// the objects with uncommitted state, packed in order. An upper bound, kept in O(1): the
+    /// object count is that of `uncommitted` flags (power_loss also skips removed objects
+    /// whose tombstone is on flash), and every page of the packing but the last holds more
+    /// than `page − max(16, onode_bytes)` bytes.
+    fn backup_pages_bound(&self) -> u64 {
+        let n = self.uncommitted_objs;
+        let mut p = self.tails_used as u64;
+        if n > 0 {
+            let ob = self.o.onode_bytes as u64;
+            let per = self.page as u64 - ob.max(16) + 1;
+            p += (n * (16 + ob)).div_ceil(per);
+        }
+        p
+    }
+
+    /// The most pages [`Device::backup_pages_bound`] may reach after a command:
+    /// `osd.backup_flush_pages` less a headroom of 2 pages (what the next command can add
+    /// before a cut: one tail buffer and one object's records).
+    fn backup_limit(&self) -> u64 {
+        (self.o.backup_flush_pages as u64).saturating_sub(2)
+    }
+
+    /// Keep the back-up set within the capacitor's budget (§4.4.5: the thesis's premise is
+    /// that the DRAM state not on flash always fits the capacitor-backed flush; spec §7 item 6
+    /// "the back-up flush stays ≤ budget"). While the bound of [`Device::backup_pages_bound`]
+    /// exceeds [`Device::backup_limit`], the object whose state
+    /// became uncommitted first is written back: its tail buffer, its dirty index nodes, its
+    /// onode (costed as diff-cache eviction writes, `Src::CacheEvict`). The thesis gives no
+    /// such rule: reading [N] (issue 17).
+    fn bound_backup(&mut self) -> Result<(), OsdError> {
+        let limit = self.backup_limit();
+        let mut tries = self.uncommitted_q.len();
+        while tries > 0 && self.backup_pages_bound() > limit {
+            tries -= 1;
+            let Some((s, q)) = self.uncommitted_q.pop_front() else {
+                break;
+            };
+            let ob = &self.objs[s as usize];
+            if !ob.uncommitted || ob.unc_seq != q {
+                continue;
+            }
+            // A removed object's tombstone is queued by its command: leave it to that.
+            if ob.live {
+                self.flush_tail(s)?;
+                self.flush_objects(&[s], |_| Src::CacheEvict)?;
+                if self.objs[s as usize].uncommitted {
+                    self.pending.push((s, Src::CacheEvict, false));
+                }
+                self.write_pending_onodes()?;
+            }
+            let ob = &self.objs[s as usize];
+            if ob.uncommitted && ob.unc_seq == q {
+                self.uncommitted_q.push_back((s, q));
+            }
+        }
+        Ok(())
+    }
+
     fn finish(&mut self) -> Result<(), OsdError> {
+        self.bound_backup()?;
         let mut done = std::mem::take(&mut self.touched);
         if self.cache_on {
             let mut round = done.clone();

@@ -138,7 +138,13 @@
 //!   moves). Tombstones stay valid (GC moves them) so an older onode cannot resurface; a
 //!   removed object's tail buffer stays until its tombstone is durable. GC commits the
 //!   metadata of what it moved before erasing its victim, except with the virtual tree and
-//!   the diff cache (page table, OOB and re-apply cover it). Under the diff cache TRUNCATE
+//!   the diff cache (page table, OOB and re-apply cover it). The back-up set always fits
+//!   `osd.backup_flush_pages` (the thesis's premise, §4.4.5; how it is kept so is not
+//!   described): an O(1) upper bound of it (tail buffers in use + packed IC_OBJ entries and
+//!   onodes of the objects with uncommitted state) is kept within the budget less 2 pages by
+//!   writing back the oldest uncommitted objects after each command and, with the virtual
+//!   tree and the diff cache, by committing GC-moved objects between moves (issue 17).
+//!   Under the diff cache TRUNCATE
 //!   commits the object's metadata at once: re-applying data from the OOB cannot undo a
 //!   truncation. Recovery's own writes carry the backup's epoch, so an interrupted recovery is
 //!   simply redone. YAFFS2-like recovery is a tag scan; a page cut by a later truncate can
