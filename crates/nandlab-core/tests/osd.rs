@@ -415,6 +415,11 @@ fn config_errors_name_the_key_and_the_fix() {
     assert!(e.contains("osd.chunk_blocks"), "{e}");
     let e = bad("", "blocks_per_plane = 64\nplanes_per_die = 2");
     assert!(e.contains("device.planes_per_die"), "{e}");
+    let e = bad("backup_flush_pages = 2", "blocks_per_plane = 64");
+    assert!(
+        e.contains("osd.backup_flush_pages") && e.contains("3 or more"),
+        "{e}"
+    );
     // An object-device config replayed as a block trace is refused.
     let c = cfg(2048, 64, "");
     let mut open = || Ok(nandlab_core::host::VecSource::new(Vec::new()));

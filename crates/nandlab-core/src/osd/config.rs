@@ -171,6 +171,15 @@ impl OsdConfig {
             0,
             1 << 20,
         )?;
+        if self.backup_flush_pages < 3 {
+            // The device keeps its uncommitted state 3 pages below the budget (issue 17).
+            return Err(invalid(
+                "osd.backup_flush_pages",
+                self.backup_flush_pages,
+                "the capacitor flush needs room for one command's tail buffer and records \
+                 beyond what the device keeps uncommitted (3 pages): use 3 or more",
+            ));
+        }
         range("osd.mlgc_table_bytes", self.mlgc_table_bytes, 0, 1 << 36)?;
         range("osd.diff_cache_bytes", self.diff_cache_bytes, 0, 1 << 36)?;
         let ps = d.page_size_bytes;

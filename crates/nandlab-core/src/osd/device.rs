@@ -2339,10 +2339,12 @@ impl Device {
     }
 
     /// The most pages [`Device::backup_pages_bound`] may reach after a command:
-    /// `osd.backup_flush_pages` less a headroom of 2 pages (what the next command can add
-    /// before a cut: one tail buffer and one object's records).
+    /// `osd.backup_flush_pages` less a headroom of 3 pages (what the next command can add
+    /// before a cut or the next check: one tail buffer, its object's records, and the records
+    /// of one GC-moved object between two checks of the GC loop). `osd.backup_flush_pages`
+    /// is at least 3 (config check).
     fn backup_limit(&self) -> u64 {
-        (self.o.backup_flush_pages as u64).saturating_sub(2)
+        (self.o.backup_flush_pages as u64).saturating_sub(3)
     }
 
     /// Keep the back-up set within the capacitor's budget (§4.4.5: the thesis's premise is

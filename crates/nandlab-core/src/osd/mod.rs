@@ -141,7 +141,7 @@
 //!   the diff cache (page table, OOB and re-apply cover it). The back-up set always fits
 //!   `osd.backup_flush_pages` (the thesis's premise, §4.4.5; how it is kept so is not
 //!   described): an O(1) upper bound of it (tail buffers in use + packed IC_OBJ entries and
-//!   onodes of the objects with uncommitted state) is kept within the budget less 2 pages by
+//!   onodes of the objects with uncommitted state) is kept within the budget less 3 pages by
 //!   writing back the oldest uncommitted objects after each command and, with the virtual
 //!   tree and the diff cache, by committing GC-moved objects between moves (issue 17).
 //!   Under the diff cache TRUNCATE
