@@ -24,7 +24,6 @@ as ``"<trace>, aged 16 GiB"`` and counted in the headline.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,11 +45,14 @@ from nandlab.reproduce.common import (
 )
 from nandlab.reproduce.load import (
     expand,
+    finite,
     groups,
     headline_rows,
     load_info,
     print_headline,
     print_load_table,
+    ratio,
+    report_value,
 )
 
 if TYPE_CHECKING:
@@ -182,45 +184,25 @@ def plan_runs(
     return runs
 
 
-def _get(rep: Mapping[str, Any] | None, path: str) -> Any:
-    cur: Any = rep
-    for k in path.split("."):
-        if not isinstance(cur, Mapping):
-            return None
-        cur = cur.get(k)
-    return cur
-
-
-def _num(v: Any) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    f = float(v)
-    return f if math.isfinite(f) else None
-
-
-def _ratio(a: float | None, b: float | None) -> float | None:
-    return None if a is None or b is None or b == 0 else a / b
-
-
 def run_metrics(rep: Mapping[str, Any] | None) -> dict[str, Any]:
     if not rep:
         return {}
     ss = rep.get("scheme_stats") or {}
     return {
-        "mean_us": _num(_get(rep, "host.mean_us")),
-        "read_us": _num(_get(rep, "host.read_mean_us")),
-        "write_us": _num(_get(rep, "host.write_mean_us")),
-        "requests": _num(_get(rep, "host.requests")),
-        "programs": _num(_get(rep, "flash.programs")),
-        "erases": _num(_get(rep, "flash.erases")),
-        "redundant_writes": _num(ss.get("redundant_page_writes")),
-        "parity_writes": _num(ss.get("parity_page_writes")),
-        "redundant_reads": _num(ss.get("redundant_reads")),
-        "cache_hits": _num(ss.get("cache_hits")),
-        "buffer_hits": _num(ss.get("buffer_hits")),
-        "flushes_idle": _num(ss.get("flushes_idle")),
-        "flushes_forced": _num(ss.get("flushes_forced")),
-        "compactions": _num(ss.get("compactions")),
+        "mean_us": finite(report_value(rep, "host.mean_us")),
+        "read_us": finite(report_value(rep, "host.read_mean_us")),
+        "write_us": finite(report_value(rep, "host.write_mean_us")),
+        "requests": finite(report_value(rep, "host.requests")),
+        "programs": finite(report_value(rep, "flash.programs")),
+        "erases": finite(report_value(rep, "flash.erases")),
+        "redundant_writes": finite(ss.get("redundant_page_writes")),
+        "parity_writes": finite(ss.get("parity_page_writes")),
+        "redundant_reads": finite(ss.get("redundant_reads")),
+        "cache_hits": finite(ss.get("cache_hits")),
+        "buffer_hits": finite(ss.get("buffer_hits")),
+        "flushes_idle": finite(ss.get("flushes_idle")),
+        "flushes_forced": finite(ss.get("flushes_forced")),
+        "compactions": finite(ss.get("compactions")),
         "load": load_info(rep),
     }
 
@@ -280,7 +262,7 @@ def analyse(
                 ("programs", "programs", MIN_BASELINE_PROGRAMS),
                 ("erases", "erases", MIN_BASELINE_ERASES),
             ):
-                v = _ratio(m.get(key), b.get(key))
+                v = ratio(m.get(key), b.get(key))
                 row[f"{k}_ratio_{c}"] = v
                 base = b.get(key)
                 enough = base is not None and base >= floor

@@ -26,7 +26,6 @@ UMass traces are picked up from ``--traces`` by their usual names. Load level: s
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -57,11 +56,14 @@ from nandlab.reproduce.common import (
 )
 from nandlab.reproduce.load import (
     expand,
+    finite,
     groups,
     headline_rows,
     load_info,
     print_headline,
     print_load_table,
+    ratio,
+    report_value,
 )
 
 if TYPE_CHECKING:
@@ -256,30 +258,10 @@ def plan_runs(sel: Selection, *, quick: bool) -> list[PlannedRun]:
 # --------------------------------------------------------------------------- analysis
 
 
-def _get(rep: Mapping[str, Any] | None, path: str) -> Any:
-    cur: Any = rep
-    for k in path.split("."):
-        if not isinstance(cur, Mapping):
-            return None
-        cur = cur.get(k)
-    return cur
-
-
-def _num(v: Any) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    f = float(v)
-    return f if math.isfinite(f) else None
-
-
 def _count(v: Any) -> int | None:
     """A counter of the report as an int (tables print counts without decimals)."""
-    f = _num(v)
+    f = finite(v)
     return None if f is None else round(f)
-
-
-def _ratio(a: float | None, b: float | None) -> float | None:
-    return None if a is None or b is None or b == 0 else a / b
 
 
 def run_metrics(rep: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -287,20 +269,20 @@ def run_metrics(rep: Mapping[str, Any] | None) -> dict[str, Any]:
         return {}
     ss = rep.get("scheme_stats") or {}
     return {
-        "mean_us": _num(_get(rep, "host.mean_us")),
-        "read_us": _num(_get(rep, "host.read_mean_us")),
-        "write_us": _num(_get(rep, "host.write_mean_us")),
-        "requests": _count(_get(rep, "host.requests")),
-        "reads": _count(_get(rep, "host.reads")),
-        "programs": _count(_get(rep, "flash.programs")),
-        "erases": _count(_get(rep, "flash.erases")),
+        "mean_us": finite(report_value(rep, "host.mean_us")),
+        "read_us": finite(report_value(rep, "host.read_mean_us")),
+        "write_us": finite(report_value(rep, "host.write_mean_us")),
+        "requests": _count(report_value(rep, "host.requests")),
+        "reads": _count(report_value(rep, "host.reads")),
+        "programs": _count(report_value(rep, "flash.programs")),
+        "erases": _count(report_value(rep, "flash.erases")),
         "migrations": _count(ss.get("migrations_to_reduced")),
-        "false_id": _num(ss.get("false_identification_rate")),
-        "frequently_read": _num(ss.get("frequently_read_lpns")),
-        "iwfr": _num(ss.get("iwfr_lpns")),
-        "capacity_loss_percent": _num(_get(rep, "device.capacity_loss_percent")),
-        "op_effective": _num(_get(rep, "device.op_percent_of_logical_effective")),
-        "soft_levels": _get(rep, "reliability.reads_by_soft_level"),
+        "false_id": finite(ss.get("false_identification_rate")),
+        "frequently_read": finite(ss.get("frequently_read_lpns")),
+        "iwfr": finite(ss.get("iwfr_lpns")),
+        "capacity_loss_percent": finite(report_value(rep, "device.capacity_loss_percent")),
+        "op_effective": finite(report_value(rep, "device.op_percent_of_logical_effective")),
+        "soft_levels": report_value(rep, "reliability.reads_by_soft_level"),
         "load": load_info(rep),
     }
 
@@ -352,17 +334,17 @@ def analyse(
         base = metrics.get((t, "baseline", PRESET_PE), {})
         loads[t] = base.get("load") or {}
         row: dict[str, Any] = {"trace": t, **loads[t]}
-        row["read_share"] = _ratio(base.get("reads"), base.get("requests"))
+        row["read_share"] = ratio(base.get("reads"), base.get("requests"))
         for c in CONFIGS:
             m = metrics.get((t, c, PRESET_PE), {})
             for k in ("mean_us", "read_us", "write_us", "programs", "erases"):
                 row[f"{c}_{k}"] = m.get(k)
             if c != "baseline":
-                row[f"read_ratio_{c}"] = _ratio(m.get("read_us"), base.get("read_us"))
-                row[f"mean_ratio_{c}"] = _ratio(m.get("mean_us"), base.get("mean_us"))
-                row[f"write_ratio_{c}"] = _ratio(m.get("write_us"), base.get("write_us"))
-                row[f"programs_ratio_{c}"] = _ratio(m.get("programs"), base.get("programs"))
-                row[f"erases_ratio_{c}"] = _ratio(m.get("erases"), base.get("erases"))
+                row[f"read_ratio_{c}"] = ratio(m.get("read_us"), base.get("read_us"))
+                row[f"mean_ratio_{c}"] = ratio(m.get("mean_us"), base.get("mean_us"))
+                row[f"write_ratio_{c}"] = ratio(m.get("write_us"), base.get("write_us"))
+                row[f"programs_ratio_{c}"] = ratio(m.get("programs"), base.get("programs"))
+                row[f"erases_ratio_{c}"] = ratio(m.get("erases"), base.get("erases"))
             row[f"{c}_capacity_loss_percent"] = m.get("capacity_loss_percent")
             row[f"{c}_op_effective"] = m.get("op_effective")
         ae, mbf = (
@@ -372,21 +354,21 @@ def analyse(
         row["false_id_iwfr"] = ae.get("false_id")
         row["false_id_mbf"] = mbf.get("false_id")
         row["migrations"] = ae.get("migrations")
-        row["iwfr_share_of_frequently_read"] = _ratio(ae.get("iwfr"), ae.get("frequently_read"))
+        row["iwfr_share_of_frequently_read"] = ratio(ae.get("iwfr"), ae.get("frequently_read"))
         row["lifetime_change"] = lifetime_change(row.get("erases_ratio_access_eval"))
         row["baseline_soft_levels"] = base.get("soft_levels")
         row["gain_by_pe"] = {}
         for pe in PE_SWEEP:
             b = metrics.get((t, "baseline", pe), {}).get("mean_us")
             a = metrics.get((t, "access_eval", pe), {}).get("mean_us")
-            g = _ratio(a, b)
+            g = ratio(a, b)
             if g is not None:
                 row["gain_by_pe"][str(pe)] = 1.0 - g
         ab = aged.get((t, "baseline"), {})
         for c in ("level_adjust_only", "access_eval"):
             m = aged.get((t, c), {})
-            row[f"aged_read_ratio_{c}"] = _ratio(m.get("read_us"), ab.get("read_us"))
-            row[f"aged_mean_ratio_{c}"] = _ratio(m.get("mean_us"), ab.get("mean_us"))
+            row[f"aged_read_ratio_{c}"] = ratio(m.get("read_us"), ab.get("read_us"))
+            row[f"aged_mean_ratio_{c}"] = ratio(m.get("mean_us"), ab.get("mean_us"))
         row["aged_baseline_read_us"] = ab.get("read_us")
         rows.append(row)
     over = {t for t, li in loads.items() if li.get("overloaded")}

@@ -86,7 +86,8 @@ def time_scale_callback(_ctx: Any, _param: Any, value: str) -> list[float | str]
     return parse_time_scales(value)
 
 
-def _get(rep: Mapping[str, Any] | None, path: str) -> Any:
+def report_value(rep: Mapping[str, Any] | None, path: str) -> Any:
+    """The value at dotted `path` of a report (None where the path does not exist)."""
     cur: Any = rep
     for k in path.split("."):
         if not isinstance(cur, Mapping):
@@ -95,11 +96,17 @@ def _get(rep: Mapping[str, Any] | None, path: str) -> Any:
     return cur
 
 
-def _num(v: Any) -> float | None:
+def finite(v: Any) -> float | None:
+    """`v` as a float when it is a finite number (not a bool), else None."""
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
     f = float(v)
     return f if math.isfinite(f) else None
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    """a / b, or None when either is missing or b is 0."""
+    return None if a is None or b is None or b == 0 else a / b
 
 
 def host_window_utilisation(report: Mapping[str, Any] | None) -> float | None:
@@ -107,9 +114,9 @@ def host_window_utilisation(report: Mapping[str, Any] | None) -> float | None:
     (= ``flash.die_utilization`` x ``sim.span_s`` / ``sim.last_completion_s``): the report's
     own figure is over the whole simulated span, which background checks (refresh scans) can
     stretch past the last host request."""
-    u = _num(_get(report, "flash.die_utilization"))
-    span = _num(_get(report, "sim.span_s"))
-    end = _num(_get(report, "sim.last_completion_s"))
+    u = finite(report_value(report, "flash.die_utilization"))
+    span = finite(report_value(report, "sim.span_s"))
+    end = finite(report_value(report, "sim.last_completion_s"))
     if u is None or span is None or not end:
         return u
     return min(1.0, u * span / end)
@@ -119,9 +126,9 @@ def offered_load(report: Mapping[str, Any] | None) -> float | None:
     """Offered die load of a run: mean die busy time over the trace's arrival span
     (= ``flash.die_utilization`` x ``sim.span_s`` / ``sim.last_arrival_s``). Above 1 the device
     cannot keep up; it scales as 1/K with the time scale K."""
-    u = _num(_get(report, "flash.die_utilization"))
-    span = _num(_get(report, "sim.span_s"))
-    arr = _num(_get(report, "sim.last_arrival_s"))
+    u = finite(report_value(report, "flash.die_utilization"))
+    span = finite(report_value(report, "sim.span_s"))
+    arr = finite(report_value(report, "sim.last_arrival_s"))
     if u is None or span is None or not arr:
         return None
     return u * span / arr
@@ -129,13 +136,13 @@ def offered_load(report: Mapping[str, Any] | None) -> float | None:
 
 def wait_share(report: Mapping[str, Any] | None) -> float | None:
     """Share of the mean host response time spent queueing (all requests)."""
-    resp = _num(_get(report, "host.mean_us"))
+    resp = finite(report_value(report, "host.mean_us"))
     if not resp:
         return None
     waits, n = 0.0, 0.0
     for cls in ("read", "write"):
-        w = _num(_get(report, f"host.wait.{cls}.mean_us"))
-        c = _num(_get(report, f"host.{cls}s"))
+        w = finite(report_value(report, f"host.wait.{cls}.mean_us"))
+        c = finite(report_value(report, f"host.{cls}s"))
         if w is not None and c:
             waits += w * c
             n += c
@@ -157,7 +164,7 @@ def load_info(report: Mapping[str, Any] | None) -> dict[str, Any]:
     if ws is not None and ws > OVERLOAD_WAIT_SHARE:
         reasons.append(f"queue wait {ws:.0%} of response")
     return {
-        "time_scale": _num(_get(report, "config.host.time_scale")),
+        "time_scale": finite(report_value(report, "config.host.time_scale")),
         "die_utilization": util,
         "offered_die_load": off,
         "wait_share": ws,
