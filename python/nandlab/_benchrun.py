@@ -5,7 +5,9 @@
                                           [--format F]
 
 Prints one JSON object on stdout: the measurement — wall and CPU seconds of the core call
-(CPU = ``time.process_time``, all threads of this process) — plus this process's peak RSS
+(CPU = ``time.process_time``, all threads of this process); for ``sim`` also the CPU seconds of
+the set-up alone (the same run stopped after one request: pre-pass, sizing, preconditioning),
+so that the replay's own CPU time is the difference — plus this process's peak RSS
 (``ru_maxrss``), so that each run's memory is measured on its own. On error prints
 ``{"error": message, "kind": class name}`` and exits 2.
 """
@@ -53,6 +55,17 @@ def measure(
 
     res = simulate(config, trace, scheme=scheme, overrides=overrides, trace_format=trace_format)
     cpu = time.process_time() - c0
+    # The set-up alone (pre-pass, sizing, preconditioning): the same run stopped after one
+    # request. What the replay costs is the difference.
+    c1 = time.process_time()
+    simulate(
+        config,
+        trace,
+        scheme=scheme,
+        overrides=[*(overrides or []), "host.max_requests=1"],
+        trace_format=trace_format,
+    )
+    setup_cpu = time.process_time() - c1
     s = res.flat()
     flash_ops = sum(int(s.get(k) or 0) for k in ("flash.reads", "flash.programs", "flash.erases"))
     wall = s.get("wall_s") or (time.perf_counter() - t0)
@@ -65,6 +78,11 @@ def measure(
         "outer_wall_s": time.perf_counter() - t0,
         "host_requests_per_s": s.get("host_requests_per_s"),
         "host_requests_per_cpu_s": requests / cpu if cpu > 0 else None,
+        "setup_cpu_s": setup_cpu,
+        "replay_cpu_s": max(cpu - setup_cpu, 0.0),
+        "replay_requests_per_cpu_s": requests / (cpu - setup_cpu) if cpu > setup_cpu else None,
+        "precondition_fill": s.get("config.precondition.fill"),
+        "aged_overwrites": s.get("precondition.aged_overwrites"),
         "events": s.get("sim.events"),
         "events_per_request": (s.get("sim.events") or 0) / requests if requests else None,
         "write_amplification": s.get("write_amplification"),

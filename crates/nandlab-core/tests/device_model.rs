@@ -515,6 +515,141 @@ fn dram_rewrites_during_a_flush_coalesce_and_a_full_cache_pushes_back() {
     assert_eq!(f(&r, "flash.programs"), 3.0);
 }
 
+// ----- one-shot programming (3D TLC) --------------------------------------------------------
+
+/// `LAT` as a TLC part programmed one word line at a time.
+fn tlc_one_shot(on: bool) -> String {
+    format!("{LAT}\n",)
+        .replace(
+            "[device]\n",
+            "[device]\ncell = \"tlc\"\npages_per_block = 96\n",
+        )
+        .replace("pages_per_block = 64\n", "")
+        .replace(
+            "[timing]\n",
+            &format!("[timing]\none_shot_program = {on}\n"),
+        )
+}
+
+#[test]
+fn a_word_line_of_queued_pages_takes_one_program_time() {
+    // LPN 12 (die 0, 4 channels) programs word line 0's LSB from t = 0. At 1 ms a 12-page
+    // write queues LPNs 0, 4, 8 on die 0 (and three pages on each other die). When die 0 is
+    // free, LPNs 0 and 4 complete word line 0 (CSB, MSB) in one program; LPN 8 starts word
+    // line 1 alone. Each other die starts its first page as it is queued (the die is idle)
+    // and programs the other two together: 3 + 3 × 2 one-shot programs of 13 pages.
+    let reqs = vec![
+        rq(0, Op::Write, 12 * PS, PS),
+        rq(1_000_000, Op::Write, 0, 12 * PS),
+    ];
+    let on = run(&tlc_one_shot(true), &[], reqs.clone());
+    let first = XFER + 1_300_000;
+    let die0 = first + (2 * XFER + 1_300_000) + (XFER + 1_300_000);
+    assert_eq!(
+        f(&on, "host.write.max_us") * 1000.0,
+        (die0 - 1_000_000) as f64
+    );
+    assert_eq!(f(&on, "sim.one_shot_programs"), 9.0);
+    assert_eq!(f(&on, "sim.one_shot_program_pages"), 13.0);
+    // Page by page: die 0 programs its four pages one after another.
+    let off = run(&tlc_one_shot(false), &[], reqs);
+    assert_eq!(
+        f(&off, "host.write.max_us") * 1000.0,
+        (4 * (XFER + 1_300_000) - 1_000_000) as f64
+    );
+    assert!(off["sim"].get("one_shot_programs").is_none());
+}
+
+#[test]
+fn one_shot_gc_moves_a_word_line_per_program_deterministically() {
+    let cfg = r#"
+[device]
+cell = "tlc"
+channels = 1
+planes_per_die = 2
+pages_per_block = 48
+page_size_bytes = 8192
+blocks_per_plane = 64
+logical_capacity_bytes = 44040192
+[timing]
+one_shot_program = true
+[precondition]
+fill = "none"
+"#;
+    let pages = 5000u64;
+    let mut reqs = vec![rq(0, Op::Write, 0, pages * PS)];
+    let mut rng = 7u64;
+    let mut t = 8_000_000_000u64;
+    for _ in 0..8000 {
+        rng = rng
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        reqs.push(rq(t, Op::Write, ((rng >> 33) % pages) * PS, 2 * PS));
+        t += 3_000_000;
+    }
+    let r = run(cfg, &["sched.multi_plane=true"], reqs.clone());
+    assert!(f(&r, "flash.erases") > 0.0);
+    let (ops, moved) = (
+        f(&r, "sim.one_shot_moves"),
+        f(&r, "sim.one_shot_move_pages"),
+    );
+    assert!(
+        ops > 0.0 && moved > 1.5 * ops,
+        "{moved} moves in {ops} programs"
+    );
+    assert_eq!(moved, f(&r, "gc.pages_moved"));
+    // Multi-plane word lines: at most 3 pages × 2 planes per program.
+    let (hp, hpages) = (
+        f(&r, "sim.one_shot_programs"),
+        f(&r, "sim.one_shot_program_pages"),
+    );
+    assert!(
+        hpages <= 6.0 * hp && hpages > hp,
+        "{hpages} pages in {hp} programs"
+    );
+    let a = run(cfg, &["sched.multi_plane=true"], reqs);
+    let strip = |mut v: Value| {
+        for k in [
+            "wall_s",
+            "replay_wall_s",
+            "host_requests_per_s",
+            "replay_requests_per_s",
+        ] {
+            v.as_object_mut().unwrap().remove(k);
+        }
+        v
+    };
+    assert_eq!(strip(r), strip(a), "deterministic");
+}
+
+#[test]
+fn one_shot_on_a_device_it_cannot_apply_to_is_a_one_line_error() {
+    for (over, needle) in [
+        (vec!["device.cell=\"slc\""], "SLC"),
+        (
+            vec!["device.cell=\"tlc\"", "device.page_order=\"staggered\""],
+            "sequential",
+        ),
+    ] {
+        let mut ov: Vec<String> = over.iter().map(|s| s.to_string()).collect();
+        ov.push("timing.one_shot_program=true".into());
+        ov.push("device.pages_per_block=48".into());
+        let e = check_config(PLAIN, None, &ov, None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("timing.one_shot_program") && e.contains(needle),
+            "{e}"
+        );
+        assert!(!e.contains('\n'), "{e}");
+    }
+    let ov = ["timing.one_shot_program=true".to_string()];
+    let e = check_config(&preset("ida-tlc"), None, &ov, Some("ida"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("ida-tlc"), "{e}");
+}
+
 // ----- item 6: the default drive ------------------------------------------------------------
 
 #[test]
@@ -536,6 +671,8 @@ fn the_default_drive_runs_a_one_request_trace_in_steady_state() {
         "sim.dram_flushes",
         "sim.suspensions_program",
         "sim.multi_plane_programs",
+        "sim.one_shot_programs",
+        "sim.one_shot_moves",
         "sim.rmw_reads",
         "sim.trim_requests",
     ] {
@@ -556,6 +693,7 @@ fn every_paper_preset_keeps_the_device_features_off() {
     for p in ["xia-diffecc", "efm", "ida-tlc", "dpa", "flexlevel"] {
         let cfg = load(&preset(p), "<test>", &[]).unwrap();
         assert!(!cfg.sched.multi_plane && !cfg.sched.suspension, "{p}");
+        assert!(!cfg.timing.one_shot_program, "{p}");
         assert!(!cfg.ftl.read_modify_write && !cfg.ftl.trim, "{p}");
         assert_eq!(cfg.dram.capacity_bytes, 0, "{p}");
     }

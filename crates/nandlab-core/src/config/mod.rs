@@ -645,6 +645,13 @@ pub struct TimingConfig {
     pub program_modes: Vec<ProgramModeConfig>,
     /// Additional ECC kinds (ids 1, 2, …; id 0 uses `ecc_decode_us`, named `default`).
     pub ecc: Vec<EccConfig>,
+    /// One-shot programming (3D TLC/QLC): `program_us` is the time to program a whole word
+    /// line — all its bits-per-cell pages in one array operation — and the scheduler programs
+    /// the queued pages of a word line together (host programs and GC moves of one open
+    /// block; with `sched.multi_plane` also the same word line of the die's other planes).
+    /// `false` (every paper preset): each page is its own program operation.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub one_shot_program: bool,
 }
 
 impl Default for TimingConfig {
@@ -662,6 +669,7 @@ impl Default for TimingConfig {
             program_mode_name: "normal".into(),
             program_modes: Vec::new(),
             ecc: Vec::new(),
+            one_shot_program: false,
         }
     }
 }
@@ -1393,6 +1401,34 @@ impl Config {
                 "program/erase suspension serves host reads first: it needs sched.priority = \
                  \"read_first\"",
             ));
+        }
+        if self.timing.one_shot_program {
+            let why = if self.device.cell.bits() < 2 {
+                Some(
+                    "one-shot programming programs the pages of a multi-bit word line together; \
+                      an SLC word line has one page: set timing.one_shot_program = false",
+                )
+            } else if self.device.page_order != crate::flash::PageOrder::Sequential {
+                Some(
+                    "one-shot programming writes a word line's pages together, never staggered: \
+                      set device.page_order = \"sequential\" or timing.one_shot_program = false",
+                )
+            } else if !self.regions.is_off() {
+                Some(
+                    "one-shot programming is not modelled on a [regions] device (each region's \
+                      blocks fill apart); set timing.one_shot_program = false or remove [regions]",
+                )
+            } else if self.scheme.name == "ida" {
+                Some(
+                    "ida places refresh moves by page type (LSB/CSB/MSB programmed apart), which \
+                      a one-shot part cannot do; use the ida-tlc preset (one_shot_program = false)",
+                )
+            } else {
+                None
+            };
+            if let Some(msg) = why {
+                return Err(invalid("timing.one_shot_program", true, msg));
+            }
         }
         if self.sched.multi_plane && !self.regions.is_off() {
             return Err(invalid(

@@ -85,6 +85,10 @@ impl Engine {
                 self.exec
                     .push_phase(die, Phase::Array(std::mem::take(&mut self.susp_prefix_ns)));
             }
+            if self.os_on && self.one_shot(die, &t) {
+                self.prefetch_next(die, &t);
+                return;
+            }
             if self.mp_on && self.multi_plane(die, &t) {
                 self.prefetch_next(die, &t);
                 return;
@@ -392,6 +396,158 @@ impl Engine {
             _ => self.exec.push_phase(die, Phase::Array(array)),
         }
         self.exec.start(die, n, tail, self.now);
+        true
+    }
+
+    /// One-shot programming (`timing.one_shot_program`): with `t` (a host program or a GC
+    /// move, staged as transaction 0 of idle `die`), take the queued transactions of its kind
+    /// that program the rest of the same word line — the next pages of the same open block
+    /// (same plane, stream and region) — and, with `sched.multi_plane`, those that program the
+    /// same word line of the die's other planes, and start them as one run: the source
+    /// senses (moves; planes in parallel, pages of a plane one after another), the transfers
+    /// out, the controller's decode and re-encode, the transfers in, then **one** array
+    /// program time (the longest `program_us` of the pages it holds). Returns `false` when `t`
+    /// is not a one-shot program (reads, erases, refresh and scheme rewrites with a page
+    /// type, moves of a page that is no longer valid): the caller runs it as usual.
+    ///
+    /// Readings (no public source describes a controller's word-line batching):
+    /// * A run takes what is queued when the die becomes free; it does not wait for the rest
+    ///   of the word line. A word line a run left partly programmed gets its remaining pages
+    ///   in a later run that costs another full one-shot time (a real part cannot add pages
+    ///   to a programmed word line; controllers hold the data — nandlab's DRAM write cache
+    ///   does, since it acknowledges writes before they are programmed — or pad it). No page
+    ///   is padded or wasted.
+    /// * Partners are looked for among the first 16 transactions of `t`'s queue, as
+    ///   multi-plane partners are (8).
+    fn one_shot(&mut self, die: u32, t: &Txn) -> bool {
+        const SCAN: usize = 16;
+        let (kind_idx, source_ok) = match t.kind {
+            TxnKind::Program => (0usize, t.source == Source::Host || t.source == Source::Gc),
+            TxnKind::Move => (1usize, t.source == Source::Gc),
+            _ => return false,
+        };
+        if !source_ok || t.placement.page_type.is_some() || t.plane == NONE {
+            return false;
+        }
+        if t.kind == TxnKind::Move && self.ftl.page_state(t.ppn) != PageState::Valid {
+            return false;
+        }
+        if !self.ftl.can_start(t) {
+            return false;
+        }
+        let Some(offset) =
+            self.ftl
+                .next_page_offset(t.plane, t.placement.region, t.placement.stream)
+        else {
+            return false;
+        };
+        let bits = self.layout.bits as u32;
+        let room = (bits - offset % bits) as u8;
+        let ppd = self.ftl.geo.planes_per_die as usize;
+        // Pages taken per plane of the die (planes_per_die ≤ 64: a u64 bit set elsewhere).
+        let mut taken = [0u8; 64];
+        taken[t.plane as usize % ppd] = 1;
+        let max_ops = ppd.min(64) * bits as usize;
+        let mut n = 1;
+        while n < max_ops {
+            let ftl = &self.ftl;
+            let mp_on = self.mp_on;
+            let taken_ref = &taken;
+            let Some(p) = self.sched.take_partner(die, t, SCAN, |x| {
+                if x.plane == NONE
+                    || x.placement.page_type.is_some()
+                    || x.placement.stream != t.placement.stream
+                    || x.placement.region != t.placement.region
+                    || (x.kind == TxnKind::Move && ftl.page_state(x.ppn) != PageState::Valid)
+                {
+                    return false;
+                }
+                let k = taken_ref[x.plane as usize % ppd];
+                if k >= room {
+                    return false;
+                }
+                if x.plane == t.plane || k > 0 {
+                    return true;
+                }
+                // Another plane joins at the same word line (multi-plane, MQSim's rule of the
+                // same page address).
+                mp_on
+                    && ftl.can_start(x)
+                    && ftl.next_page_offset(x.plane, x.placement.region, x.placement.stream)
+                        == Some(offset)
+            }) else {
+                break;
+            };
+            taken[p.plane as usize % ppd] += 1;
+            self.exec.stage(die, n, p);
+            n += 1;
+        }
+        let planes = taken[..ppd].iter().filter(|&&k| k > 0).count();
+        self.stats.device.one_shot_ops[kind_idx] += 1;
+        self.stats.device.one_shot_pages[kind_idx] += n as u64;
+        if planes > 1 {
+            self.stats.device.multi_plane_ops[1] += 1;
+            self.stats.device.multi_plane_txns += n as u64;
+        }
+        let xfer = self.timing.transfer_ns;
+        let copyback = self.cfg.ftl.copyback;
+        let copyback_decode = self.cfg.ftl.copyback_decode;
+        // Per plane: the senses of its source pages, one after another.
+        let mut sense_of_plane = [0u64; 64];
+        let (mut prog, mut bus_out, mut ctrl, mut bus_in) = (0u64, 0u64, 0u64, 0u64);
+        for k in 0..n {
+            let x = *self.exec.txn(die, k);
+            let encode = self.timing.eccs[x.placement.ecc as usize].encode_ns;
+            if x.kind == TxnKind::Program {
+                let Some((ppn, pt, mode, changed)) = self.program_page(&x, None) else {
+                    return true;
+                };
+                prog = prog.max(self.timing.program_ns(pt, mode));
+                ctrl += encode;
+                bus_in += xfer;
+                self.exec.stage_mut(die, k).ppn = ppn;
+                if changed || self.cfg.ftl.allocation == Allocation::Dynamic {
+                    self.maybe_gc(self.ftl.pool(x.plane, x.placement.region));
+                }
+            } else {
+                let src_pt = self.layout.page_type[self.ftl.page_index(x.ppn) as usize];
+                let ecc = self.ftl.page_ecc(x.ppn);
+                let rt = self.read_type(x.ppn, src_pt, x.source);
+                let (sense, bus, decode) = self.read_cost(x.ppn, rt, ecc);
+                let Some((dst, dst_pt, dst_mode, _)) = self.program_page(&x, Some(x.ppn)) else {
+                    return true;
+                };
+                self.count_read(x.source, ecc, src_pt);
+                self.stats.gc_pages_moved += 1;
+                let ne = self.timing.eccs.len();
+                self.stats.cache.gc_moves_by_ecc[ecc as usize * ne + x.placement.ecc as usize] += 1;
+                sense_of_plane[x.plane as usize % ppd] += sense;
+                if !copyback {
+                    bus_out += bus;
+                    ctrl += decode + encode;
+                    bus_in += xfer;
+                } else if copyback_decode {
+                    ctrl += decode + encode;
+                }
+                prog = prog.max(self.timing.program_ns(dst_pt, dst_mode));
+                self.exec.stage_mut(die, k).ppn = dst;
+            }
+        }
+        let sense = sense_of_plane[..ppd].iter().copied().max().unwrap_or(0);
+        if sense > 0 {
+            self.exec.push_phase(die, Phase::Array(sense));
+        }
+        if bus_out > 0 {
+            self.exec.push_phase(die, Phase::Bus(bus_out));
+        }
+        if ctrl > 0 {
+            self.exec.push_phase(die, Phase::Ctrl(ctrl));
+        }
+        if bus_in > 0 {
+            self.exec.push_phase(die, Phase::Bus(bus_in));
+        }
+        self.exec.push_phase(die, Phase::Array(prog));
+        self.exec.start(die, n, 0, self.now);
         true
     }
 

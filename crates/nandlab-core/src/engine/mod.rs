@@ -216,6 +216,8 @@ pub struct Engine {
     rmw_on: bool,
     /// `sched.multi_plane` on a device with more than one plane per die.
     mp_on: bool,
+    /// `timing.one_shot_program`: programs and GC moves run a word line at a time.
+    os_on: bool,
     /// Multi-plane: dies whose dispatch waits until every page of the arriving request is
     /// queued (so its pages can pair).
     mp_dies: Vec<u32>,
@@ -384,6 +386,10 @@ impl Engine {
                     geo.planes_per_die
                 } else {
                     1
+                } * if cfg.timing.one_shot_program {
+                    geo.cell.bits() as u32
+                } else {
+                    1
                 },
             ),
             now: 0,
@@ -424,8 +430,9 @@ impl Engine {
             rg,
             rmw_on: cfg.ftl.read_modify_write,
             mp_on: cfg.sched.multi_plane && geo.planes_per_die > 1,
+            os_on: cfg.timing.one_shot_program,
             mp_dies: Vec::with_capacity(64),
-            mp_done: Vec::with_capacity(geo.planes_per_die as usize),
+            mp_done: Vec::with_capacity(geo.planes_per_die as usize * geo.cell.bits()),
             susp_on: cfg.sched.suspension,
             susp_ns: [
                 (cfg.sched.suspend_program_us * 1000.0).round() as u64,

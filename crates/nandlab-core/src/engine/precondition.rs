@@ -129,12 +129,39 @@ impl Engine {
             let mut done = 0u64;
             // WA of the previous round, when GC erased blocks in it.
             let mut prev_wa: Option<f64> = None;
+            // The overwrites are drawn `AHEAD` writes early (the same sequence from the same
+            // stream) and their memory is prefetched in three steps along the way — the
+            // `filled` slot, then the LPN's L2P entry, then its old page's state — so that a
+            // write finds them in cache: random overwrites of a large logical space are
+            // otherwise a chain of cache misses. Draws past the last write are discarded with
+            // the stream.
+            const AHEAD: usize = 24;
+            const STEP: usize = AHEAD / 3;
+            let mut ring = [0usize; AHEAD];
+            let mut head = 0usize;
+            for slot in ring.iter_mut() {
+                *slot = rng.gen_range(0..filled.len());
+                crate::prefetch::slice(&filled, *slot);
+            }
+            for &i in &ring[STEP..] {
+                self.ftl.prefetch_lpn(filled[i]);
+            }
+            for &i in &ring[2 * STEP..] {
+                self.ftl.prefetch_mapped(filled[i]);
+            }
             while done < cap {
                 let this = round.min(cap - done);
                 let mut moves = 0u64;
                 let erases_before = self.ftl.total_erases();
                 for _ in 0..this {
-                    let lpn = filled[rng.gen_range(0..filled.len())];
+                    let lpn = filled[ring[head]];
+                    ring[head] = rng.gen_range(0..filled.len());
+                    crate::prefetch::slice(&filled, ring[head]);
+                    self.ftl
+                        .prefetch_lpn(filled[ring[(head + AHEAD - STEP) % AHEAD]]);
+                    self.ftl
+                        .prefetch_mapped(filled[ring[(head + AHEAD - 2 * STEP) % AHEAD]]);
+                    head = (head + 1) % AHEAD;
                     self.untimed_write(lpn, &mut moves)?;
                 }
                 done += this;
@@ -419,8 +446,17 @@ impl Engine {
         let region = self.ftl.block_region(victim);
         self.scratch.clear();
         self.ftl.valid_pages(victim, &mut self.scratch);
+        // The moved pages' LPNs are scattered over the L2P: fetch their entries a few moves
+        // ahead (the move writes them).
+        const AHEAD: usize = 8;
+        for &src in self.scratch.iter().take(AHEAD) {
+            self.ftl.prefetch_lpn(self.ftl.page_lpn(src));
+        }
         for i in 0..self.scratch.len() {
             let src = self.scratch[i];
+            if let Some(&ahead) = self.scratch.get(i + AHEAD) {
+                self.ftl.prefetch_lpn(self.ftl.page_lpn(ahead));
+            }
             let lpn = self.ftl.page_lpn(src);
             let ctx = Ctx {
                 now_ns: 0,
@@ -445,7 +481,9 @@ impl Engine {
                     ))
                 })?;
             let mode = self.region_mode(pl);
-            self.ftl.program(dst, lpn, mode, pl.ecc, 0);
+            // The same state change as programming `lpn` at `dst`, without reading the L2P (a
+            // valid page is its LPN's target).
+            self.ftl.relocate(src, dst, mode, pl.ecc, 0);
             *moves += 1;
         }
         self.ftl.erase(victim);

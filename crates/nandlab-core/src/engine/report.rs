@@ -253,6 +253,12 @@ impl Engine {
             sim.insert("multi_plane_erases".into(), json!(d.multi_plane_ops[2]));
             sim.insert("multi_plane_planes".into(), json!(d.multi_plane_txns));
         }
+        if self.os_on {
+            sim.insert("one_shot_programs".into(), json!(d.one_shot_ops[0]));
+            sim.insert("one_shot_program_pages".into(), json!(d.one_shot_pages[0]));
+            sim.insert("one_shot_moves".into(), json!(d.one_shot_ops[1]));
+            sim.insert("one_shot_move_pages".into(), json!(d.one_shot_pages[1]));
+        }
         if self.config().sched.suspension {
             sim.insert("suspensions_program".into(), json!(d.suspensions[0]));
             sim.insert("suspensions_erase".into(), json!(d.suspensions[1]));

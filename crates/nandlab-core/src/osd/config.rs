@@ -270,12 +270,14 @@ impl OsdConfig {
                 "the object device numbers pages with 32 bits: fewer than 2^32 pages in all",
             ));
         }
-        if cfg.sched.multi_plane || cfg.sched.suspension {
+        if cfg.sched.multi_plane || cfg.sched.suspension || cfg.timing.one_shot_program {
             return Err(invalid(
                 if cfg.sched.multi_plane {
                     "sched.multi_plane"
-                } else {
+                } else if cfg.sched.suspension {
                     "sched.suspension"
+                } else {
+                    "timing.one_shot_program"
                 },
                 true,
                 "the object device does not model it: set it to false",

@@ -199,6 +199,11 @@ pub struct DeviceStats {
     pub multi_plane_txns: u64,
     /// Suspensions of programs and of erases by host reads.
     pub suspensions: [u64; 2],
+    /// One-shot programming: program operations (word-line runs of host programs and of GC
+    /// moves), and the pages they programmed.
+    pub one_shot_ops: [u64; 2],
+    /// Pages those operations programmed (host programs, GC moves).
+    pub one_shot_pages: [u64; 2],
     /// Discard (TRIM) requests replayed.
     pub trim_requests: u64,
     /// Bytes they covered.
