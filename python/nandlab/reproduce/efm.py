@@ -43,7 +43,6 @@ UMass Financial1 and WebSearch1 excerpts). ``--quick``: the Financial1 and hm_0 
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -79,10 +78,13 @@ from nandlab.reproduce.common import (
 )
 from nandlab.reproduce.load import (
     expand,
+    finite,
     groups,
     load_info,
+    mean_of,
     print_headline,
     print_load_table,
+    ratio,
 )
 
 if TYPE_CHECKING:
@@ -328,24 +330,6 @@ def plan_runs(sel: Selection) -> list[PlannedRun]:
 # --------------------------------------------------------------------------- analysis
 
 
-def _num(v: Any) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    f = float(v)
-    return f if math.isfinite(f) else None
-
-
-def _ratio(a: float | None, b: float | None) -> float | None:
-    if a is None or b is None or b == 0:
-        return None
-    return a / b
-
-
-def _mean(vals: Sequence[float | None]) -> float | None:
-    good = [v for v in vals if v is not None]
-    return sum(good) / len(good) if good else None
-
-
 def run_metrics(report: Mapping[str, Any] | None) -> dict[str, Any]:
     """The numbers the paper reports, from one run's report."""
     if not report:
@@ -354,28 +338,28 @@ def run_metrics(report: Mapping[str, Any] | None) -> dict[str, Any]:
     rg = report.get("regions") or {}
     bd = rg.get("breakdown_us") or {}
     ss = report.get("scheme_stats") or {}
-    req = _num(host.get("requests"))
-    flash_us = sum(v for v in (_num(x) for x in bd.values()) if v is not None) if bd else None
+    req = finite(host.get("requests"))
+    flash_us = sum(v for v in (finite(x) for x in bd.values()) if v is not None) if bd else None
     return {
         "requests": req,
-        "mean_us": _num(host.get("mean_us")),
+        "mean_us": finite(host.get("mean_us")),
         # Flash time per host request, µs: host reads/programs, migrations, GC and erases.
         "flash_us_per_request": flash_us / req if flash_us is not None and req else None,
         "migration_us_per_request": (
-            _num(bd.get("migration")) / req
-            if _num(bd.get("migration")) is not None and req
+            finite(bd.get("migration")) / req
+            if finite(bd.get("migration")) is not None and req
             else None
         ),
         "load": load_info(report),
-        "read_us": _num(host.get("read_mean_us")),
-        "write_us": _num(host.get("write_mean_us")),
-        "optimal_rw": _num(bd.get("optimal_rw")),
-        "nonoptimal_read": _num(bd.get("nonoptimal_read")),
-        "nonoptimal_write": _num(bd.get("nonoptimal_write")),
-        "migration": _num(bd.get("migration")),
-        "lifetime_gain": _num(rg.get("lifetime_gain_by_programs")),
+        "read_us": finite(host.get("read_mean_us")),
+        "write_us": finite(host.get("write_mean_us")),
+        "optimal_rw": finite(bd.get("optimal_rw")),
+        "nonoptimal_read": finite(bd.get("nonoptimal_read")),
+        "nonoptimal_write": finite(bd.get("nonoptimal_write")),
+        "migration": finite(bd.get("migration")),
+        "lifetime_gain": finite(rg.get("lifetime_gain_by_programs")),
         "stage": rg.get("stage_at_start"),
-        "migrations": _num(ss.get("migrations", ss.get("region_migrations"))),
+        "migrations": finite(ss.get("migrations", ss.get("region_migrations"))),
         "host_programs": rg.get("host_programs"),
         "host_reads": rg.get("host_reads"),
     }
@@ -498,7 +482,7 @@ def analyse(
             if s != "efm":
                 # "EFM delivers x % latency reduction compared to B" = B / EFM - 1 (§V-B: the
                 # paper's 296 % can only be read this way).
-                r_ = _ratio(m.get("mean_us"), efm)
+                r_ = ratio(m.get("mean_us"), efm)
                 row[f"ratio_vs_{s}"] = r_
                 row[f"reduction_vs_{s}"] = None if r_ is None else r_ - 1.0
             lt = metrics.get(("lifetime", t, s), {})
@@ -514,16 +498,16 @@ def analyse(
             row[f"{s}_sync_migration_us_per_request"] = ms.get("migration_us_per_request")
         efm_sync = row.get("efm_sync_mean_us")
         for s in SCHEMES[1:]:
-            row[f"ratio_vs_{s}_sync"] = _ratio(row.get(f"{s}_sync_mean_us"), efm_sync)
+            row[f"ratio_vs_{s}_sync"] = ratio(row.get(f"{s}_sync_mean_us"), efm_sync)
         gains = []
         for st in range(1, len(STAGE_PE) + 1):
             a = metrics.get((f"stage{st}", t, "efm"), {}).get("mean_us")
             b = metrics.get((f"stage{st}", t, "efm_static"), {}).get("mean_us")
-            g = _ratio(b, a)
+            g = ratio(b, a)
             row[f"wear_aware_gain_stage{st}"] = None if g is None else g - 1.0
             if g is not None:
                 gains.append(g - 1.0)
-        row["wear_aware_gain"] = _mean(gains) if gains else None
+        row["wear_aware_gain"] = mean_of(gains) if gains else None
         row["ratio_wear_aware"] = None if not gains else 1.0 + row["wear_aware_gain"]
         rows.append(row)
     over = {t for t, li in loads.items() if li.get("overloaded")}
@@ -531,12 +515,12 @@ def analyse(
     for k in rows[0] if rows else []:
         if k in ("trace", "requests") or not k.startswith(("reduction", "wear_aware", "ratio")):
             continue
-        avg[k] = _mean([_num(r.get(k)) for r in rows if r["trace"] not in over])
+        avg[k] = mean_of([finite(r.get(k)) for r in rows if r["trace"] not in over])
     all_rows = [*rows, avg] if rows else rows
     groups = level_groups or {"auto": [r["trace"] for r in rows]}
     headline: list[dict[str, Any]] = []
     for text, paper, key, decider in HEADLINE_METRICS:
-        ratios = {r["trace"]: _num(r.get(key)) for r in rows}
+        ratios = {r["trace"]: finite(r.get(key)) for r in rows}
         flags = {
             r["trace"]: bool(r.get(f"{decider}_overloaded")) or r["trace"] in over for r in rows
         }
@@ -812,7 +796,7 @@ def quick_check(an: Analysis) -> dict[str, Any]:
     """Every run succeeded, every run reports its regions, and EFM's average mean response is
     below the worst baseline's (a sanity floor, not the paper's claim)."""
     avg = an.rows[-1] if an.rows else {}
-    reds = {s: _num(avg.get(f"reduction_vs_{s}")) for s in SCHEMES[1:]}
+    reds = {s: finite(avg.get(f"reduction_vs_{s}")) for s in SCHEMES[1:]}
     missing = [k for k, m in an.metrics.items() if m.get("mean_us") is None]
     best = max((v for v in reds.values() if v is not None), default=None)
     passed = not an.errors and not missing and best is not None and best > 0

@@ -50,7 +50,7 @@ import click
 from rich.table import Table
 
 from nandlab.reproduce.common import CommonOptions, common_options, fmt_num, fmt_pct, out_console
-from nandlab.reproduce.load import AUTO, auto_scale, geo_mean, load_info, offered_load
+from nandlab.reproduce.load import AUTO, auto_scale, geo_mean, load_info, offered_load, report_value
 
 PAPER = "flexecc"
 CONFIG = "flexecc"
@@ -209,15 +209,6 @@ def _run(path: Path, scheme: str, ov: Mapping[str, Any]) -> dict[str, Any]:
     return nandlab.simulate(CONFIG, path, scheme=scheme, overrides=dict(ov)).report
 
 
-def _g(rep: Mapping[str, Any], path: str) -> Any:
-    cur: Any = rep
-    for k in path.split("."):
-        if not isinstance(cur, Mapping):
-            return None
-        cur = cur.get(k)
-    return cur
-
-
 def _table3(rep: Mapping[str, Any]) -> dict[str, int]:
     c = rep["cache"]
     m = c["gc_moves_by_ecc"]
@@ -301,7 +292,7 @@ def flexecc(opts: CommonOptions) -> None:
                         "read_mean_us": b["host"]["read_mean_us"],
                         "write_mean_us": b["host"]["write_mean_us"],
                         "cleaning_us": cb,
-                        "gc_invocations": _g(b, "gc.invocations"),
+                        "gc_invocations": report_value(b, "gc.invocations"),
                         "table3": _table3(b),
                     },
                     "flexecc": {
@@ -309,7 +300,7 @@ def flexecc(opts: CommonOptions) -> None:
                         "read_mean_us": f["host"]["read_mean_us"],
                         "write_mean_us": f["host"]["write_mean_us"],
                         "cleaning_us": cf,
-                        "gc_invocations": _g(f, "gc.invocations"),
+                        "gc_invocations": report_value(f, "gc.invocations"),
                         "table3": _table3(f),
                         "invariant_violations": f["scheme_stats"].get("invariant_violations"),
                     },
@@ -317,7 +308,10 @@ def flexecc(opts: CommonOptions) -> None:
                     "decode_saved_us_per_request": saved,
                     "decode_share_of_gain": saved / (rb - rf) if rb and rb != rf else None,
                     "cleaning_reduction": 1 - cf / cb if cb else None,
-                    "cdf": {"bch_ssd": _g(b, "host.cdf"), "flexecc": _g(f, "host.cdf")},
+                    "cdf": {
+                        "bch_ssd": report_value(b, "host.cdf"),
+                        "flexecc": report_value(f, "host.cdf"),
+                    },
                 }
             )
 

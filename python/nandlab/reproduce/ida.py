@@ -59,7 +59,14 @@ from nandlab.reproduce.common import (
     traces_json,
     write_json,
 )
-from nandlab.reproduce.load import expand, groups, print_headline, print_load_table
+from nandlab.reproduce.load import (
+    expand,
+    groups,
+    mean_of,
+    print_headline,
+    print_load_table,
+    report_value,
+)
 
 if TYPE_CHECKING:
     from nandlab.experiment import RunSpec
@@ -230,29 +237,15 @@ def plan_runs(sel: Selection, *, quick: bool) -> list[PlannedRun]:
 # --------------------------------------------------------------------------- analysis
 
 
-def _get(rep: Mapping[str, Any] | None, path: str) -> Any:
-    cur: Any = rep
-    for k in path.split("."):
-        if not isinstance(cur, Mapping):
-            return None
-        cur = cur.get(k)
-    return cur
-
-
 def _reduction(base: float | None, new: float | None) -> float | None:
     if base is None or new is None or base <= 0:
         return None
     return 1.0 - new / base
 
 
-def _mean(vals: Sequence[float | None]) -> float | None:
-    xs = [v for v in vals if v is not None]
-    return sum(xs) / len(xs) if xs else None
-
-
 def msb_lower_invalid_share(rep: Mapping[str, Any] | None) -> float | None:
     """Share of host MSB reads whose LSB and/or CSB is invalid (Table III's last column)."""
-    m = _get(rep, "refresh.host_msb_reads")
+    m = report_value(rep, "refresh.host_msb_reads")
     if not isinstance(m, Mapping):
         return None
     inv = sum(int(m.get(k, 0)) for k in ("lsb_invalid_csb_valid", "lsb_valid_csb_invalid"))
@@ -311,11 +304,11 @@ def analyse(
     for trace in dict.fromkeys(r.trace for r in runs):
 
         def rd(label: str, trace: str = trace) -> float | None:
-            v = _get(by.get((trace, label)), "host.read_mean_us")
+            v = report_value(by.get((trace, label)), "host.read_mean_us")
             return float(v) if isinstance(v, (int, float)) else None
 
         def thr(label: str, trace: str = trace) -> float | None:
-            v = _get(by.get((trace, label)), "sim.host_throughput_rps")
+            v = report_value(by.get((trace, label)), "sim.host_throughput_rps")
             return float(v) if v else None
 
         base = by.get((trace, "baseline"))
@@ -324,40 +317,40 @@ def analyse(
         row: dict[str, Any] = {
             "trace": trace,
             **loads[trace],
-            "refresh_period_s": _get(base, "refresh.period_s"),
+            "refresh_period_s": report_value(base, "refresh.period_s"),
             "read_us_baseline": rd("baseline"),
             "msb_lower_invalid_share": msb_lower_invalid_share(base),
-            "msb_reads_by_lower_valid": _get(base, "refresh.host_msb_reads"),
-            "blocks_refreshed": _get(base, "refresh.blocks_refreshed"),
+            "msb_reads_by_lower_valid": report_value(base, "refresh.host_msb_reads"),
+            "blocks_refreshed": report_value(base, "refresh.blocks_refreshed"),
         }
         for e in ERROR_FRACTIONS:
             row[f"read_us_E{e}"] = rd(f"E{e}")
             row[f"reduction_E{e}"] = _reduction(rd("baseline"), rd(f"E{e}"))
         # The device's own read time (service, no queueing): IDA's sensing gain by itself.
         svc = {
-            lab: _get(by.get((trace, lab)), "host.service.read.mean_us")
+            lab: report_value(by.get((trace, lab)), "host.service.read.mean_us")
             for lab in ("baseline", "E20")
         }
         row["service_reduction_E20"] = _reduction(svc["baseline"], svc["E20"])
         row["read_wait_share_baseline"] = None
-        wait = _get(base, "host.wait.read.mean_us")
+        wait = report_value(base, "host.wait.read.mean_us")
         if isinstance(wait, (int, float)) and rd("baseline"):
             row["read_wait_share_baseline"] = wait / rd("baseline")
         # Table IV: additional reads and writes per refreshed block (IDA-E20 vs baseline), from
         # the refresh before the replay.
-        pre_blocks = _get(e20, "precondition.refreshed_blocks")
+        pre_blocks = report_value(e20, "precondition.refreshed_blocks")
         if pre_blocks:
             row["E20_extra_reads_per_block"] = (
-                _get(e20, "precondition.refresh_readbacks") or 0
+                report_value(e20, "precondition.refresh_readbacks") or 0
             ) / pre_blocks
             row["E20_extra_writes_per_block"] = (
-                _get(e20, "precondition.refresh_rewrites") or 0
+                report_value(e20, "precondition.refresh_rewrites") or 0
             ) / pre_blocks
-        row["E20_pages_adjusted"] = _get(e20, "precondition.refresh_adjusted_pages")
-        row["E20_pages_moved"] = _get(e20, "precondition.refresh_moves")
-        row["baseline_pages_moved"] = _get(base, "precondition.refresh_moves")
+        row["E20_pages_adjusted"] = report_value(e20, "precondition.refresh_adjusted_pages")
+        row["E20_pages_moved"] = report_value(e20, "precondition.refresh_moves")
+        row["baseline_pages_moved"] = report_value(base, "precondition.refresh_moves")
         # Where IDA's moved LSB data landed (§III-C: on the new blocks' LSB pages).
-        lsb = _get(e20, "precondition.refresh_moves_by_page_type.lsb")
+        lsb = report_value(e20, "precondition.refresh_moves_by_page_type.lsb")
         row["E20_moved_lsb_by_page_type"] = lsb
         if isinstance(lsb, Mapping) and sum(lsb.values()):
             row["E20_moved_lsb_on_lsb_share"] = lsb.get("lsb", 0) / sum(lsb.values())
@@ -376,12 +369,12 @@ def analyse(
         row["late_read_retries_per_read"] = None
         late = by.get((trace, "baseline late"))
         retries, reads = (
-            _get(late, "reliability.read_retries"),
-            _get(late, "reliability.reads"),
+            report_value(late, "reliability.read_retries"),
+            report_value(late, "reliability.reads"),
         )
         if isinstance(retries, int) and reads:
             row["late_read_retries_per_read"] = retries / reads
-        row["late_mean_rber"] = _get(late, "reliability.mean_rber")
+        row["late_mean_rber"] = report_value(late, "reliability.mean_rber")
         rows.append(row)
 
     groups = level_groups or {"auto": [r["trace"] for r in rows]}
@@ -409,7 +402,7 @@ def analyse(
             "level": "all",
             "metric": "MSB reads with invalid LSB/CSB (share, not a change)",
             "paper": "29.2 %",  # Table III average
-            "ours_mean": _mean(vals),
+            "ours_mean": mean_of(vals),
             "ours_geomean": geo_mean(vals),
             "per_trace": share,
             "traces": len(vals),

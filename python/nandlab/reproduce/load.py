@@ -30,7 +30,7 @@ that measures queueing, not the scheme. So (docs/reproductions.md, "Load level")
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -107,6 +107,12 @@ def finite(v: Any) -> float | None:
 def ratio(a: float | None, b: float | None) -> float | None:
     """a / b, or None when either is missing or b is 0."""
     return None if a is None or b is None or b == 0 else a / b
+
+
+def mean_of(vals: Iterable[float | None]) -> float | None:
+    """Mean of the values that are not None, or None when there are none."""
+    good = [v for v in vals if v is not None]
+    return sum(good) / len(good) if good else None
 
 
 def host_window_utilisation(report: Mapping[str, Any] | None) -> float | None:

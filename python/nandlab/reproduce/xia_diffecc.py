@@ -15,7 +15,6 @@ bundled MSR hm_0, UMass Financial1 and WebSearch1 excerpts. Traces are replayed 
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -51,9 +50,11 @@ from nandlab.reproduce.common import (
 )
 from nandlab.reproduce.load import (
     expand,
+    finite,
     groups,
     print_headline,
     print_load_table,
+    ratio,
 )
 
 if TYPE_CHECKING:
@@ -258,24 +259,6 @@ def plan_runs(sel: Selection, *, quick: bool) -> list[PlannedRun]:
 # --------------------------------------------------------------------------- analysis
 
 
-def _num(v: Any) -> float | None:
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    f = float(v)
-    return f if math.isfinite(f) else None
-
-
-def _ratio(a: float | None, b: float | None) -> float | None:
-    if a is None or b is None or b == 0:
-        return None
-    return a / b
-
-
-def _mean(vals: Sequence[float | None]) -> float | None:
-    good = [v for v in vals if v is not None]
-    return sum(good) / len(good) if good else None
-
-
 def run_metrics(report: Mapping[str, Any] | None) -> dict[str, float | None]:
     """The numbers the paper reports, from one run's report."""
     if not report:
@@ -288,26 +271,26 @@ def run_metrics(report: Mapping[str, Any] | None) -> dict[str, float | None]:
     # ECC 0 (BCH) and program mode 0 (normal cost) are the device's first entries.
     ecc0 = _first_name(device.get("ecc"), by_ecc, ("bch", "default"))
     mode0 = _first_name(device.get("program_modes"), by_mode, ("normal",))
-    normal_reads = _num(by_ecc.get(ecc0)) if ecc0 else None
+    normal_reads = finite(by_ecc.get(ecc0)) if ecc0 else None
     high_reads = sum(float(v) for k, v in by_ecc.items() if k != ecc0) if by_ecc else None
-    rewrites = _num(report.get("rewrites"))
+    rewrites = finite(report.get("rewrites"))
     # A rewrite is a normal-cost program (source "migration"); Fig. 9 counts it in its own class.
-    normal_writes = _num(by_mode.get(mode0)) if mode0 else None
+    normal_writes = finite(by_mode.get(mode0)) if mode0 else None
     if normal_writes is not None and rewrites:
         normal_writes = max(0.0, normal_writes - rewrites)
     return {
-        "requests": _num(host.get("requests")),
-        "reads": _num(host.get("reads")),
-        "writes": _num(host.get("writes")),
-        "mean_us": _num(host.get("mean_us")),
-        "read_us": _num(host.get("read_mean_us")),
-        "write_us": _num(host.get("write_mean_us")),
-        "erases": _num(flash.get("erases")),
+        "requests": finite(host.get("requests")),
+        "reads": finite(host.get("reads")),
+        "writes": finite(host.get("writes")),
+        "mean_us": finite(host.get("mean_us")),
+        "read_us": finite(host.get("read_mean_us")),
+        "write_us": finite(host.get("write_mean_us")),
+        "erases": finite(flash.get("erases")),
         "normal_reads": normal_reads,
         "high_cost_reads": high_reads,
         "normal_writes": normal_writes,
-        "low_cost_writes": _num(by_mode.get("low_cost")),
-        "high_cost_writes": _num(by_mode.get("high_cost")),
+        "low_cost_writes": finite(by_mode.get("low_cost")),
+        "high_cost_writes": finite(by_mode.get("high_cost")),
         "rewrites": rewrites,
     }
 
@@ -386,24 +369,24 @@ def analyse(
         row: dict[str, Any] = {
             "trace": t,
             "requests": base.get("requests") or dwa.get("requests"),
-            "read_ratio": _ratio(base.get("reads"), base.get("requests")),
+            "read_ratio": ratio(base.get("reads"), base.get("requests")),
             **loads.get(t, {}),
         }
         for metric in ("mean", "read", "write"):
             for s, met in (("baseline", base), ("agcr", agcr), ("diffecc_wa", dwa)):
                 row[f"{SHORT[s]}_{metric}_us"] = met.get(f"{metric}_us")
             for s, met in (("agcr", agcr), ("diffecc_wa", dwa)):
-                row[f"{SHORT[s]}_{metric}_norm"] = _ratio(
+                row[f"{SHORT[s]}_{metric}_norm"] = ratio(
                     met.get(f"{metric}_us"), base.get(f"{metric}_us")
                 )
-            row[f"diffecc_{metric}_vs_agcr"] = _ratio(
+            row[f"diffecc_{metric}_vs_agcr"] = ratio(
                 dwa.get(f"{metric}_us"), agcr.get(f"{metric}_us")
             )
         row["normal_erases"] = base.get("erases")
         row["agcr_erases"] = agcr.get("erases")
         row["diffecc_erases"] = dwa.get("erases")
-        row["agcr_erases_norm"] = _ratio(agcr.get("erases"), base.get("erases"))
-        row["diffecc_erases_norm"] = _ratio(dwa.get("erases"), base.get("erases"))
+        row["agcr_erases_norm"] = ratio(agcr.get("erases"), base.get("erases"))
+        row["diffecc_erases_norm"] = ratio(dwa.get("erases"), base.get("erases"))
         for k in ("normal_reads", "high_cost_reads", "normal_writes", "low_cost_writes"):
             row[f"diffecc_{k}"] = dwa.get(k)
         row["diffecc_rewrites"] = dwa.get("rewrites")
@@ -469,14 +452,14 @@ def analyse(
                 ("write", "write_us"),
             ):
                 sweeps[axis][panel][t] = [
-                    (float(x), _ratio(pts[x].get(metric), base.get(metric))) for x in sorted(pts)
+                    (float(x), ratio(pts[x].get(metric), base.get(metric))) for x in sorted(pts)
                 ]
             means = {x: pts[x].get("mean_us") for x in pts if pts[x].get("mean_us") is not None}
             if means:
                 best = min(means, key=lambda x: (means[x], abs(x - default)))
                 prow[f"best_{axis}"] = best
                 dv = means.get(default)
-                prow[f"{axis}{default}_vs_best"] = _ratio(dv, means[best])
+                prow[f"{axis}{default}_vs_best"] = ratio(dv, means[best])
                 prow[f"{axis}_default_near_best"] = (
                     None if dv is None else dv <= means[best] * (1 + NEAR_BEST)
                 )
