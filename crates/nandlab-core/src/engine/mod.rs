@@ -831,6 +831,15 @@ impl Engine {
                 )));
             }
         }
+        if tag != CacheOp::None && r.op != tag.op() {
+            // The latency classes are merged from the tags by the tag's operation.
+            return Err(NandlabError::Sim(format!(
+                "internal error: a {:?} request tagged {} (a {:?} tag)",
+                r.op,
+                tag.name(),
+                tag.op()
+            )));
+        }
         if r.op == Op::Trim {
             self.trim(offset, r.len_bytes);
             return Ok(());
@@ -1255,20 +1264,10 @@ impl Engine {
         if let Some(ts) = self.stats.timeseries.as_mut() {
             ts.host_done(s.op == Op::Read, s.arrival_ns, s.done_ns, s.len_bytes);
         }
-        let class = match s.op {
-            Op::Read => &mut self.stats.read,
-            // Trims never hold a slot (`on_arrival` serves them at once).
-            Op::Write | Op::Trim => &mut self.stats.write,
-        };
-        class.response.record(response);
-        class.wait.record(wait);
-        class.service.record(service);
-        if s.tag != CacheOp::None {
-            let c = &mut self.stats.cache.by_tag[s.tag as usize];
-            c.response.record(response);
-            c.wait.record(wait);
-            c.service.record(service);
-        }
+        // Trims never hold a slot (`on_arrival` serves them at once). One record per request:
+        // under its tag, or its class when untagged; report time merges (Stats::reads).
+        self.stats
+            .record_host(s.op != Op::Read, s.tag, response, wait, service);
         if let Some(w) = self.log.as_mut() {
             let op = if s.op == Op::Read { 'R' } else { 'W' };
             if let Err(err) = writeln!(
