@@ -146,11 +146,13 @@ struct HostSlot {
     done_ns: u64,
     service_ns: u64,
     tag: CacheOp,
-    /// Read-modify-write reads of this request: (LPN, the read's service ns) for its head and
-    /// tail page (`NONE` when unused). The page's service is its read's plus its program's (or
-    /// DRAM write's), so an RMW read counts as service, not as queue wait.
-    rmw: [(u32, u64); 2],
 }
+
+/// Read-modify-write reads of one host request: (LPN, the read's service ns) for its head and
+/// tail page (`NONE` when unused). The page's service is its read's plus its program's (or
+/// DRAM write's), so an RMW read counts as service, not as queue wait. Kept beside the host
+/// slots (same index), only when `ftl.read_modify_write` is on: the slot itself stays small.
+type RmwReads = [(u32, u64); 2];
 
 /// A simulation of one device, one scheme, one run.
 pub struct Engine {
@@ -214,6 +216,9 @@ pub struct Engine {
     rg: Option<RegionRuntime>,
     /// `ftl.read_modify_write`.
     rmw_on: bool,
+    /// Per host slot (same index as `slots`): its read-modify-write reads; empty when
+    /// `rmw_on` is off.
+    rmw: Vec<RmwReads>,
     /// `sched.multi_plane` on a device with more than one plane per die.
     mp_on: bool,
     /// `timing.one_shot_program`: programs and GC moves run a word line at a time.
@@ -429,6 +434,7 @@ impl Engine {
             }),
             rg,
             rmw_on: cfg.ftl.read_modify_write,
+            rmw: Vec::new(),
             mp_on: cfg.sched.multi_plane && geo.planes_per_die > 1,
             os_on: cfg.timing.one_shot_program,
             mp_dies: Vec::with_capacity(64),
@@ -778,7 +784,7 @@ impl Engine {
 
     /// Prefetch the per-page state a read that arrives next will touch on dispatch (its L2P
     /// entries were prefetched when it was read ahead).
-    #[inline]
+    #[inline(always)]
     fn prefetch_pages(&self, r: &HostRequest) {
         let read = r.op == Op::Read;
         if !read && !self.scheme_prefetch {
@@ -832,6 +838,15 @@ impl Engine {
                 )));
             }
         }
+        if tag != CacheOp::None && r.op != tag.op() {
+            // The latency classes are merged from the tags by the tag's operation.
+            return Err(NandlabError::Sim(format!(
+                "internal error: a {:?} request tagged {} (a {:?} tag)",
+                r.op,
+                tag.name(),
+                tag.op()
+            )));
+        }
         if r.op == Op::Trim {
             self.trim(offset, r.len_bytes);
             return Ok(());
@@ -846,7 +861,6 @@ impl Engine {
             done_ns: self.now,
             service_ns: 0,
             tag,
-            rmw: [(NONE, 0); 2],
         });
         self.in_flight += 1;
         match r.op {
@@ -1015,10 +1029,10 @@ impl Engine {
             return false;
         }
         self.stats.device.rmw_reads += 1;
-        let s = &mut self.slots[slot as usize];
-        s.pending += 1;
-        let free = usize::from(s.rmw[0].0 != NONE);
-        s.rmw[free] = (lpn, 0);
+        self.slots[slot as usize].pending += 1;
+        let r = &mut self.rmw[slot as usize];
+        let free = usize::from(r[0].0 != NONE);
+        r[free] = (lpn, 0);
         let plane = self.ftl.plane_of_ppn(ppn);
         let die = self.sched.enqueue(
             TxnKind::Read,
@@ -1072,6 +1086,7 @@ impl Engine {
         match d.write(lpn) {
             Some(e) => {
                 if counted {
+                    // `counted`: after an RMW read (RMW on).
                     let service = access + self.rmw_service(slot, lpn);
                     self.host_page_done(slot, self.now + access, service);
                 } else {
@@ -1134,18 +1149,23 @@ impl Engine {
     }
 
     /// The service time of the read-modify-write read of page `lpn` of request `slot` (0 when
-    /// the page had none), to be added to the service of the page's program or DRAM write.
+    /// the page had none, or RMW is off), to be added to the service of the page's program or
+    /// DRAM write.
     #[inline]
     pub(super) fn rmw_service(&self, slot: u32, lpn: u32) -> u64 {
-        let s = &self.slots[slot as usize];
-        s.rmw.iter().find(|r| r.0 == lpn).map_or(0, |r| r.1)
+        if !self.rmw_on {
+            return 0;
+        }
+        self.rmw[slot as usize]
+            .iter()
+            .find(|r| r.0 == lpn)
+            .map_or(0, |r| r.1)
     }
 
     /// The read-modify-write read of page `lpn` of request `slot` took `service_ns`.
     #[inline]
     pub(super) fn rmw_read_done(&mut self, slot: u32, lpn: u32, service_ns: u64) {
-        let s = &mut self.slots[slot as usize];
-        if let Some(r) = s.rmw.iter_mut().find(|r| r.0 == lpn) {
+        if let Some(r) = self.rmw[slot as usize].iter_mut().find(|r| r.0 == lpn) {
             r.1 = service_ns;
         }
     }
@@ -1207,16 +1227,23 @@ impl Engine {
     }
 
     fn alloc_slot(&mut self, s: HostSlot) -> u32 {
-        match self.free_slots.pop() {
+        let i = match self.free_slots.pop() {
             Some(i) => {
                 self.slots[i as usize] = s;
                 i
             }
             None => {
                 self.slots.push(s);
+                if self.rmw_on {
+                    self.rmw.push([(NONE, 0); 2]);
+                }
                 (self.slots.len() - 1) as u32
             }
+        };
+        if self.rmw_on {
+            self.rmw[i as usize] = [(NONE, 0); 2];
         }
+        i
     }
 
     #[inline]
@@ -1244,20 +1271,10 @@ impl Engine {
         if let Some(ts) = self.stats.timeseries.as_mut() {
             ts.host_done(s.op == Op::Read, s.arrival_ns, s.done_ns, s.len_bytes);
         }
-        let class = match s.op {
-            Op::Read => &mut self.stats.read,
-            // Trims never hold a slot (`on_arrival` serves them at once).
-            Op::Write | Op::Trim => &mut self.stats.write,
-        };
-        class.response.record(response);
-        class.wait.record(wait);
-        class.service.record(service);
-        if s.tag != CacheOp::None {
-            let c = &mut self.stats.cache.by_tag[s.tag as usize];
-            c.response.record(response);
-            c.wait.record(wait);
-            c.service.record(service);
-        }
+        // Trims never hold a slot (`on_arrival` serves them at once). One record per request:
+        // under its tag, or its class when untagged; report time merges (Stats::reads).
+        self.stats
+            .record_host(s.op != Op::Read, s.tag, response, wait, service);
         if let Some(w) = self.log.as_mut() {
             let op = if s.op == Op::Read { 'R' } else { 'W' };
             if let Err(err) = writeln!(

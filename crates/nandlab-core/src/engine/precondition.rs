@@ -404,7 +404,9 @@ impl Engine {
             })?;
         let mode = self.region_mode(pl);
         self.ftl.program(ppn, lpn, mode, pl.ecc, 0);
-        if (lpn as u64) < self.logical_pages {
+        // Only a scheme with hidden pages (the L2P extends past the logical capacity) has
+        // untimed work on them: the others skip the call (hot in a large fill).
+        if (lpn as u64) < self.logical_pages && self.ftl.lookup_len() as u64 > self.logical_pages {
             self.untimed_hidden(moves)?;
         }
         Ok(())

@@ -46,12 +46,13 @@ impl Latency {
 
 /// The `host.cdf` section (see the module doc).
 pub fn cdf_report(s: &Stats) -> Value {
-    let all = Latency::merged(&s.read.response, &s.write.response);
+    let (rd, wr) = (s.reads(), s.writes());
+    let all = Latency::merged(&rd.response, &wr.response);
     json!({
         "quantiles": CDF_QUANTILES,
         "all_us": all.cdf_us(),
-        "read_us": s.read.response.cdf_us(),
-        "write_us": s.write.response.cdf_us(),
+        "read_us": rd.response.cdf_us(),
+        "write_us": wr.response.cdf_us(),
     })
 }
 

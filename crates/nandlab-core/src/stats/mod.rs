@@ -105,6 +105,21 @@ impl Latency {
         }
     }
 
+    /// The distribution of the samples of every part together, without copying when at most
+    /// one part has samples (the first part when none has). Exact: the same counts, sum, max
+    /// and histogram as recording every sample into one distribution.
+    pub fn merged_all<'a>(parts: &[&'a Latency]) -> std::borrow::Cow<'a, Latency> {
+        let mut some = parts.iter().filter(|l| l.count > 0);
+        let Some(first) = some.next() else {
+            return std::borrow::Cow::Borrowed(parts[0]);
+        };
+        let mut out = std::borrow::Cow::Borrowed(*first);
+        for l in some {
+            out = std::borrow::Cow::Owned(Latency::merged(&out, l));
+        }
+        out
+    }
+
     /// Summary in µs (statistics `None` without samples).
     pub fn summary(&self) -> LatencySummary {
         let some = self.count > 0;
@@ -133,6 +148,41 @@ pub struct ClassLatency {
     pub wait: Latency,
     /// Service = the longest of the request's flash transactions from dispatch to completion.
     pub service: Latency,
+}
+
+impl ClassLatency {
+    /// Record one request.
+    #[inline]
+    pub fn record(&mut self, response_ns: u64, wait_ns: u64, service_ns: u64) {
+        self.response.record(response_ns);
+        self.wait.record(wait_ns);
+        self.service.record(service_ns);
+    }
+}
+
+/// One request class's distributions, borrowed or merged at report time
+/// ([`Stats::reads`], [`Stats::writes`]).
+pub struct ClassView<'a> {
+    /// Response time.
+    pub response: std::borrow::Cow<'a, Latency>,
+    /// Queue wait.
+    pub wait: std::borrow::Cow<'a, Latency>,
+    /// Service.
+    pub service: std::borrow::Cow<'a, Latency>,
+}
+
+impl<'a> ClassView<'a> {
+    fn of(parts: &[&'a ClassLatency]) -> ClassView<'a> {
+        let pick = |f: fn(&'a ClassLatency) -> &'a Latency| {
+            let v: Vec<&'a Latency> = parts.iter().map(|c| f(c)).collect();
+            Latency::merged_all(&v)
+        };
+        ClassView {
+            response: pick(|c| &c.response),
+            wait: pick(|c| &c.wait),
+            service: pick(|c| &c.service),
+        }
+    }
 }
 
 /// Operation counts by source.
@@ -217,10 +267,13 @@ pub struct DeviceStats {
 pub struct Stats {
     /// Simulated time the last host request completed, ns.
     pub last_completion_ns: u64,
-    /// Host reads.
-    pub read: ClassLatency,
-    /// Host writes.
-    pub write: ClassLatency,
+    /// Host reads without a cache tag. The class of all reads is [`Stats::reads`]: a tagged
+    /// request is recorded once, under its tag ([`CachePathStats::by_tag`]), and the classes
+    /// are merged from both at report time (issue 14: three histogram records per request
+    /// instead of six).
+    pub untagged_read: ClassLatency,
+    /// Host writes without a cache tag (all writes: [`Stats::writes`]).
+    pub untagged_write: ClassLatency,
     /// Host read pages.
     pub read_pages: u64,
     /// Host write pages.
@@ -473,11 +526,58 @@ pub struct ClassSummaries {
     pub write: LatencySummary,
 }
 
+impl Stats {
+    /// Record a completed host request: `write` (else a read), its cache tag (the tag's
+    /// operation is the request's, [`crate::host::cache::CacheOp::op`]), response, queue
+    /// wait and service, ns. Each request goes into one [`ClassLatency`].
+    #[inline]
+    pub fn record_host(
+        &mut self,
+        write: bool,
+        tag: crate::host::cache::CacheOp,
+        response_ns: u64,
+        wait_ns: u64,
+        service_ns: u64,
+    ) {
+        let c = if tag != crate::host::cache::CacheOp::None {
+            &mut self.cache.by_tag[tag as usize]
+        } else if write {
+            &mut self.untagged_write
+        } else {
+            &mut self.untagged_read
+        };
+        c.record(response_ns, wait_ns, service_ns);
+    }
+
+    /// All host reads: the untagged ones and the read tags (HostRead, FlushRead).
+    pub fn reads(&self) -> ClassView<'_> {
+        use crate::host::cache::CacheOp;
+        let t = &self.cache.by_tag;
+        ClassView::of(&[
+            &self.untagged_read,
+            &t[CacheOp::HostRead as usize],
+            &t[CacheOp::FlushRead as usize],
+        ])
+    }
+
+    /// All host writes: the untagged ones and the write tags (DirtyWrite, CleanWrite).
+    pub fn writes(&self) -> ClassView<'_> {
+        use crate::host::cache::CacheOp;
+        let t = &self.cache.by_tag;
+        ClassView::of(&[
+            &self.untagged_write,
+            &t[CacheOp::DirtyWrite as usize],
+            &t[CacheOp::CleanWrite as usize],
+        ])
+    }
+}
+
 /// Build the `host` section.
 pub fn host_report(s: &Stats) -> HostReport {
-    let r = s.read.response.summary();
-    let w = s.write.response.summary();
-    let a = Latency::merged(&s.read.response, &s.write.response).summary();
+    let (rd, wr) = (s.reads(), s.writes());
+    let r = rd.response.summary();
+    let w = wr.response.summary();
+    let a = Latency::merged(&rd.response, &wr.response).summary();
     HostReport {
         requests: a.count,
         reads: r.count,
@@ -495,14 +595,14 @@ pub fn host_report(s: &Stats) -> HostReport {
         read_p99_us: r.p99_us,
         write_p99_us: w.p99_us,
         wait: ClassSummaries {
-            all: Latency::merged(&s.read.wait, &s.write.wait).summary(),
-            read: s.read.wait.summary(),
-            write: s.write.wait.summary(),
+            all: Latency::merged(&rd.wait, &wr.wait).summary(),
+            read: rd.wait.summary(),
+            write: wr.wait.summary(),
         },
         service: ClassSummaries {
-            all: Latency::merged(&s.read.service, &s.write.service).summary(),
-            read: s.read.service.summary(),
-            write: s.write.service.summary(),
+            all: Latency::merged(&rd.service, &wr.service).summary(),
+            read: rd.service.summary(),
+            write: wr.service.summary(),
         },
         all: a,
         read: r,
@@ -527,6 +627,35 @@ mod tests {
         assert!((p50 - 500.0).abs() <= 1.0, "{p50}");
         assert!((s.p99_us.unwrap() - 990.0).abs() <= 1.0, "{:?}", s.p99_us);
         assert!((s.max_us.unwrap() - 1000.0).abs() <= 1.0);
+    }
+
+    #[test]
+    fn merging_parts_equals_recording_into_one() {
+        // Issue 14: the read/write classes are merged from per-tag distributions at report
+        // time; that must be exactly the distribution of recording every sample once.
+        let mut one = Latency::default();
+        let mut parts = [Latency::default(), Latency::default(), Latency::default()];
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        for i in 0..20_000u64 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Spread over ns … hours, some above the histogram's 1-hour bound.
+            let v = (x % 5_000_000_000_000) >> (x % 40);
+            one.record(v);
+            parts[(i % 7 % 3) as usize].record(v);
+        }
+        let refs: Vec<&Latency> = parts.iter().collect();
+        let m = Latency::merged_all(&refs);
+        assert_eq!(m.summary(), one.summary());
+        assert_eq!(m.cdf_us(), one.cdf_us());
+        // Empty parts are skipped without a copy; all empty gives an empty distribution.
+        let e = Latency::default();
+        assert!(matches!(
+            Latency::merged_all(&[&e, &parts[1], &e]),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        assert_eq!(Latency::merged_all(&[&e, &e]).summary().count, 0);
     }
 
     #[test]

@@ -469,8 +469,10 @@ fn fast_msr(b: &[u8]) -> Option<Rec> {
     fast_request(time_ns, op, offset, len, device)
 }
 
-/// Parse one data line (not blank, not comment, not header) of `format`.
-#[inline]
+/// Parse one data line (not blank, not comment, not header) of `format`. Always inlined into
+/// the per-line loops (a call per line costs ~3 % of a parse; with a second caller, the
+/// file-level reader, the inliner stopped inlining it).
+#[inline(always)]
 pub(crate) fn parse_line(
     format: TraceFormat,
     line: &[u8],

@@ -65,7 +65,7 @@ impl RawReader {
     }
 
     /// Next request in file order with its 1-based line number.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn next_raw(&mut self) -> Result<Option<(Raw, u64)>, TraceError> {
         loop {
             let Some((s, e)) = self.lines.next_line(&self.file)? else {
@@ -286,7 +286,7 @@ impl TraceReader {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn read_one(&mut self) -> Result<Option<Pending>, TraceError> {
         loop {
             let Some((r, line)) = self.raw.next_raw()? else {
@@ -341,7 +341,7 @@ impl TraceReader {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn insert(&mut self, mut p: Pending) -> Result<(), TraceError> {
         if self.base_ns.is_some() && p.t < self.last_t {
             if self.window == 0 {
