@@ -32,10 +32,11 @@
 //! a miss's disk time is outside it). A block whose populate (CleanWrite) is still pending is
 //! never chosen as an eviction victim (the next LRU block is), so every HostRead finds its data.
 //!
-//! Memory: O(cache slots) (slot arrays, the block map, the heap of pending emissions), whatever
-//! the trace length.
+//! Memory: O(cache slots used) (slot arrays that grow as slots are first used, an
+//! open-addressing block map at most half full, the queues of pending emissions), whatever the
+//! trace length; a cache larger than the trace's footprint costs only what is used.
 
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{BinaryHeap, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
@@ -259,26 +260,123 @@ const POPULATE: u8 = 5;
 /// still holds the block and it is dirty).
 const SPREAD_FLUSH: u8 = 6;
 
-/// Multiply-shift hasher for the block → slot map (keys are block numbers, not adversarial).
-#[derive(Default, Clone, Copy)]
-struct BlockHasher(u64);
-
-impl std::hash::Hasher for BlockHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (v ^ (v >> 29)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        self.0 ^= self.0 >> 32;
-    }
+/// The block → slot map: open addressing with linear probing over (block, slot) pairs, one
+/// 16-byte entry per probe (keys are block numbers, not adversarial; Fibonacci hashing). At
+/// most half full; it grows with the blocks cached (at most the cache's slots), so memory is
+/// O(blocks cached) and a large, mostly unused cache costs nothing up front. Deletion shifts
+/// the following entries back (no tombstones), so a probe ends at the first empty entry.
+struct BlockMap {
+    /// (block, slot); `EMPTY_KEY` = free.
+    entries: Vec<(u64, u32)>,
+    /// 64 − log2(entries.len()).
+    shift: u32,
+    len: usize,
 }
 
-type BuildBlockHasher = std::hash::BuildHasherDefault<BlockHasher>;
+/// Not a block number (blocks are byte offsets / page size < 2^64 / 512).
+const EMPTY_KEY: u64 = u64::MAX;
+
+impl BlockMap {
+    fn new() -> BlockMap {
+        BlockMap {
+            entries: vec![(EMPTY_KEY, NIL); 16],
+            shift: 64 - 4,
+            len: 0,
+        }
+    }
+
+    #[inline]
+    fn home(&self, blk: u64) -> usize {
+        (blk.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
+    }
+
+    #[inline]
+    fn get(&self, blk: u64) -> Option<u32> {
+        let mask = self.entries.len() - 1;
+        let mut i = self.home(blk);
+        loop {
+            let (k, v) = self.entries[i];
+            if k == blk {
+                return Some(v);
+            }
+            if k == EMPTY_KEY {
+                return None;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Map `blk` (not present) to `slot`.
+    #[inline]
+    fn insert(&mut self, blk: u64, slot: u32) {
+        if (self.len + 1) * 2 > self.entries.len() {
+            self.grow();
+        }
+        let mask = self.entries.len() - 1;
+        let mut i = self.home(blk);
+        while self.entries[i].0 != EMPTY_KEY {
+            debug_assert_ne!(self.entries[i].0, blk);
+            i = (i + 1) & mask;
+        }
+        self.entries[i] = (blk, slot);
+        self.len += 1;
+    }
+
+    /// Unmap `blk` (present).
+    #[inline]
+    fn remove(&mut self, blk: u64) {
+        let mask = self.entries.len() - 1;
+        let mut i = self.home(blk);
+        while self.entries[i].0 != blk {
+            if self.entries[i].0 == EMPTY_KEY {
+                return;
+            }
+            i = (i + 1) & mask;
+        }
+        // Backward-shift deletion: move each following entry of the run into the hole when
+        // its home position is not in (hole, entry].
+        let mut hole = i;
+        let mut j = (i + 1) & mask;
+        loop {
+            let (k, _) = self.entries[j];
+            if k == EMPTY_KEY {
+                break;
+            }
+            let h = self.home(k);
+            let stays = if hole <= j {
+                hole < h && h <= j
+            } else {
+                hole < h || h <= j
+            };
+            if !stays {
+                self.entries[hole] = self.entries[j];
+                hole = j;
+            }
+            j = (j + 1) & mask;
+        }
+        self.entries[hole] = (EMPTY_KEY, NIL);
+        self.len -= 1;
+    }
+
+    #[cold]
+    fn grow(&mut self) {
+        let old = std::mem::replace(
+            &mut self.entries,
+            vec![(EMPTY_KEY, NIL); (self.len + 1).max(8).next_power_of_two() * 4],
+        );
+        self.shift = 64 - self.entries.len().trailing_zeros();
+        let mask = self.entries.len() - 1;
+        for (k, v) in old {
+            if k != EMPTY_KEY {
+                let mut i = self.home(k);
+                while self.entries[i].0 != EMPTY_KEY {
+                    i = (i + 1) & mask;
+                }
+                self.entries[i] = (k, v);
+            }
+        }
+    }
+}
 
 /// A pending emission: (time, sequence, slot, tag) ordered by time then sequence.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -299,8 +397,11 @@ pub struct CacheSource<S: RequestSource> {
     flush_period_ns: u64,
     /// Spacing of a spread flush's write-backs, ns of trace time (0 = burst).
     flush_gap_ns: u64,
-    /// Sequence number of the slot's pending spread write-back, 0 = none.
+    /// Sequence number of the slot's pending spread write-back, 0 = none (per used slot, with
+    /// `flush_spread`; empty otherwise).
     flush_seq: Vec<u64>,
+    /// `cache.flush_max_per_s > 0`.
+    flush_spread: bool,
     write_through: bool,
     /// `cache.bypass`, its threshold (bytes), the end of the previous request and the length
     /// of the sequential run it ends (bytes).
@@ -308,7 +409,9 @@ pub struct CacheSource<S: RequestSource> {
     bypass_seq_bytes: u64,
     last_end: u64,
     seq_run: u64,
-    map: HashMap<u64, u32, BuildBlockHasher>,
+    map: BlockMap,
+    /// Per used slot (slots `0..used`; the arrays grow as slots are first used, so memory is
+    /// O(slots used)): its block, LRU links, dirty flag.
     block: Vec<u64>,
     prev: Vec<u32>,
     next: Vec<u32>,
@@ -361,23 +464,20 @@ impl<S: RequestSource> CacheSource<S> {
             } else {
                 0
             },
-            flush_seq: if cfg.flush_max_per_s > 0.0 {
-                vec![0; n as usize]
-            } else {
-                Vec::new()
-            },
+            flush_seq: Vec::new(),
+            flush_spread: cfg.flush_max_per_s > 0.0,
             write_through: cfg.write_through,
             bypass: cfg.bypass,
             bypass_seq_bytes: cfg.bypass_seq_threshold_bytes,
             last_end: u64::MAX,
             seq_run: 0,
-            map: HashMap::with_capacity_and_hasher(n as usize, Default::default()),
-            block: vec![0; n as usize],
-            prev: vec![NIL; n as usize],
-            next: vec![NIL; n as usize],
-            dirty: vec![false; n as usize],
-            populate: vec![0; n as usize],
-            ready: vec![0; n as usize],
+            map: BlockMap::new(),
+            block: Vec::new(),
+            prev: Vec::new(),
+            next: Vec::new(),
+            dirty: Vec::new(),
+            populate: Vec::new(),
+            ready: Vec::new(),
             head: NIL,
             tail: NIL,
             now_q: VecDeque::with_capacity(1024),
@@ -434,14 +534,14 @@ impl<S: RequestSource> CacheSource<S> {
     #[inline]
     fn peek_min(&self) -> Option<(u8, Emit)> {
         let mut best: Option<(u8, Emit)> = self.now_q.front().map(|e| (0, *e));
-        for (q, e) in [
-            (1u8, self.delay_q.front().copied()),
-            (2u8, self.heap.peek().map(|r| r.0)),
-        ] {
-            if let Some(e) = e {
-                if best.is_none_or(|(_, b)| (e.t, e.seq) < (b.t, b.seq)) {
-                    best = Some((q, e));
-                }
+        if let Some(&e) = self.delay_q.front() {
+            if best.is_none_or(|(_, b)| (e.t, e.seq) < (b.t, b.seq)) {
+                best = Some((1, e));
+            }
+        }
+        if let Some(&std::cmp::Reverse(e)) = self.heap.peek() {
+            if best.is_none_or(|(_, b)| (e.t, e.seq) < (b.t, b.seq)) {
+                best = Some((2, e));
             }
         }
         best
@@ -481,6 +581,15 @@ impl<S: RequestSource> CacheSource<S> {
     fn allocate(&mut self, blk: u64, t: u64) -> u32 {
         let s = if self.used < self.slots {
             self.used += 1;
+            self.block.push(0);
+            self.prev.push(NIL);
+            self.next.push(NIL);
+            self.dirty.push(false);
+            self.populate.push(0);
+            self.ready.push(0);
+            if self.flush_spread {
+                self.flush_seq.push(0);
+            }
             self.used - 1
         } else {
             // The LRU block whose data is in the cache (a pending populate is skipped).
@@ -489,7 +598,7 @@ impl<S: RequestSource> CacheSource<S> {
                 v = self.prev[v as usize];
             }
             self.unlink(v);
-            self.map.remove(&self.block[v as usize]);
+            self.map.remove(self.block[v as usize]);
             if let Some(f) = self.flush_seq.get_mut(v as usize) {
                 *f = 0;
             }
@@ -560,7 +669,7 @@ impl<S: RequestSource> CacheSource<S> {
             self.counters.bypassed_requests += 1;
         }
         for blk in first..=last {
-            if bypass && r.op != Op::Trim && !self.map.contains_key(&blk) {
+            if bypass && r.op != Op::Trim && self.map.get(blk).is_none() {
                 // Uncached block of a bypassed request: the disk alone serves it.
                 self.counters.bypassed_pages += 1;
                 if r.op == Op::Read {
@@ -570,7 +679,7 @@ impl<S: RequestSource> CacheSource<S> {
                 }
                 continue;
             }
-            match (r.op, self.map.get(&blk).copied()) {
+            match (r.op, self.map.get(blk)) {
                 // Not reached: a [cache] config refuses ftl.trim, so readers skip discards.
                 (Op::Trim, _) => {}
                 (Op::Read, Some(s)) => {
@@ -695,5 +804,45 @@ impl<S: RequestSource> RequestSource for CacheSource<S> {
 
     fn describe(&self) -> serde_json::Value {
         self.inner.describe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn block_map_matches_a_hash_map() {
+        // Random inserts and removes over a small key space (long probe runs, wrap-around,
+        // backward-shift deletions), checked against std's map after every step.
+        let mut m = BlockMap::new();
+        let mut r: std::collections::HashMap<u64, u32> = std::collections::HashMap::new();
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        for step in 0..200_000u32 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Keys clustered (sequential blocks) and spread (large block numbers).
+            let k = if x & 1 == 0 {
+                x % 3000
+            } else {
+                (x >> 8) % 3000 * 1_000_003
+            };
+            if r.remove(&k).is_some() {
+                m.remove(k);
+            } else if r.len() < 1500 || x & 2 == 0 {
+                r.insert(k, step);
+                m.insert(k, step);
+            }
+            assert_eq!(m.len, r.len());
+            if step % 97 == 0 {
+                for (&k, &v) in &r {
+                    assert_eq!(m.get(k), Some(v), "step {step} key {k}");
+                }
+            }
+            assert_eq!(m.get(k), r.get(&k).copied());
+        }
+        // At most 6,000 keys: at most 4 × 8,192 entries.
+        assert!(m.entries.len() <= 4 * 8192, "{}", m.entries.len());
     }
 }
