@@ -2,7 +2,12 @@
 
     python -m nandlab._benchrun parse TRACE [--format F]
     python -m nandlab._benchrun sim TRACE [--config C] [--scheme S] [--set KEY=VALUE ...]
-                                          [--format F]
+                                          [--format F] [--no-cache]
+    python -m nandlab._benchrun dump TRACE --out CSV [--config C] [--set KEY=VALUE ...]
+
+``--no-cache`` replays without the config's ``[cache]`` section (and without ``cache.*``
+overrides); ``dump`` writes the tagged SSD operations the cache layer makes of TRACE as a
+canonical CSV (``nandlab bench --cache`` replays it with ``--no-cache``).
 
 Prints one JSON object on stdout: the measurement — wall and CPU seconds of the core call
 (CPU = ``time.process_time``, all threads of this process); for ``sim`` also the CPU seconds of
@@ -35,12 +40,34 @@ def measure(
     trace_format: str | None,
     scheme: str | None = None,
     overrides: list[str] | None = None,
+    no_cache: bool = False,
+    out_path: str | None = None,
 ) -> dict[str, Any]:
     from nandlab import _core
     from nandlab.api import trace_options_json
+    from nandlab.config import config_text, format_overrides, load_config
 
     opts = trace_options_json(trace_format)
+    cfg: Any = config
+    if no_cache:
+        cfg = load_config(config)
+        cfg.pop("cache", None)
+        overrides = [o for o in overrides or [] if not o.strip().startswith("cache.")]
     t0, c0 = time.perf_counter(), time.process_time()
+    if mode == "dump":
+        text, path = config_text(config)
+        res = json.loads(
+            _core.cache_stream(
+                text,
+                str(path) if path is not None else None,
+                format_overrides(overrides or []),
+                trace,
+                opts,
+                out_path or "",
+            )
+        )
+        res.update({"mode": mode, "cpu_s": time.process_time() - c0, "output": out_path})
+        return res
     if mode == "parse":
         out = json.loads(_core.parse_only(trace, opts))
         return {
@@ -53,7 +80,7 @@ def measure(
         }
     from nandlab.api import simulate
 
-    res = simulate(config, trace, scheme=scheme, overrides=overrides, trace_format=trace_format)
+    res = simulate(cfg, trace, scheme=scheme, overrides=overrides, trace_format=trace_format)
     cpu = time.process_time() - c0
     # The set-up alone (pre-pass, sizing, preconditioning): the same run stopped after one
     # request. What the replay costs is the difference.
@@ -88,21 +115,33 @@ def measure(
         "write_amplification": s.get("write_amplification"),
         "flash_ops": flash_ops,
         "flash_ops_per_s": flash_ops / wall if wall else None,
+        "mean_us": s.get("host.mean_us"),
         "peak_rss_mib": _peak_rss_mib(),
     }
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m nandlab._benchrun")
-    ap.add_argument("mode", choices=["parse", "sim"])
+    ap.add_argument("mode", choices=["parse", "sim", "dump"])
     ap.add_argument("trace")
     ap.add_argument("--config", default="default")
     ap.add_argument("--scheme", default=None)
     ap.add_argument("--set", dest="overrides", action="append", default=[])
     ap.add_argument("--format", dest="trace_format", default=None)
+    ap.add_argument("--no-cache", action="store_true")
+    ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
     try:
-        out = measure(a.mode, a.trace, a.config, a.trace_format, a.scheme, a.overrides)
+        out = measure(
+            a.mode,
+            a.trace,
+            a.config,
+            a.trace_format,
+            a.scheme,
+            a.overrides,
+            a.no_cache,
+            a.out,
+        )
     except Exception as e:  # reported to the parent, which prints one line
         print(json.dumps({"error": str(e), "kind": type(e).__name__}))
         return 2

@@ -752,12 +752,14 @@ def _bench_child(
     config: str,
     scheme: str | None = None,
     overrides: Sequence[str] = (),
+    extra: Sequence[str] = (),
 ) -> dict[str, Any]:
     cmd = [sys.executable, "-m", "nandlab._benchrun", mode, str(trace), "--config", config]
     if scheme:
         cmd += ["--scheme", scheme]
     for o in overrides:
         cmd += ["--set", o]
+    cmd += list(extra)
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     lines = [ln for ln in proc.stdout.splitlines() if ln.strip().startswith("{")]
     if not lines:
@@ -794,10 +796,10 @@ _BENCH_CASES: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
 @click.option(
     "--config",
     "-c",
-    default="xia-diffecc",
-    show_default=True,
+    default=None,
     metavar="FILE|NAME",
-    help="Config (the benchmark device: Xia & Xiao's, 8 channels x 1 die).",
+    help="Config (default xia-diffecc, the benchmark device: Xia & Xiao's, 8 channels x 1 die; "
+    "with --cache: flexecc).",
 )
 @click.option(
     "--scheme", "-s", default="baseline", show_default=True, help="Scheme name ('' = config's)."
@@ -814,15 +816,39 @@ _BENCH_CASES: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
     "--keep",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
-    help="Keep (and reuse) the generated trace in this directory.",
+    help="Keep (and reuse) the generated trace (with --cache: the dumped stream) here.",
+)
+@click.option(
+    "--cache",
+    "cache",
+    is_flag=True,
+    help="Measure the cache layer instead: --trace through the config's [cache] against the "
+    "same tagged SSD operations dumped and replayed without it (issue 14's budget: 1.5x).",
+)
+@click.option(
+    "--trace",
+    "cache_trace",
+    type=click.Path(dir_okay=False, exists=True, path_type=Path),
+    default=None,
+    help="Primary trace of the --cache case (default: the bundled trace).",
+)
+@click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a config key in every run (dotted path, TOML value); repeatable.",
 )
 @_json_opt
 def bench(
     requests: int,
-    config: str,
+    config: str | None,
     scheme: str,
     repeat: int,
     keep: Path | None,
+    cache: bool,
+    cache_trace: Path | None,
+    sets: tuple[str, ...],
     json_out: str | None,
 ) -> None:
     """Measure simulation and parse speed, events per request and peak memory.
@@ -833,7 +859,29 @@ def bench(
     seed 42) from an empty device and with the touched pages pre-written (GC running).
     Speeds are host requests per CPU second of the simulation call (all threads) and per wall
     second; sim/parse compares CPU times. CPU time is what to compare on a shared machine.
+
+    With --cache: the primary trace (--trace, default the bundled one) replayed through the
+    config's cache layer (default config flexecc), and the tagged 4 KiB SSD operations the
+    cache layer makes of it, dumped once and replayed without [cache] on the same device; runs
+    alternate, medians of --repeat. With a scheme that ignores cache tags (the default,
+    baseline) both are the same simulation (checked: events and mean response equal), so the
+    CPU ratio is the cache layer's cost.
     """
+    overrides = [cli_override(x) for x in sets]
+    if cache:
+        _bench_cache(
+            cache_trace or default_trace(),
+            config or "flexecc",
+            scheme,
+            overrides,
+            repeat,
+            keep,
+            json_out,
+        )
+        return
+    if cache_trace is not None:
+        raise click.UsageError("--trace is the primary trace of --cache; add --cache")
+    config = config or "xia-diffecc"
     with tempfile.TemporaryDirectory(prefix="nandlab-bench-") as tmp:
         gen_dir = keep if keep is not None else Path(tmp)
         gen_dir.mkdir(parents=True, exist_ok=True)
@@ -851,7 +899,9 @@ def bench(
                     parse[key].append(_bench_child("parse", path, config))
             for i, (_, key, start, ov) in enumerate(_BENCH_CASES):
                 with _err.status(f"{names[key]} ({start}): simulation…"):
-                    sims[i].append(_bench_child("sim", paths[key], config, scheme or None, ov))
+                    sims[i].append(
+                        _bench_child("sim", paths[key], config, scheme or None, [*ov, *overrides])
+                    )
         results: list[dict[str, Any]] = []
         for i, (_, key, start, _ov) in enumerate(_BENCH_CASES):
 
@@ -924,6 +974,107 @@ def bench(
         "set-up: the same run stopped after one request (pre-pass, preconditioning); replay "
         "req/CPU s: requests per CPU second of the rest; "
         "sim/parse: CPU seconds of the simulation over a parse-only pass of the same file.[/dim]"
+    )
+
+
+def _bench_cache(
+    trace: Path,
+    config: str,
+    scheme: str,
+    overrides: list[str],
+    repeat: int,
+    keep: Path | None,
+    json_out: str | None,
+) -> None:
+    """``nandlab bench --cache`` (see :func:`bench`)."""
+    with tempfile.TemporaryDirectory(prefix="nandlab-bench-") as tmp:
+        gen_dir = keep if keep is not None else Path(tmp)
+        gen_dir.mkdir(parents=True, exist_ok=True)
+        stem = trace.name.split(".")[0]
+        dump = gen_dir / f"cache_stream_{stem}.csv"
+        with _err.status(f"{trace.name}: dumping the cache layer's SSD operations…"):
+            d = _bench_child("dump", trace, config, None, overrides, ["--out", str(dump)])
+        runs: dict[str, list[dict[str, Any]]] = {"cache": [], "plain": []}
+        for i in range(repeat):
+            order = ["cache", "plain"] if i % 2 == 0 else ["plain", "cache"]
+            for k in order:
+                with _err.status(f"{'cache layer' if k == 'cache' else 'plain'} run {i + 1}…"):
+                    if k == "cache":
+                        r = _bench_child("sim", trace, config, scheme or None, overrides)
+                    else:
+                        r = _bench_child(
+                            "sim", dump, config, scheme or None, overrides, ["--no-cache"]
+                        )
+                runs[k].append(r)
+
+    def med(rs: list[dict[str, Any]], k: str) -> Any:
+        xs = [r[k] for r in rs if r.get(k) is not None]
+        return _median(xs) if xs else None
+
+    rows: list[dict[str, Any]] = []
+    for k, label, path in (
+        ("cache", "cache layer", trace),
+        ("plain", "same SSD ops, plain", dump),
+    ):
+        rs = runs[k]
+        rows.append(
+            {
+                "case": label,
+                "path": str(path),
+                "ssd_ops": rs[0].get("requests"),
+                "sim_cpu_s": med(rs, "cpu_s"),
+                "sim_wall_s": med(rs, "wall_s"),
+                "events_per_request": med(rs, "events_per_request"),
+                "mean_us": rs[0].get("mean_us"),
+                "sim_peak_rss_mib": max(r["peak_rss_mib"] for r in rs),
+                "cpu_s_runs": [r["cpu_s"] for r in rs],
+            }
+        )
+    c, p = rows
+    ratio = c["sim_cpu_s"] / p["sim_cpu_s"] if c["sim_cpu_s"] and p["sim_cpu_s"] else None
+    same = all(
+        len({r.get(key) for r in runs["cache"] + runs["plain"]}) == 1
+        for key in ("requests", "events_per_request", "mean_us")
+    )
+    _write_json(
+        json_out,
+        {
+            "config": config,
+            "scheme": scheme or None,
+            "trace": str(trace),
+            "repeat": repeat,
+            "overrides": overrides,
+            "cache_slots": d.get("slots"),
+            "ops_by_tag": d.get("ops_by_tag"),
+            "results": rows,
+            "cache_over_plain_cpu": ratio,
+            "same_simulation": same,
+        },
+    )
+    if json_out == "-":
+        return
+    t = Table(
+        title=f"nandlab bench --cache — {trace.name}, {config}, {scheme or 'config scheme'}",
+        title_justify="left",
+    )
+    cols = [
+        ("case", "case"),
+        ("SSD ops", "ssd_ops"),
+        ("CPU s", "sim_cpu_s"),
+        ("wall s", "sim_wall_s"),
+        ("events/op", "events_per_request"),
+        ("mean µs", "mean_us"),
+        ("peak RSS MiB", "sim_peak_rss_mib"),
+    ]
+    for label, _ in cols:
+        t.add_column(label, justify="left" if label == "case" else "right")
+    for r in rows:
+        t.add_row(*(_fmt(r.get(k)) for _, k in cols))
+    _out.print(t)
+    _out.print(
+        f"cache layer / plain CPU: {_fmt(ratio)} (issue 14 budget 1.5); "
+        f"cache slots {_fmt(d.get('slots'))}; same simulation (SSD ops, events, mean "
+        f"response): {'yes' if same else 'NO: use a scheme that ignores cache tags (baseline)'}"
     )
 
 

@@ -139,3 +139,32 @@ def test_bench_small(tmp_path: Path) -> None:
     # The empty start writes nothing before the replay; both replay the same requests.
     assert rows[1]["write_amplification"] >= 1.0
     assert (keep / "synthetic_3000_seed42.csv").is_file()
+
+
+def test_bench_cache(busy_trace: Path, tmp_path: Path) -> None:
+    # Issue 14: the cache layer's cost = the same tagged SSD operations replayed with and
+    # without the cache layer (a scheme that ignores tags: the same simulation).
+    out, keep = tmp_path / "bench.json", tmp_path / "keep"
+    res = run_cli(
+        "bench", "--cache", "--trace", busy_trace, "--keep", keep, "--json", out, timeout=300
+    )
+    assert res.returncode == 0, res.stderr
+    b = json.loads(out.read_text())
+    assert b["config"] == "flexecc" and b["scheme"] == "baseline"
+    cache, plain = b["results"]
+    assert cache["case"] == "cache layer" and plain["case"] == "same SSD ops, plain"
+    assert b["same_simulation"] is True
+    assert cache["ssd_ops"] == plain["ssd_ops"] == sum(b["ops_by_tag"]) > 0
+    assert cache["mean_us"] == plain["mean_us"]
+    assert b["cache_over_plain_cpu"] > 0
+    assert Path(plain["path"]).is_file() and Path(plain["path"]).parent == keep
+    # A scheme that reads the tags (flexecc) is not the same simulation without them.
+    res = run_cli(
+        "bench", "--cache", "-s", "flexecc", "--trace", busy_trace, "--json", out, timeout=300
+    )
+    assert res.returncode == 0, res.stderr
+    b = json.loads(out.read_text())
+    assert b["results"][0]["ssd_ops"] == b["results"][1]["ssd_ops"]
+    # --trace belongs to --cache.
+    res = run_cli("bench", "--trace", busy_trace)
+    assert res.returncode != 0 and "--cache" in res.stderr

@@ -251,6 +251,31 @@ fn trace_generate(py: Python<'_>, params_json: String, output: PathBuf) -> PyRes
     })
 }
 
+/// Write the tagged SSD operations the cache layer makes of a trace (config with `[cache]`) to
+/// `output` as canonical CSV; returns `{"ops", "slots", "ops_by_tag"}` as JSON.
+#[pyfunction]
+#[pyo3(signature = (config_toml, config_path, overrides, trace_path, trace_options_json, output))]
+fn cache_stream(
+    py: Python<'_>,
+    config_toml: String,
+    config_path: Option<PathBuf>,
+    overrides: Vec<String>,
+    trace_path: PathBuf,
+    trace_options_json: &str,
+    output: PathBuf,
+) -> PyResult<String> {
+    let trace_options = parse_trace_options(trace_options_json)?;
+    let req = RunRequest {
+        config_toml,
+        config_path,
+        overrides,
+        scheme: None,
+        trace_path,
+        trace_options,
+    };
+    call_core(py, "cache_stream", || api::cache_stream(&req, &output))
+}
+
 /// RBER tables (Guo Table 11 / Table 6 layouts) from the Vth model; request and result JSON.
 #[pyfunction]
 fn rber_table(py: Python<'_>, request_json: String) -> PyResult<String> {
@@ -271,6 +296,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SimError", py.get_type::<SimError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(cache_stream, m)?)?;
     m.add_function(wrap_pyfunction!(parse_only, m)?)?;
     m.add_function(wrap_pyfunction!(trace_stats, m)?)?;
     m.add_function(wrap_pyfunction!(trace_convert, m)?)?;

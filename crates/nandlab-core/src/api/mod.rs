@@ -361,32 +361,29 @@ pub fn trace_generate(params_json: &str, output: &Path) -> Result<u64, NandlabEr
     Ok(crate::trace::generate(&p, output)?)
 }
 
-/// [`simulate_source`] with `[cache]`: the SSD is a cache in front of a disk
-/// ([`crate::host::cache`]). A pre-pass over the primary trace finds its footprint (distinct
-/// pages) and span; the cache has `cache.size_bytes` or `size_fraction_of_footprint` of it in
-/// slots, which are the SSD's logical pages (an auto-sized device is sized from them). The
-/// replay reads the trace again through the cache manager. The report gains
-/// `cache.manager` (the manager's counters, Table 1's read share).
-fn simulate_cached<S: RequestSource>(
-    cfg: Config,
+/// The cache and device of a `[cache]` run ([`cache_sizing`]).
+struct CacheSizing {
+    /// Whether the primary trace was read once before (footprint and span).
+    need_prepass: bool,
+    /// Distinct pages the primary trace touches (0 without the pre-pass).
+    footprint: u64,
+    /// Last arrival of the primary trace, ns of trace time (0 without the pre-pass).
+    last_ns: u64,
+    /// Cache slots (the SSD's logical pages the cache uses).
+    slots: u64,
+    geo: crate::flash::Geometry,
+    logical_pages: u64,
+}
+
+/// Cache slots and the device for `cfg` with `[cache]` `cc`: a pre-pass over the primary
+/// trace finds its footprint and span when the cache is a fraction of the footprint, the
+/// device is sized from the cache, or faults need the span.
+fn cache_sizing<S: RequestSource>(
+    cfg: &Config,
+    cc: &crate::host::cache::CacheConfig,
     open: &mut dyn FnMut() -> Result<S, NandlabError>,
-    trace: serde_json::Value,
-    progress: &mut ProgressFn<'_>,
-) -> Result<serde_json::Value, NandlabError> {
-    use crate::host::cache::CacheSource;
-    let t0 = Instant::now();
-    let cc = cfg.cache.clone().expect("cache mode");
+) -> Result<CacheSizing, NandlabError> {
     let ps = cfg.device.page_size_bytes as u64;
-    if cfg.precondition.fill == Fill::Touched {
-        return Err(crate::config::ConfigError::Invalid {
-            key: "precondition.fill".into(),
-            value: "\"touched\"".into(),
-            msg: "with [cache] the SSD's logical pages are cache slots, not trace addresses; \
-                  use \"none\" (a cold cache, FlexECC §4) or \"fraction\""
-                .into(),
-        }
-        .into());
-    }
     let auto_size = cfg.device.blocks_per_plane == 0 && cfg.device.logical_capacity_bytes == 0;
     // Pre-pass: footprint (distinct pages) and the last arrival; only when the cache size is a
     // fraction of the footprint, the device is sized from the cache, or faults need the span.
@@ -429,6 +426,113 @@ fn simulate_cached<S: RequestSource>(
         }
         .into());
     }
+    Ok(CacheSizing {
+        need_prepass,
+        footprint,
+        last_ns,
+        slots,
+        geo,
+        logical_pages,
+    })
+}
+
+/// Write the tagged 4 KiB SSD operations the cache layer makes of `req`'s trace (its config
+/// must have `[cache]`; the cache is sized as in a run) to `output` as canonical CSV
+/// (`time_ns,op,offset_bytes,size_bytes`, trace time: a replay scales it by
+/// `host.time_scale` as the cached run does). Replayed without `[cache]` on the same device,
+/// it is the same flash work as the cached run for a scheme that ignores tags (`baseline`),
+/// so the two CPU times measure the cache layer (`nandlab bench --cache`, issue 14). Returns
+/// `{"ops": n, "slots": s, "ops_by_tag": [...]}` as JSON.
+///
+/// # Errors
+/// [`NandlabError::Config`] without `[cache]` or for a bad config, trace errors, and write
+/// errors as [`NandlabError::Sim`] naming the output file.
+pub fn cache_stream(req: &RunRequest, output: &Path) -> Result<String, NandlabError> {
+    use std::io::Write;
+    let origin = req
+        .config_path
+        .as_ref()
+        .map_or_else(|| "<config>".to_string(), |p| p.display().to_string());
+    let cfg = crate::config::load(&req.config_toml, &origin, &req.overrides)?;
+    let Some(cc) = cfg.cache.clone() else {
+        return Err(crate::config::ConfigError::Invalid {
+            key: "cache".into(),
+            value: "(no [cache] section)".into(),
+            msg: "the cache stream needs a config with a [cache] section (e.g. the flexecc \
+                  preset)"
+                .into(),
+        }
+        .into());
+    };
+    let mut topts = req.trace_options.clone();
+    topts.discards = cfg.ftl.trim;
+    let mut open = || Ok(TraceReader::open(&req.trace_path, &topts)?);
+    let sizing = cache_sizing(&cfg, &cc, &mut open)?;
+    let ps = cfg.device.page_size_bytes as u64;
+    let mut cs =
+        crate::host::cache::CacheSource::new(open()?, &cc, sizing.slots, ps, cfg.host.time_scale);
+    let werr = |e: std::io::Error| NandlabError::Sim(format!("{}: {e}", output.display()));
+    let mut w =
+        std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(output).map_err(werr)?);
+    writeln!(w, "time_ns,op,offset_bytes,size_bytes").map_err(werr)?;
+    let mut n = 0u64;
+    while let Some(r) = cs.next_request()? {
+        let op = if r.op == crate::trace::Op::Read {
+            'R'
+        } else {
+            'W'
+        };
+        writeln!(
+            w,
+            "{},{op},{},{}",
+            r.arrival_ns, r.offset_bytes, r.len_bytes
+        )
+        .map_err(werr)?;
+        n += 1;
+    }
+    w.flush().map_err(werr)?;
+    Ok(serde_json::json!({
+        "ops": n,
+        "slots": sizing.slots,
+        "ops_by_tag": cs.counters.ops_by_tag,
+    })
+    .to_string())
+}
+
+/// [`simulate_source`] with `[cache]`: the SSD is a cache in front of a disk
+/// ([`crate::host::cache`]). A pre-pass over the primary trace finds its footprint (distinct
+/// pages) and span; the cache has `cache.size_bytes` or `size_fraction_of_footprint` of it in
+/// slots, which are the SSD's logical pages (an auto-sized device is sized from them). The
+/// replay reads the trace again through the cache manager. The report gains
+/// `cache.manager` (the manager's counters, Table 1's read share).
+fn simulate_cached<S: RequestSource>(
+    cfg: Config,
+    open: &mut dyn FnMut() -> Result<S, NandlabError>,
+    trace: serde_json::Value,
+    progress: &mut ProgressFn<'_>,
+) -> Result<serde_json::Value, NandlabError> {
+    use crate::host::cache::CacheSource;
+    let t0 = Instant::now();
+    let cc = cfg.cache.clone().expect("cache mode");
+    let ps = cfg.device.page_size_bytes as u64;
+    if cfg.precondition.fill == Fill::Touched {
+        return Err(crate::config::ConfigError::Invalid {
+            key: "precondition.fill".into(),
+            value: "\"touched\"".into(),
+            msg: "with [cache] the SSD's logical pages are cache slots, not trace addresses; \
+                  use \"none\" (a cold cache, FlexECC §4) or \"fraction\""
+                .into(),
+        }
+        .into());
+    }
+    let CacheSizing {
+        need_prepass,
+        footprint,
+        last_ns,
+        slots,
+        geo,
+        logical_pages,
+    } = cache_sizing(&cfg, &cc, open)?;
     let scheme = crate::scheme::registry(
         &cfg.scheme.name,
         &cfg.scheme.params,

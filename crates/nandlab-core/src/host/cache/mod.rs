@@ -32,10 +32,11 @@
 //! a miss's disk time is outside it). A block whose populate (CleanWrite) is still pending is
 //! never chosen as an eviction victim (the next LRU block is), so every HostRead finds its data.
 //!
-//! Memory: O(cache slots) (slot arrays, the block map, the heap of pending emissions), whatever
-//! the trace length.
+//! Memory: O(cache slots used) (slot arrays that grow as slots are first used, an
+//! open-addressing block map at most half full, the queues of pending emissions), whatever the
+//! trace length; a cache larger than the trace's footprint costs only what is used.
 
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{BinaryHeap, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
@@ -253,32 +254,125 @@ impl CacheCounters {
 }
 
 const NIL: u32 = u32::MAX;
+/// Primary requests the cache manager reads ahead of the one it processes (prefetch distance).
+const AHEAD: usize = 8;
 /// Heap tag of a miss's populate (emitted as [`CacheOp::CleanWrite`] unless cancelled).
 const POPULATE: u8 = 5;
 /// Heap tag of a spread periodic write-back (emitted as [`CacheOp::FlushRead`] if the slot
 /// still holds the block and it is dirty).
 const SPREAD_FLUSH: u8 = 6;
 
-/// Multiply-shift hasher for the block → slot map (keys are block numbers, not adversarial).
-#[derive(Default, Clone, Copy)]
-struct BlockHasher(u64);
+/// The block → slot map: open addressing with linear probing over (block, slot) pairs, one
+/// 16-byte entry per probe (keys are block numbers, not adversarial; Fibonacci hashing).
+///
+/// Evictions do not delete: an entry whose slot now holds another block is *stale*, and the
+/// cache checks the slot's block on every lookup ([`CacheSource::lookup`]). A random access
+/// per eviction to delete the victim's entry (a cache miss, ~6 % of a cached replay) is
+/// saved; a block cached again reuses its old entry. When live and stale entries fill half
+/// the table it is rebuilt from the slots' blocks (sequential, amortised over at least as
+/// many insertions as slots), at least 4 entries per slot used, so memory is O(slots used).
+struct BlockMap {
+    /// (block, slot); `EMPTY_KEY` = free.
+    entries: Vec<(u64, u32)>,
+    /// 64 − log2(entries.len()).
+    shift: u32,
+    /// Entries in use (live and stale).
+    len: usize,
+}
 
-impl std::hash::Hasher for BlockHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = (self.0.rotate_left(8) ^ b as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+/// Not a block number (blocks are byte offsets / page size < 2^64 / 512).
+const EMPTY_KEY: u64 = u64::MAX;
+
+impl BlockMap {
+    fn new() -> BlockMap {
+        BlockMap {
+            entries: vec![(EMPTY_KEY, NIL); 16],
+            shift: 64 - 4,
+            len: 0,
         }
     }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = (v ^ (v >> 29)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        self.0 ^= self.0 >> 32;
+
+    #[inline]
+    fn home(&self, blk: u64) -> usize {
+        (blk.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> self.shift) as usize
+    }
+
+    /// The slot `blk` was last mapped to (possibly stale), if any.
+    #[inline]
+    fn get(&self, blk: u64) -> Option<u32> {
+        let mask = self.entries.len() - 1;
+        let mut i = self.home(blk);
+        loop {
+            let (k, v) = self.entries[i];
+            if k == blk {
+                return Some(v);
+            }
+            if k == EMPTY_KEY {
+                return None;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Hint: `blk` is looked up soon (its home entry; most lookups end there).
+    #[inline(always)]
+    fn prefetch(&self, blk: u64) {
+        crate::prefetch::slice(&self.entries, self.home(blk));
+    }
+
+    /// Map `blk` to `slot` (replacing its stale entry, if any). Returns whether the table is
+    /// now half full ([`BlockMap::rebuild`] is due).
+    #[inline]
+    fn insert(&mut self, blk: u64, slot: u32) -> bool {
+        let mask = self.entries.len() - 1;
+        let mut i = self.home(blk);
+        loop {
+            let k = self.entries[i].0;
+            if k == blk {
+                self.entries[i].1 = slot;
+                return false;
+            }
+            if k == EMPTY_KEY {
+                break;
+            }
+            i = (i + 1) & mask;
+        }
+        self.entries[i] = (blk, slot);
+        self.len += 1;
+        self.len * 2 >= self.entries.len()
+    }
+
+    /// Rebuild from the live entries: `blocks[s]` is the block slot `s` holds.
+    #[cold]
+    fn rebuild(&mut self, blocks: impl ExactSizeIterator<Item = u64>) {
+        let n = blocks.len();
+        let cap = (n * 4).max(16).next_power_of_two().max(self.entries.len());
+        self.entries.clear();
+        self.entries.resize(cap, (EMPTY_KEY, NIL));
+        self.shift = 64 - cap.trailing_zeros();
+        self.len = 0;
+        let mask = cap - 1;
+        for (s, blk) in blocks.enumerate() {
+            let mut i = self.home(blk);
+            while self.entries[i].0 != EMPTY_KEY {
+                i = (i + 1) & mask;
+            }
+            self.entries[i] = (blk, s as u32);
+            self.len += 1;
+        }
     }
 }
 
-type BuildBlockHasher = std::hash::BuildHasherDefault<BlockHasher>;
+/// One cache slot's state (see [`CacheSource`]).
+#[derive(Clone, Copy)]
+struct Slot {
+    /// The block cached in the slot.
+    block: u64,
+    /// Sequence number of the slot's pending populate (CleanWrite), 0 = none.
+    populate: u64,
+    /// Trace time the slot's data is in the cache (its populate's time).
+    ready: u64,
+}
 
 /// A pending emission: (time, sequence, slot, tag) ordered by time then sequence.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -299,8 +393,11 @@ pub struct CacheSource<S: RequestSource> {
     flush_period_ns: u64,
     /// Spacing of a spread flush's write-backs, ns of trace time (0 = burst).
     flush_gap_ns: u64,
-    /// Sequence number of the slot's pending spread write-back, 0 = none.
+    /// Sequence number of the slot's pending spread write-back, 0 = none (per used slot, with
+    /// `flush_spread`; empty otherwise).
     flush_seq: Vec<u64>,
+    /// `cache.flush_max_per_s > 0`.
+    flush_spread: bool,
     write_through: bool,
     /// `cache.bypass`, its threshold (bytes), the end of the previous request and the length
     /// of the sequential run it ends (bytes).
@@ -308,15 +405,15 @@ pub struct CacheSource<S: RequestSource> {
     bypass_seq_bytes: u64,
     last_end: u64,
     seq_run: u64,
-    map: HashMap<u64, u32, BuildBlockHasher>,
-    block: Vec<u64>,
-    prev: Vec<u32>,
-    next: Vec<u32>,
+    map: BlockMap,
+    /// Per used slot (slots `0..used`; the arrays grow as slots are first used, so memory is
+    /// O(slots used)): block, populate and ready time in one 24-byte record, LRU links and
+    /// dirty flags beside.
+    sl: Vec<Slot>,
+    /// Per used slot: LRU links (towards the MRU end, towards the LRU end), `NIL` at the ends;
+    /// apart from the records so that walking the LRU end touches 8 bytes per slot.
+    lru: Vec<(u32, u32)>,
     dirty: Vec<bool>,
-    /// Sequence number of the slot's pending populate (CleanWrite), 0 = none.
-    populate: Vec<u64>,
-    /// Trace time the slot's data is in the cache (its populate's time).
-    ready: Vec<u64>,
     head: u32,
     tail: u32,
     /// Emissions at the time being processed (times never decrease in push order).
@@ -328,8 +425,12 @@ pub struct CacheSource<S: RequestSource> {
     /// The trace time being processed.
     cur_t: u64,
     seq: u64,
-    peeked: Option<HostRequest>,
-    inner_done: bool,
+    /// Primary requests read ahead (at most [`AHEAD`]), in order; the front is the next.
+    ahead: VecDeque<HostRequest>,
+    /// The inner source ended (or failed: `err`).
+    inner_end: bool,
+    /// An error of the inner source, returned once the requests before it are processed.
+    err: Option<TraceError>,
     next_flush: u64,
     last_tag: CacheOp,
     /// Counters.
@@ -361,23 +462,17 @@ impl<S: RequestSource> CacheSource<S> {
             } else {
                 0
             },
-            flush_seq: if cfg.flush_max_per_s > 0.0 {
-                vec![0; n as usize]
-            } else {
-                Vec::new()
-            },
+            flush_seq: Vec::new(),
+            flush_spread: cfg.flush_max_per_s > 0.0,
             write_through: cfg.write_through,
             bypass: cfg.bypass,
             bypass_seq_bytes: cfg.bypass_seq_threshold_bytes,
             last_end: u64::MAX,
             seq_run: 0,
-            map: HashMap::with_capacity_and_hasher(n as usize, Default::default()),
-            block: vec![0; n as usize],
-            prev: vec![NIL; n as usize],
-            next: vec![NIL; n as usize],
-            dirty: vec![false; n as usize],
-            populate: vec![0; n as usize],
-            ready: vec![0; n as usize],
+            map: BlockMap::new(),
+            sl: Vec::new(),
+            lru: Vec::new(),
+            dirty: Vec::new(),
             head: NIL,
             tail: NIL,
             now_q: VecDeque::with_capacity(1024),
@@ -385,8 +480,9 @@ impl<S: RequestSource> CacheSource<S> {
             heap: BinaryHeap::with_capacity(64),
             cur_t: 0,
             seq: 1,
-            peeked: None,
-            inner_done: false,
+            ahead: VecDeque::with_capacity(AHEAD),
+            inner_end: false,
+            err: None,
             next_flush: if flush_period_ns > 0 {
                 flush_period_ns
             } else {
@@ -434,14 +530,14 @@ impl<S: RequestSource> CacheSource<S> {
     #[inline]
     fn peek_min(&self) -> Option<(u8, Emit)> {
         let mut best: Option<(u8, Emit)> = self.now_q.front().map(|e| (0, *e));
-        for (q, e) in [
-            (1u8, self.delay_q.front().copied()),
-            (2u8, self.heap.peek().map(|r| r.0)),
-        ] {
-            if let Some(e) = e {
-                if best.is_none_or(|(_, b)| (e.t, e.seq) < (b.t, b.seq)) {
-                    best = Some((q, e));
-                }
+        if let Some(&e) = self.delay_q.front() {
+            if best.is_none_or(|(_, b)| (e.t, e.seq) < (b.t, b.seq)) {
+                best = Some((1, e));
+            }
+        }
+        if let Some(&std::cmp::Reverse(e)) = self.heap.peek() {
+            if best.is_none_or(|(_, b)| (e.t, e.seq) < (b.t, b.seq)) {
+                best = Some((2, e));
             }
         }
         best
@@ -449,14 +545,14 @@ impl<S: RequestSource> CacheSource<S> {
 
     #[inline]
     fn unlink(&mut self, s: u32) {
-        let (p, n) = (self.prev[s as usize], self.next[s as usize]);
+        let (p, n) = (self.lru[s as usize].0, self.lru[s as usize].1);
         if p != NIL {
-            self.next[p as usize] = n;
+            self.lru[p as usize].1 = n;
         } else {
             self.head = n;
         }
         if n != NIL {
-            self.prev[n as usize] = p;
+            self.lru[n as usize].0 = p;
         } else {
             self.tail = p;
         }
@@ -465,10 +561,10 @@ impl<S: RequestSource> CacheSource<S> {
     /// Put `s` at the MRU end (head).
     #[inline]
     fn push_front(&mut self, s: u32) {
-        self.prev[s as usize] = NIL;
-        self.next[s as usize] = self.head;
+        self.lru[s as usize].0 = NIL;
+        self.lru[s as usize].1 = self.head;
         if self.head != NIL {
-            self.prev[self.head as usize] = s;
+            self.lru[self.head as usize].0 = s;
         }
         self.head = s;
         if self.tail == NIL {
@@ -481,15 +577,26 @@ impl<S: RequestSource> CacheSource<S> {
     fn allocate(&mut self, blk: u64, t: u64) -> u32 {
         let s = if self.used < self.slots {
             self.used += 1;
+            self.sl.push(Slot {
+                block: 0,
+                populate: 0,
+                ready: 0,
+            });
+            self.lru.push((NIL, NIL));
+            self.dirty.push(false);
+            if self.flush_spread {
+                self.flush_seq.push(0);
+            }
             self.used - 1
         } else {
             // The LRU block whose data is in the cache (a pending populate is skipped).
             let mut v = self.tail;
-            while self.populate[v as usize] != 0 && self.prev[v as usize] != NIL {
-                v = self.prev[v as usize];
+            while self.sl[v as usize].populate != 0 && self.lru[v as usize].0 != NIL {
+                v = self.lru[v as usize].0;
             }
             self.unlink(v);
-            self.map.remove(&self.block[v as usize]);
+            // The victim's map entry goes stale (see `BlockMap`).
+            self.prefetch_victims();
             if let Some(f) = self.flush_seq.get_mut(v as usize) {
                 *f = 0;
             }
@@ -502,15 +609,17 @@ impl<S: RequestSource> CacheSource<S> {
                 self.counters.evictions_clean += 1;
             }
             // A victim with a pending populate (all were pending): cancel it.
-            if self.populate[v as usize] != 0 {
-                self.populate[v as usize] = 0;
+            if self.sl[v as usize].populate != 0 {
+                self.sl[v as usize].populate = 0;
                 self.counters.populates_cancelled += 1;
             }
             v
         };
-        self.block[s as usize] = blk;
-        self.map.insert(blk, s);
-        self.ready[s as usize] = t;
+        self.sl[s as usize].block = blk;
+        if self.map.insert(blk, s) {
+            self.map.rebuild(self.sl.iter().map(|x| x.block));
+        }
+        self.sl[s as usize].ready = t;
         self.push_front(s);
         s
     }
@@ -540,6 +649,40 @@ impl<S: RequestSource> CacheSource<S> {
         }
     }
 
+    /// Hint: `r` is processed after the requests read ahead before it. Prefetch the block
+    /// map entries of its first blocks: random accesses into a table larger than the core's
+    /// cache (with the victim's, below, ~15 % of a cached replay's time). Changes nothing.
+    #[inline]
+    fn prefetch(&self, r: &HostRequest) {
+        let first = r.offset_bytes / self.page;
+        let last = (r.offset_bytes + r.len_bytes.max(1) - 1) / self.page;
+        for blk in first..=last.min(first + 7) {
+            self.map.prefetch(blk);
+        }
+    }
+
+    /// Hint after an eviction (whose unlink touched the new LRU tail's links): the victim
+    /// after the next is most likely the tail's predecessor, whose links and record the next
+    /// eviction touches: prefetch them. Changes nothing.
+    #[inline]
+    fn prefetch_victims(&self) {
+        if self.tail != NIL {
+            let p = self.lru[self.tail as usize].0;
+            if p != NIL {
+                crate::prefetch::slice(&self.lru, p as usize);
+                crate::prefetch::slice(&self.sl, p as usize);
+            }
+        }
+    }
+
+    /// The slot caching `blk`, if any (the map's entry, unless stale).
+    #[inline]
+    fn lookup(&self, blk: u64) -> Option<u32> {
+        self.map
+            .get(blk)
+            .filter(|&s| self.sl.get(s as usize).is_some_and(|x| x.block == blk))
+    }
+
     /// Turn one primary request into emissions.
     fn process(&mut self, r: HostRequest) {
         self.counters.requests += 1;
@@ -560,7 +703,7 @@ impl<S: RequestSource> CacheSource<S> {
             self.counters.bypassed_requests += 1;
         }
         for blk in first..=last {
-            if bypass && r.op != Op::Trim && !self.map.contains_key(&blk) {
+            if bypass && r.op != Op::Trim && self.lookup(blk).is_none() {
                 // Uncached block of a bypassed request: the disk alone serves it.
                 self.counters.bypassed_pages += 1;
                 if r.op == Op::Read {
@@ -570,14 +713,14 @@ impl<S: RequestSource> CacheSource<S> {
                 }
                 continue;
             }
-            match (r.op, self.map.get(&blk).copied()) {
+            match (r.op, self.lookup(blk)) {
                 // Not reached: a [cache] config refuses ftl.trim, so readers skip discards.
                 (Op::Trim, _) => {}
                 (Op::Read, Some(s)) => {
                     self.counters.read_hits += 1;
                     self.unlink(s);
                     self.push_front(s);
-                    let at = self.ready[s as usize].max(t);
+                    let at = self.sl[s as usize].ready.max(t);
                     self.emit(at, s, CacheOp::HostRead);
                 }
                 (Op::Read, None) => {
@@ -586,8 +729,8 @@ impl<S: RequestSource> CacheSource<S> {
                     let s = self.allocate(blk, t);
                     let at = t + self.disk_trace_ns;
                     let seq = self.emit_raw(at, s, POPULATE);
-                    self.populate[s as usize] = seq;
-                    self.ready[s as usize] = at;
+                    self.sl[s as usize].populate = seq;
+                    self.sl[s as usize].ready = at;
                 }
                 (Op::Write, hit) => {
                     let s = match hit {
@@ -602,12 +745,12 @@ impl<S: RequestSource> CacheSource<S> {
                             self.allocate(blk, t)
                         }
                     };
-                    if self.populate[s as usize] != 0 {
+                    if self.sl[s as usize].populate != 0 {
                         // The host's data supersedes the disk copy still on its way.
-                        self.populate[s as usize] = 0;
+                        self.sl[s as usize].populate = 0;
                         self.counters.populates_cancelled += 1;
                     }
-                    self.ready[s as usize] = t;
+                    self.sl[s as usize].ready = t;
                     if self.write_through {
                         self.counters.disk_writes += 1;
                         self.emit(t, s, CacheOp::CleanWrite);
@@ -624,20 +767,39 @@ impl<S: RequestSource> CacheSource<S> {
 impl<S: RequestSource> RequestSource for CacheSource<S> {
     fn next_request(&mut self) -> Result<Option<HostRequest>, TraceError> {
         loop {
-            if self.peeked.is_none() && !self.inner_done {
-                self.peeked = self.inner.next_request()?;
-                self.inner_done = self.peeked.is_none();
+            // Read ahead (prefetching what each request will touch), so that a request's
+            // block-map entries are in cache by the time it is processed.
+            while self.ahead.len() < AHEAD && !self.inner_end {
+                match self.inner.next_request() {
+                    Ok(Some(r)) => {
+                        self.prefetch(&r);
+                        self.ahead.push_back(r);
+                    }
+                    Ok(None) => self.inner_end = true,
+                    Err(e) => {
+                        self.err = Some(e);
+                        self.inner_end = true;
+                    }
+                }
             }
-            let next_in = self.peeked.map_or(u64::MAX, |r| r.arrival_ns);
+            if self.ahead.is_empty() {
+                // Every request before the error is processed: fail where a source that
+                // reads one request at a time would.
+                if let Some(e) = self.err.take() {
+                    return Err(e);
+                }
+            }
+            let inner_done = self.ahead.is_empty();
+            let next_in = self.ahead.front().map_or(u64::MAX, |r| r.arrival_ns);
             // Periodic flushes due before the next trace request (none after the trace ends).
-            if !self.inner_done && self.next_flush <= next_in {
+            if !inner_done && self.next_flush <= next_in {
                 let t = self.next_flush;
                 self.next_flush = self.next_flush.saturating_add(self.flush_period_ns);
                 self.flush_all(t);
                 continue;
             }
             if let Some((q, e)) = self.peek_min() {
-                if e.t < next_in || self.inner_done {
+                if e.t < next_in || inner_done {
                     match q {
                         0 => {
                             self.now_q.pop_front();
@@ -652,10 +814,10 @@ impl<S: RequestSource> RequestSource for CacheSource<S> {
                     let tag = if e.tag == POPULATE {
                         // A miss's populate: dropped when the block was written or evicted
                         // before its disk read returned.
-                        if self.populate[e.slot as usize] != e.seq {
+                        if self.sl[e.slot as usize].populate != e.seq {
                             continue;
                         }
-                        self.populate[e.slot as usize] = 0;
+                        self.sl[e.slot as usize].populate = 0;
                         CacheOp::CleanWrite
                     } else if e.tag == SPREAD_FLUSH {
                         // A spread write-back: dropped when the slot was evicted (and written
@@ -682,7 +844,7 @@ impl<S: RequestSource> RequestSource for CacheSource<S> {
                     }));
                 }
             }
-            match self.peeked.take() {
+            match self.ahead.pop_front() {
                 Some(r) => self.process(r),
                 None => return Ok(None),
             }
@@ -695,5 +857,103 @@ impl<S: RequestSource> RequestSource for CacheSource<S> {
 
     fn describe(&self) -> serde_json::Value {
         self.inner.describe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Writes of one page at t = 0, 1, 2, … (`n` of them), then a trace error.
+    struct Failing {
+        n: u64,
+        i: u64,
+    }
+
+    impl RequestSource for Failing {
+        fn next_request(&mut self) -> Result<Option<HostRequest>, TraceError> {
+            if self.i == self.n {
+                return Err(TraceError::Io {
+                    file: "t.csv".into(),
+                    msg: "line 4: boom".into(),
+                });
+            }
+            self.i += 1;
+            Ok(Some(HostRequest {
+                arrival_ns: self.i - 1,
+                op: Op::Write,
+                offset_bytes: (self.i - 1) * 4096,
+                len_bytes: 4096,
+            }))
+        }
+    }
+
+    #[test]
+    fn a_trace_error_comes_where_it_would_without_read_ahead() {
+        // Reading ahead (prefetch) must not move the error: it comes once every request
+        // before it is processed, after the emissions due before the last of them.
+        let cc = CacheConfig {
+            size_bytes: 4096 * 16,
+            ..Default::default()
+        };
+        let mut cs = CacheSource::new(Failing { n: 3, i: 0 }, &cc, 16, 4096, 1.0);
+        let a = cs.next_request().unwrap().unwrap();
+        let b = cs.next_request().unwrap().unwrap();
+        assert_eq!((a.arrival_ns, b.arrival_ns), (0, 1));
+        let e = cs.next_request().unwrap_err().to_string();
+        assert!(e.contains("boom"), "{e}");
+        assert_eq!(cs.counters.requests, 3);
+    }
+
+    #[test]
+    fn block_map_matches_a_hash_map() {
+        // Slots holding blocks, as the cache does: random blocks replace random slots' blocks
+        // (the old block's entry goes stale); a lookup that checks the slot's block must agree
+        // with std's map of the live blocks. Small key space: long probe runs, stale entries
+        // reused, rebuilds.
+        let mut m = BlockMap::new();
+        let mut blocks: Vec<u64> = Vec::new();
+        let mut live: std::collections::HashMap<u64, u32> = std::collections::HashMap::new();
+        let lookup =
+            |m: &BlockMap, b: &[u64], k: u64| m.get(k).filter(|&s| b.get(s as usize) == Some(&k));
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut rebuilds = 0;
+        for step in 0..200_000u32 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Keys clustered (sequential blocks) and spread (large block numbers).
+            let k = if x & 1 == 0 {
+                x % 3000
+            } else {
+                (x >> 8) % 3000 * 1_000_003
+            };
+            assert_eq!(lookup(&m, &blocks, k), live.get(&k).copied(), "step {step}");
+            if live.contains_key(&k) {
+                continue;
+            }
+            let s = if blocks.len() < 1000 {
+                blocks.push(k);
+                blocks.len() - 1
+            } else {
+                let s = ((x >> 20) % 1000) as usize;
+                live.remove(&blocks[s]);
+                s
+            };
+            blocks[s] = k;
+            live.insert(k, s as u32);
+            if m.insert(k, s as u32) {
+                m.rebuild(blocks.iter().copied());
+                rebuilds += 1;
+            }
+            if step % 97 == 0 {
+                for (&k, &v) in &live {
+                    assert_eq!(lookup(&m, &blocks, k), Some(v), "step {step} key {k}");
+                }
+            }
+        }
+        assert!(rebuilds > 10, "{rebuilds}");
+        // 1,000 slots: the table stays at 4,096 entries (4 per slot, a power of two).
+        assert_eq!(m.entries.len(), 4096);
     }
 }
