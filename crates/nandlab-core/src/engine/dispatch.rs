@@ -573,11 +573,18 @@ impl Engine {
             let t = self.exec.done_txn(die, 0);
             self.complete_one(die, t, done);
         } else {
-            // A multi-plane run: take its transactions first (completing one may start the
-            // idle die again, which restages them).
+            // A multi-plane or one-shot run: take its transactions first (completing one may
+            // start the idle die again, which restages them).
             let mut ts = std::mem::take(&mut self.mp_done);
             ts.clear();
             ts.extend((0..done.ops as usize).map(|k| self.exec.done_txn(die, k)));
+            // Cleaning time is die time: a run of GC moves or erases counts once.
+            if ts
+                .iter()
+                .any(|t| t.source == Source::Gc && matches!(t.kind, TxnKind::Move | TxnKind::Erase))
+            {
+                self.stats.cache.cleaning_ns += self.now - done.start_ns;
+            }
             for &t in &ts {
                 self.complete_one(die, t, done);
             }
@@ -593,7 +600,10 @@ impl Engine {
             let gc_move = t.kind == TxnKind::Move && t.source != Source::Refresh;
             ts.flash_done(done.start_ns, self.now, t.kind == TxnKind::Erase, gc_move);
         }
-        if t.source == Source::Gc && matches!(t.kind, TxnKind::Move | TxnKind::Erase) {
+        if done.ops == 1
+            && t.source == Source::Gc
+            && matches!(t.kind, TxnKind::Move | TxnKind::Erase)
+        {
             self.stats.cache.cleaning_ns += service;
         }
         match t.kind {
