@@ -780,3 +780,35 @@ fn flashcache_bypass_sends_non_4k_and_long_sequential_requests_to_disk() {
     assert_eq!(c_off.bypassed_requests, 0);
     assert_eq!(ops_off.len(), 1 + 2 + 2 + 64);
 }
+
+/// Cleaning time is die time: a one-shot run of several GC moves counts its time once, so
+/// it never exceeds the dies' busy time.
+#[test]
+fn cleaning_time_counts_a_multi_page_run_once() {
+    let reqs = workload(40_000, 12_000, 70, 1);
+    let r = run(
+        cache_cfg(
+            "flexecc",
+            &[
+                "timing.one_shot_program=true",
+                "device.op_percent_of_logical=12",
+            ],
+        ),
+        &reqs,
+    );
+    let (ops, pages) = (
+        u(&r["sim"]["one_shot_moves"]),
+        u(&r["sim"]["one_shot_move_pages"]),
+    );
+    assert!(ops > 0 && pages > ops, "{pages} moves in {ops} runs");
+    let cleaning_ns = r["cache"]["cleaning_us"].as_f64().unwrap() * 1000.0;
+    let dies = 2.0;
+    let busy_ns = r["flash"]["die_utilization"].as_f64().unwrap()
+        * r["sim"]["span_s"].as_f64().unwrap()
+        * 1e9
+        * dies;
+    assert!(
+        cleaning_ns > 0.0 && cleaning_ns <= busy_ns + 1.0,
+        "{cleaning_ns} > {busy_ns}"
+    );
+}

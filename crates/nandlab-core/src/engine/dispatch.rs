@@ -444,45 +444,61 @@ impl Engine {
         let bits = self.layout.bits as u32;
         let room = (bits - offset % bits) as u8;
         let ppd = self.ftl.geo.planes_per_die as usize;
-        // Pages taken per plane of the die (planes_per_die ≤ 64: a u64 bit set elsewhere).
-        let mut taken = [0u8; 64];
-        taken[t.plane as usize % ppd] = 1;
-        let max_ops = ppd.min(64) * bits as usize;
+        let first_plane = die * ppd as u32;
+        let ti = (t.plane - first_plane) as usize;
+        // Per plane of the die: pages taken, and whether the plane can join the word line
+        // (0 = not asked yet, 1 = yes, 2 = no; t's own plane: yes).
+        self.os_taken.fill(0);
+        self.os_join.fill(0);
+        self.os_taken[ti] = 1;
+        self.os_join[ti] = 1;
+        let max_ops = ppd * bits as usize;
         let mut n = 1;
         while n < max_ops {
+            // Stop when no plane can take another page of the word line.
+            let open = (0..ppd).any(|i| {
+                self.os_taken[i] < room && (i == ti || (self.mp_on && self.os_join[i] != 2))
+            });
+            if !open {
+                break;
+            }
             let ftl = &self.ftl;
             let mp_on = self.mp_on;
-            let taken_ref = &taken;
+            let taken = &self.os_taken;
+            let join = &mut self.os_join;
             let Some(p) = self.sched.take_partner(die, t, SCAN, |x| {
                 if x.plane == NONE
                     || x.placement.page_type.is_some()
                     || x.placement.stream != t.placement.stream
                     || x.placement.region != t.placement.region
-                    || (x.kind == TxnKind::Move && ftl.page_state(x.ppn) != PageState::Valid)
                 {
                     return false;
                 }
-                let k = taken_ref[x.plane as usize % ppd];
-                if k >= room {
+                let i = x.plane.wrapping_sub(first_plane) as usize;
+                if i >= ppd || taken[i] >= room || (i != ti && !mp_on) {
                     return false;
                 }
-                if x.plane == t.plane || k > 0 {
-                    return true;
+                if x.kind == TxnKind::Move && ftl.page_state(x.ppn) != PageState::Valid {
+                    return false;
                 }
-                // Another plane joins at the same word line (multi-plane, MQSim's rule of the
-                // same page address).
-                mp_on
-                    && ftl.can_start(x)
-                    && ftl.next_page_offset(x.plane, x.placement.region, x.placement.stream)
-                        == Some(offset)
+                if join[i] == 0 {
+                    // Another plane joins at the same word line (multi-plane, MQSim's rule of
+                    // the same page address); the answer holds for the whole run (same kind,
+                    // source, stream and region).
+                    let ok = ftl.can_start(x)
+                        && ftl.next_page_offset(x.plane, x.placement.region, x.placement.stream)
+                            == Some(offset);
+                    join[i] = if ok { 1 } else { 2 };
+                }
+                join[i] == 1
             }) else {
                 break;
             };
-            taken[p.plane as usize % ppd] += 1;
+            self.os_taken[(p.plane - first_plane) as usize] += 1;
             self.exec.stage(die, n, p);
             n += 1;
         }
-        let planes = taken[..ppd].iter().filter(|&&k| k > 0).count();
+        let planes = self.os_taken.iter().filter(|&&k| k > 0).count();
         self.stats.device.one_shot_ops[kind_idx] += 1;
         self.stats.device.one_shot_pages[kind_idx] += n as u64;
         if planes > 1 {
@@ -493,7 +509,7 @@ impl Engine {
         let copyback = self.cfg.ftl.copyback;
         let copyback_decode = self.cfg.ftl.copyback_decode;
         // Per plane: the senses of its source pages, one after another.
-        let mut sense_of_plane = [0u64; 64];
+        self.os_sense.fill(0);
         let (mut prog, mut bus_out, mut ctrl, mut bus_in) = (0u64, 0u64, 0u64, 0u64);
         for k in 0..n {
             let x = *self.exec.txn(die, k);
@@ -521,7 +537,7 @@ impl Engine {
                 self.stats.gc_pages_moved += 1;
                 let ne = self.timing.eccs.len();
                 self.stats.cache.gc_moves_by_ecc[ecc as usize * ne + x.placement.ecc as usize] += 1;
-                sense_of_plane[x.plane as usize % ppd] += sense;
+                self.os_sense[(x.plane - first_plane) as usize] += sense;
                 if !copyback {
                     bus_out += bus;
                     ctrl += decode + encode;
@@ -533,7 +549,7 @@ impl Engine {
                 self.exec.stage_mut(die, k).ppn = dst;
             }
         }
-        let sense = sense_of_plane[..ppd].iter().copied().max().unwrap_or(0);
+        let sense = self.os_sense.iter().copied().max().unwrap_or(0);
         if sense > 0 {
             self.exec.push_phase(die, Phase::Array(sense));
         }
@@ -557,11 +573,18 @@ impl Engine {
             let t = self.exec.done_txn(die, 0);
             self.complete_one(die, t, done);
         } else {
-            // A multi-plane run: take its transactions first (completing one may start the
-            // idle die again, which restages them).
+            // A multi-plane or one-shot run: take its transactions first (completing one may
+            // start the idle die again, which restages them).
             let mut ts = std::mem::take(&mut self.mp_done);
             ts.clear();
             ts.extend((0..done.ops as usize).map(|k| self.exec.done_txn(die, k)));
+            // Cleaning time is die time: a run of GC moves or erases counts once.
+            if ts
+                .iter()
+                .any(|t| t.source == Source::Gc && matches!(t.kind, TxnKind::Move | TxnKind::Erase))
+            {
+                self.stats.cache.cleaning_ns += self.now - done.start_ns;
+            }
             for &t in &ts {
                 self.complete_one(die, t, done);
             }
@@ -577,7 +600,10 @@ impl Engine {
             let gc_move = t.kind == TxnKind::Move && t.source != Source::Refresh;
             ts.flash_done(done.start_ns, self.now, t.kind == TxnKind::Erase, gc_move);
         }
-        if t.source == Source::Gc && matches!(t.kind, TxnKind::Move | TxnKind::Erase) {
+        if done.ops == 1
+            && t.source == Source::Gc
+            && matches!(t.kind, TxnKind::Move | TxnKind::Erase)
+        {
             self.stats.cache.cleaning_ns += service;
         }
         match t.kind {

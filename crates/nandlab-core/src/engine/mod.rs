@@ -223,6 +223,11 @@ pub struct Engine {
     mp_on: bool,
     /// `timing.one_shot_program`: programs and GC moves run a word line at a time.
     os_on: bool,
+    /// One-shot run scratch, one entry per plane of a die: pages taken, whether the plane
+    /// can join, and its source senses (allocated once).
+    os_taken: Vec<u8>,
+    os_join: Vec<u8>,
+    os_sense: Vec<u64>,
     /// Multi-plane: dies whose dispatch waits until every page of the arriving request is
     /// queued (so its pages can pair).
     mp_dies: Vec<u32>,
@@ -437,6 +442,9 @@ impl Engine {
             rmw: Vec::new(),
             mp_on: cfg.sched.multi_plane && geo.planes_per_die > 1,
             os_on: cfg.timing.one_shot_program,
+            os_taken: vec![0; geo.planes_per_die as usize],
+            os_join: vec![0; geo.planes_per_die as usize],
+            os_sense: vec![0; geo.planes_per_die as usize],
             mp_dies: Vec::with_capacity(64),
             mp_done: Vec::with_capacity(geo.planes_per_die as usize * geo.cell.bits()),
             susp_on: cfg.sched.suspension,

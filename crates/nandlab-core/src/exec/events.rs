@@ -36,8 +36,11 @@ const NO_ENTRY: Entry = Entry {
 };
 
 /// Slots up to which the earliest is found by a scan instead of the tree (a scan of a few
-/// slots costs less than walking the tree on every update).
-const SCAN_SLOTS: usize = 16;
+/// slots costs less than walking the tree on every update). 64: the default drive's 32 dies
+/// plus the timer slot scan in fewer instructions than the tree's updates (callgrind, bundled
+/// trace: 2.64 G → 2.55 G instructions in the replay together with the one-shot scratch
+/// arrays; reports identical).
+const SCAN_SLOTS: usize = 64;
 
 /// Per-die timer slots and a timer heap; see the module documentation.
 #[derive(Clone, Debug)]
