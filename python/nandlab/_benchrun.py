@@ -86,7 +86,7 @@ def measure(
     # request. What the replay costs is the difference.
     c1 = time.process_time()
     simulate(
-        config,
+        cfg,
         trace,
         scheme=scheme,
         overrides=[*(overrides or []), "host.max_requests=1"],
