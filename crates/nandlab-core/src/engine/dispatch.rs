@@ -399,8 +399,8 @@ impl Engine {
         true
     }
 
-    /// One-shot programming (`timing.one_shot_program`): with `t` (a host program or a GC
-    /// move, staged as transaction 0 of idle `die`), take the queued transactions of its kind
+    /// One-shot programming (`timing.one_shot_program`): with `t` (a program or a GC move,
+    /// staged as transaction 0 of idle `die`), take the queued transactions of its kind
     /// that program the rest of the same word line — the next pages of the same open block
     /// (same plane, stream and region) — and, with `sched.multi_plane`, those that program the
     /// same word line of the die's other planes, and start them as one run: the source
@@ -422,7 +422,9 @@ impl Engine {
     fn one_shot(&mut self, die: u32, t: &Txn) -> bool {
         const SCAN: usize = 16;
         let (kind_idx, source_ok) = match t.kind {
-            TxnKind::Program => (0usize, t.source == Source::Host || t.source == Source::Gc),
+            // Every program without a page type: host writes and DRAM flushes, backend
+            // refills, scheme rewrites and hidden pages.
+            TxnKind::Program => (0usize, true),
             TxnKind::Move => (1usize, t.source == Source::Gc),
             _ => return false,
         };
