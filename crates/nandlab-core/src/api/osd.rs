@@ -317,7 +317,8 @@ pub fn fs_trace_stats(path: &Path) -> Result<Value, NandlabError> {
 }
 
 /// The recovery variant named `name`: `full`, or a deliberately broken one (`no_capacitor`,
-/// `no_rollback`, `no_reapply`: the negative controls of spec §7 item 6).
+/// `no_rollback`, `no_reapply`: the negative controls of spec §7 item 6; `no_reachability`:
+/// the negative control of the rebuilt-table checks).
 ///
 /// # Errors
 /// [`NandlabError::Config`] naming the allowed names.
@@ -337,11 +338,15 @@ pub fn crash_variant(name: &str) -> Result<crate::osd::Variant, NandlabError> {
             reapply: false,
             ..full
         },
+        "no_reachability" => crate::osd::Variant {
+            reachability: false,
+            ..full
+        },
         other => {
             return Err(NandlabError::Config(crate::config::ConfigError::Invalid {
                 key: "crash.variant".into(),
                 value: format!("{other:?}"),
-                msg: "use full, no_capacitor, no_rollback or no_reapply".into(),
+                msg: "use full, no_capacitor, no_rollback, no_reapply or no_reachability".into(),
             }))
         }
     })

@@ -127,6 +127,9 @@ pub struct OnodeRec {
     pub inline: [(u64, u64); 2],
     /// Tombstone of a removed object.
     pub tomb: bool,
+    /// YAFFS2-like: the header of a truncate (YAFFS2's shrink header): at recovery, data
+    /// pages older than it are cut to its size.
+    pub shrink: bool,
 }
 
 /// Overlay byte range `[a, b)` written by `wid` on a page's ranges.
@@ -170,6 +173,7 @@ pub struct BackupStats {
 
 /// Flash after power loss: every page's state and OOB, and (record mode) its contents. No
 /// DRAM state of the device survives in it.
+#[derive(Clone)]
 pub struct FlashImage {
     pub page_bytes: u32,
     pub pages_per_chunk: u32,
@@ -178,6 +182,8 @@ pub struct FlashImage {
     pub yaffs: bool,
     pages: Vec<Option<Box<ChunkPages>>>,
     contents: IdMap<u32, PageContent>,
+    /// Erase count per block (kept on flash by real devices).
+    erase_count: Vec<u32>,
 }
 
 /// One readable page of a [`FlashImage`].
@@ -486,7 +492,9 @@ impl std::hash::Hasher for IdHasher {
 
 type IdMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<IdHasher>>;
 
-/// The object device. See the module documentation.
+/// The object device. See the module documentation. `Clone` snapshots it whole (flash and
+/// DRAM state): the crash harness cuts from clones of a preconditioned device.
+#[derive(Clone)]
 pub struct Device {
     pub(crate) o: OsdConfig,
     page: u32,
@@ -545,6 +553,8 @@ pub struct Device {
     gc_progs: Vec<FlashOp>,
     gc_erases: Vec<FlashOp>,
     in_gc: bool,
+    /// Recovery (§4.4.5) is writing back: GC keeps the capacitor flush's pages.
+    recovering: bool,
     touched: Vec<u32>,
     pending: Vec<(u32, Src, bool)>,
     pend_scratch: Vec<(u32, Src, bool)>,
@@ -664,6 +674,7 @@ impl Device {
             gc_progs: Vec::new(),
             gc_erases: Vec::new(),
             in_gc: false,
+            recovering: false,
             touched: Vec::new(),
             pending: Vec::new(),
             pend_scratch: Vec::new(),
@@ -818,6 +829,7 @@ impl Device {
             yaffs: self.yaffs,
             pages: self.pages,
             contents: self.contents.unwrap_or_default(),
+            erase_count: self.erase_count,
         }
     }
 
@@ -1194,6 +1206,13 @@ impl Device {
                 self.next_csn = self.csn_of(old);
             }
             match ty {
+                BACKUP if self.recovering => {
+                    // Recovery is not finished: the capacitor flush it works from must
+                    // survive a cut, so GC copies it.
+                    let new = self.program(BACKUP, die, Src::Recovery, 0, 0, len, NONE)?;
+                    let _ = new;
+                    self.invalidate(old);
+                }
                 BACKUP => {
                     // An old capacitor flush: superseded once recovery finished; drop it.
                     self.next_content = None;
@@ -1318,6 +1337,10 @@ impl Device {
                     map.remove(&q);
                 }
             }
+            if let Some(p) = self.pages[victim as usize].as_mut() {
+                let a = (b * self.ppb) as usize;
+                p.state[a..a + self.ppb as usize].fill(FREE);
+            }
             self.gc_erases.push(FlashOp {
                 kind: OpKind::Erase,
                 ppn: first,
@@ -1409,6 +1432,7 @@ impl Device {
             n_inline: ob.n_inline,
             inline: ob.inline,
             tomb,
+            shrink: false,
         }
     }
 
@@ -2693,6 +2717,627 @@ impl Device {
                 // A tombstone onode keeps a deleted object from coming back (spec §2 [N]).
                 self.pending.push((s, Src::Host, true));
                 self.touch_obj(s, true);
+            }
+        }
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------- recovery (§4.4.5)
+
+/// A byte-range view of one object: its size and, per data page, the write ids of its bytes
+/// (record mode). What the crash harness compares.
+pub type LogicalObject = (u64, std::collections::BTreeMap<u64, Vec<(u32, u32, u64)>>);
+
+impl Device {
+    /// A running device rebuilt from `img` and what [`crate::osd::crash::recover`] found in
+    /// it (Algorithm 1's DRAM tables): the global index (object table) from the newest
+    /// onodes, each object's B+ tree loaded node by node from its index pages (through the
+    /// rebuilt page table under the virtual tree), the page table of the nodes reached, the
+    /// byte-level GC table of the onode pages holding stale onodes (most invalid first, up
+    /// to its size), and the chunk valid counts by reachability (spec §2 gap 5): a page is
+    /// valid exactly when the recovered metadata reaches it (plus the capacitor flush until
+    /// recovery finishes). Every partly written chunk is closed (its erased pages wait for
+    /// GC). No flash operation happens here: [`Device::finish_recovery`] writes back.
+    pub fn from_recovery(
+        cfg: &Config,
+        img: FlashImage,
+        rec: &crate::osd::crash::Recovered,
+    ) -> Result<Device, crate::config::ConfigError> {
+        let mut d = Device::new(cfg)?;
+        let FlashImage {
+            pages,
+            contents,
+            erase_count,
+            ..
+        } = img;
+        d.pages = pages;
+        d.contents = Some(contents);
+        if erase_count.len() == d.erase_count.len() {
+            d.erase_count = erase_count;
+        }
+        let ppc = d.ppc as usize;
+        let mut max_sn = 0;
+        let mut backups = Vec::new();
+
+        for (c, p) in d.pages.iter_mut().enumerate() {
+            let Some(p) = p.as_mut() else { continue };
+            for off in 0..ppc {
+                if p.state[off] == VALID || p.state[off] == INVALID {
+                    max_sn = max_sn.max(p.sn[off]);
+                    if p.ptype[off] as usize == BACKUP && p.state[off] == VALID {
+                        backups.push((c * ppc + off) as u32);
+                    }
+                    p.state[off] = INVALID;
+                }
+                p.back[off] = NONE;
+            }
+        }
+        d.sn = max_sn;
+        for b in backups {
+            d.mark_valid(b, BACKUP, NONE);
+        }
+        // A placeholder slot for the stale onodes of a page (no live object owns them).
+        let ghost = d.objs.len() as u32;
+        let mut g = Obj::new(u64::MAX);
+        g.live = false;
+        d.objs.push(g);
+        let mut onode_pages: std::collections::BTreeMap<u32, Vec<(u32, u32)>> =
+            std::collections::BTreeMap::new();
+        let mut max_va = None;
+        for (&oid, r) in &rec.objects {
+            let s = d.objs.len() as u32;
+            let mut ob = Obj::new(oid);
+            ob.size = r.size;
+            if let Some((ppn, k, csn)) = r.onode {
+                ob.onode_ppn = ppn;
+                ob.onode_idx = k;
+                ob.onode_csn = csn;
+                onode_pages.entry(ppn).or_default().push((k, s));
+            }
+            d.objs.push(ob);
+            d.index.insert(oid, s);
+            if d.yaffs {
+                for (&idx, &(ppn, len)) in &r.pages {
+                    if d.mark_valid(ppn, DATA, s) {
+                        d.map_set(s, idx, leaf_val(ppn, len), false);
+                    }
+                }
+                continue;
+            }
+            for &(k, v) in &r.inline {
+                let (ppn, _) = leaf_parts(v);
+                if d.mark_valid(ppn, DATA, s) {
+                    let ob = &mut d.objs[s as usize];
+                    ob.inline[ob.n_inline as usize] = (k, v);
+                    ob.n_inline += 1;
+                    d.mapped += 1;
+                }
+            }
+            if r.root != NONE {
+                let root = d.load_node(s, r.root, NONE, &rec.page_table, &mut max_va);
+                d.objs[s as usize].root = root;
+            }
+        }
+        for &(oid, ppn, k, csn) in &rec.tombs {
+            let s = d.objs.len() as u32;
+            let mut ob = Obj::new(oid);
+            ob.live = false;
+            ob.onode_ppn = ppn;
+            ob.onode_idx = k;
+            ob.onode_csn = csn;
+            d.objs.push(ob);
+            onode_pages.entry(ppn).or_default().push((k, s));
+        }
+        // Onode pages: one record per page, its slots in page order (stale ones → ghost).
+        let mut stale: Vec<(u32, u32)> = Vec::new();
+        for (&ppn, list) in &onode_pages {
+            let n = match d.content_of(ppn) {
+                Some(PageContent::Onode(recs)) => recs.len(),
+                _ => list.iter().map(|&(k, _)| k as usize + 1).max().unwrap_or(0),
+            };
+            let r = d.alloc_opage();
+            d.opages[r as usize].slots = vec![ghost; n];
+            for &(k, s) in list {
+                d.opages[r as usize].slots[k as usize] = s;
+            }
+            d.opages[r as usize].live = list.len() as u32;
+            d.mark_valid(ppn, ONODE, r);
+            if n > list.len() {
+                stale.push(((n - list.len()) as u32, ppn));
+            }
+        }
+        if d.o.mlgc {
+            stale.sort_unstable_by(|a, b| b.cmp(a));
+            for (n, ppn) in stale {
+                if d.gct_entries + n as u64 > d.gct_max_entries {
+                    continue;
+                }
+                let bytes = n * d.o.onode_bytes;
+                d.gct.insert(ppn, (bytes, n));
+                d.gct_order.insert((bytes, ppn));
+                d.gct_entries += n as u64;
+            }
+        }
+        // Page table of the nodes reached; the other VAs are free.
+        if let Some(m) = max_va {
+            d.va_next = m + 1;
+            for va in (0..=m).rev() {
+                if d.pt_get(va) == NONE {
+                    d.va_free.push(va);
+                }
+            }
+        }
+        // Chunks: free when wholly erased, else closed with the valid count reached.
+        for die in 0..d.dies {
+            d.free[die as usize].clear();
+            for k in (0..d.cpd).rev() {
+                let c = (die * d.cpd + k) as usize;
+                let p = d.pages[c].as_ref();
+                let used = p.is_some_and(|p| p.state.iter().any(|&st| st != FREE));
+                let m = &mut d.chunks[c];
+                if let Some(p) = p.filter(|_| used) {
+                    m.state = C_FULL;
+                    m.wp = d.ppc;
+                    m.valid = p.state.iter().filter(|&&st| st == VALID).count() as u32;
+                    let stream = if d.separate {
+                        (p.ptype[0] as usize).min(ONODE)
+                    } else {
+                        0
+                    };
+                    m.stream = stream as u8;
+                    // A chunk programmed from its first page up to a write pointer (then
+                    // erased pages) is its stream's open chunk again; a torn erase leaves
+                    // another pattern, and GC takes that chunk as it is.
+                    let wp = p.state.iter().position(|&st| st == FREE);
+                    if let Some(wp) = wp.filter(|&w| w > 0) {
+                        if p.state[wp..].iter().all(|&st| st == FREE) {
+                            let sn = p.sn[wp - 1];
+                            let cur = d.open[die as usize][stream];
+                            let newer = cur == NONE || {
+                                let cm = &d.chunks[cur as usize];
+                                d.pages[cur as usize]
+                                    .as_ref()
+                                    .is_some_and(|q| q.sn[cm.wp as usize - 1] < sn)
+                            };
+                            if newer {
+                                let m = &mut d.chunks[c];
+                                m.state = C_OPEN;
+                                m.wp = wp as u32;
+                                if cur != NONE {
+                                    let cm = &mut d.chunks[cur as usize];
+                                    cm.state = C_FULL;
+                                    cm.wp = d.ppc;
+                                }
+                                d.open[die as usize][stream] = c as u32;
+                            }
+                        }
+                    }
+                } else {
+                    m.state = C_FREE;
+                    m.wp = 0;
+                    m.valid = 0;
+                    d.free[die as usize].push(c as u32);
+                }
+            }
+        }
+        Ok(d)
+    }
+
+    /// Page states of `img` (for [`Device::unreachable_states`]).
+    pub fn image_states(img: &FlashImage) -> Vec<Vec<u8>> {
+        img.pages
+            .iter()
+            .map(|p| p.as_ref().map_or_else(Vec::new, |p| p.state.clone()))
+            .collect()
+    }
+
+    /// The negative control of the table checks (crash `Variant::reachability` off): after
+    /// recovery, every page flash left valid is valid again and every VA the scan found is
+    /// in the page table, instead of what the recovered metadata reaches.
+    pub fn unreachable_states(
+        &mut self,
+        states: Vec<Vec<u8>>,
+        pt: &std::collections::BTreeMap<u32, u32>,
+    ) {
+        for (c, st) in states.into_iter().enumerate() {
+            if let Some(p) = self.pages[c].as_mut() {
+                for (off, s0) in st.into_iter().enumerate() {
+                    if s0 == VALID && p.state[off] == INVALID && p.ptype[off] as usize != BACKUP {
+                        p.state[off] = VALID;
+                        self.chunks[c].valid += 1;
+                    }
+                }
+            }
+        }
+        for (&va, &ppn) in pt {
+            if self.pt_get(va) == NONE {
+                self.pt_set(va, ppn);
+            }
+        }
+    }
+
+    /// Mark page `ppn` valid as a page of type `ty` owned by `back`, if it is a readable page
+    /// of that type not valid yet (else the reference is broken: false).
+    fn mark_valid(&mut self, ppn: u32, ty: usize, back: u32) -> bool {
+        let (c, off) = self.split(ppn);
+        let Some(p) = self.pages.get_mut(c).and_then(|p| p.as_mut()) else {
+            return false;
+        };
+        if p.state[off] != INVALID || p.ptype[off] as usize != ty {
+            return false;
+        }
+        p.state[off] = VALID;
+        p.back[off] = back;
+        self.chunks[c].valid += 1;
+        true
+    }
+
+    /// Load the node at `addr` (PA, or VA through `pt`) of object `s` and its subtree.
+    fn load_node(
+        &mut self,
+        s: u32,
+        addr: u32,
+        parent: u32,
+        pt: &std::collections::BTreeMap<u32, u32>,
+        max_va: &mut Option<u32>,
+    ) -> u32 {
+        let vt = self.o.virtual_tree;
+        let (ppn, va) = if vt {
+            match pt.get(&addr) {
+                Some(&p) => (p, addr),
+                None => return NONE,
+            }
+        } else {
+            (addr, NONE)
+        };
+        let (level, keys, vals) = match self.content_of(ppn) {
+            Some(PageContent::Index { level, keys, vals }) => (*level, keys.clone(), vals.clone()),
+            _ => return NONE,
+        };
+        let id = self.nodes.alloc(s, level);
+        if !self.mark_valid(ppn, INDEX, id) {
+            self.nodes.release(id);
+            self.nodes.freed.clear();
+            return NONE;
+        }
+        {
+            let n = &mut self.nodes.nodes[id as usize];
+            n.parent = parent;
+            n.ppn = ppn;
+            n.va = va;
+        }
+        if vt {
+            self.pt_set(va, ppn);
+            self.va_live += 1;
+            *max_va = Some(max_va.map_or(va, |m: u32| m.max(va)));
+        }
+        for (k, v) in keys.into_iter().zip(vals) {
+            if level == 0 {
+                if self.mark_valid(leaf_parts(v).0, DATA, s) {
+                    let n = &mut self.nodes.nodes[id as usize];
+                    n.keys.push(k);
+                    n.vals.push(v);
+                    self.mapped += 1;
+                }
+            } else {
+                let c = self.load_node(s, v as u32, id, pt, max_va);
+                if c != NONE {
+                    let n = &mut self.nodes.nodes[id as usize];
+                    n.keys.push(k);
+                    n.vals.push(c as u64);
+                }
+            }
+        }
+        id
+    }
+
+    /// Step 2 of §4.4.5.1 on the rebuilt device: for each object of IC_OBJ, re-apply the data
+    /// written after its LCS (in content-SN order), drop what lies past its size, and write
+    /// its index and its onode back (F33; `Src::Recovery`); then the capacitor flush is
+    /// superseded. Its writes may be cut like any others ([`Device::cut_at`]): the flush
+    /// stays on flash until the end, and an object whose written-back onode is newer than its
+    /// LCS has left IC_OBJ, so recovering again gives the same state.
+    pub fn finish_recovery(&mut self, rec: &crate::osd::crash::Recovered) -> Result<(), OsdError> {
+        self.recovering = true;
+        let ps = self.page as u64;
+        let mut ic = Vec::new();
+        for (&oid, r) in &rec.objects {
+            if !r.ic {
+                continue;
+            }
+            let Some(&s) = self.index.get(&oid) else {
+                continue;
+            };
+            ic.push(s);
+            for &(idx, ppn, len) in &r.reapply {
+                if self.mark_valid(ppn, DATA, s) {
+                    if let Some(old) = self.map_set(s, idx, leaf_val(ppn, len), false) {
+                        self.invalidate(leaf_parts(old).0);
+                    }
+                }
+            }
+            let keep = self.objs[s as usize].size.div_ceil(ps);
+            self.collect_entries(s);
+            let doomed: Vec<u64> = self
+                .entries_scratch
+                .iter()
+                .filter(|e| e.0 >= keep)
+                .map(|e| e.0)
+                .collect();
+            for k in doomed {
+                if let Some(v) = self.map_remove(s, k) {
+                    self.invalidate(leaf_parts(v).0);
+                }
+            }
+            self.set_onode_dirty(s, true);
+        }
+        let r = self
+            .flush_objects(&ic, |_| Src::Recovery)
+            .and_then(|_| self.write_pending_onodes());
+        for &s in &self.touched {
+            let ob = &mut self.objs[s as usize];
+            ob.touched = false;
+            ob.touched_host = false;
+            ob.onode_read = false;
+        }
+        self.touched.clear();
+        self.plan.clear();
+        self.cur.clear();
+        self.gc_reads.clear();
+        self.gc_progs.clear();
+        self.gc_erases.clear();
+        r?;
+        for c in 0..self.pages.len() {
+            for off in 0..self.ppc as usize {
+                let hit = self.pages[c]
+                    .as_ref()
+                    .is_some_and(|p| p.state[off] == VALID && p.ptype[off] as usize == BACKUP);
+                if hit {
+                    self.invalidate(c as u32 * self.ppc + off as u32);
+                }
+            }
+        }
+        self.recovering = false;
+        Ok(())
+    }
+
+    /// Every live object as the device would read it back now: size and write ids per data
+    /// page (flash pages through the DRAM mapping, cut to the mapped length, and the tail
+    /// buffer). Record mode only (else the pages are empty).
+    pub fn logical(&mut self) -> std::collections::BTreeMap<u64, LogicalObject> {
+        let mut out = std::collections::BTreeMap::new();
+        for s in 0..self.objs.len() as u32 {
+            let ob = &self.objs[s as usize];
+            if !ob.live || self.index.get(&ob.oid) != Some(&s) {
+                continue;
+            }
+            let (oid, size) = (ob.oid, ob.size);
+            self.collect_entries(s);
+            let mut pages = std::collections::BTreeMap::new();
+            for &(k, v) in &self.entries_scratch {
+                let (p, l) = leaf_parts(v);
+                let segs = match self.content_of(p) {
+                    Some(PageContent::Data(d)) if self.page_valid(p) => clip(d, l),
+                    _ => vec![(0, 0, u64::MAX)],
+                };
+                pages.insert(k, segs);
+            }
+            let ob = &self.objs[s as usize];
+            if ob.tail_page != u64::MAX {
+                pages.insert(ob.tail_page, clip(&ob.tail_segs, ob.tail_fill));
+            }
+            out.insert(oid, (size, pages));
+        }
+        out
+    }
+
+    /// Valid counts equal reachability (spec §2 gap 5, §7 item 6): the valid pages are
+    /// exactly those the DRAM metadata reaches — each live object's data pages and index
+    /// nodes, the onode pages holding a current onode or tombstone — and each chunk's valid
+    /// count is its number of valid pages.
+    pub fn check_reachability(&mut self) -> Result<(), String> {
+        self.check()?;
+        let mut reach: Vec<(u32, usize)> = Vec::new();
+        let mut all = Vec::new();
+        for s in 0..self.objs.len() as u32 {
+            let ob = &self.objs[s as usize];
+            if ob.onode_ppn != NONE {
+                reach.push((ob.onode_ppn, ONODE));
+            }
+            if !ob.live {
+                continue;
+            }
+            if ob.root != NONE && !self.yaffs {
+                self.nodes.all_nodes(ob.root, &mut all);
+                for &id in &all {
+                    let p = self.nodes.nodes[id as usize].ppn;
+                    if p != NONE {
+                        reach.push((p, INDEX));
+                    }
+                }
+            }
+            self.collect_entries(s);
+            for &(_, v) in &self.entries_scratch {
+                reach.push((leaf_parts(v).0, DATA));
+            }
+        }
+        reach.sort_unstable();
+        reach.dedup_by_key(|r| r.0);
+        let mut valid: Vec<(u32, usize)> = Vec::new();
+        for (c, p) in self.pages.iter().enumerate() {
+            let Some(p) = p.as_ref() else { continue };
+            for off in 0..self.ppc as usize {
+                if p.state[off] == VALID {
+                    let ty = if self.yaffs {
+                        (p.ptype[off] as usize).min(BACKUP)
+                    } else {
+                        p.ptype[off] as usize
+                    };
+                    valid.push((c as u32 * self.ppc + off as u32, ty));
+                }
+            }
+        }
+        if reach != valid {
+            let unreached: Vec<_> = valid
+                .iter()
+                .filter(|v| !reach.contains(v))
+                .take(3)
+                .collect();
+            let invalid: Vec<_> = reach
+                .iter()
+                .filter(|r| !valid.contains(r))
+                .take(3)
+                .collect();
+            return Err(format!(
+                "{} valid pages, {} reachable: valid but unreachable {unreached:?}, reachable but \
+                 not valid {invalid:?}",
+                valid.len(),
+                reach.len()
+            ));
+        }
+        Ok(())
+    }
+
+    /// The DRAM tables equal the truth derived from flash by reachability (spec §7 item 6):
+    /// the global index maps each live object to a flash onode of that object (whose size and
+    /// root are the DRAM ones when nothing of it is uncommitted); the page table holds
+    /// exactly the VA → PPN of every written node, each page an index page carrying that VA;
+    /// every clean node's page holds its DRAM keys and values (record mode); the byte-level
+    /// GC table lists only onode pages holding at least its count of stale onodes.
+    pub fn check_tables(&mut self) -> Result<(), String> {
+        let vt = self.o.virtual_tree;
+        let mut live_index = 0;
+        for s in 0..self.objs.len() as u32 {
+            let ob = &self.objs[s as usize];
+            if !ob.live || ob.oid == u64::MAX {
+                continue;
+            }
+            live_index += 1;
+            if self.index.get(&ob.oid) != Some(&s) {
+                return Err(format!("object {}: not in the global index", ob.oid));
+            }
+            if ob.onode_ppn == NONE {
+                if !ob.uncommitted && !ob.onode_dirty {
+                    return Err(format!("object {}: committed without an onode", ob.oid));
+                }
+                continue;
+            }
+            if let Some(recs) = self.contents.as_ref().map(|c| c.get(&ob.onode_ppn)) {
+                let r = match recs {
+                    Some(PageContent::Onode(r)) => r.get(ob.onode_idx as usize).copied(),
+                    _ => None,
+                };
+                let Some(r) = r else {
+                    return Err(format!("object {}: its onode slot holds nothing", ob.oid));
+                };
+                if r.oid != ob.oid || r.tomb {
+                    return Err(format!("object {}: its onode slot holds {:?}", ob.oid, r));
+                }
+                if !ob.uncommitted && !ob.onode_dirty && ob.move_from == NONE {
+                    let want = self.onode_rec(s, r.csn, false);
+                    if (r.size, r.root, r.n_inline) != (want.size, want.root, want.n_inline) {
+                        return Err(format!(
+                            "object {}: onode on flash {r:?}, in DRAM {want:?}",
+                            ob.oid
+                        ));
+                    }
+                }
+            }
+        }
+        if live_index != self.index.len() {
+            return Err(format!(
+                "global index has {} objects, {live_index} live",
+                self.index.len()
+            ));
+        }
+        let mut written = 0u64;
+        for id in 0..self.nodes.nodes.len() {
+            let n = &self.nodes.nodes[id];
+            if n.free || n.ppn == NONE || self.yaffs {
+                continue;
+            }
+            let (c, off) = self.split(n.ppn);
+            let p = self.pages[c]
+                .as_ref()
+                .ok_or("node page in an unopened chunk")?;
+            if p.ptype[off] as usize != INDEX || p.state[off] != VALID {
+                return Err(format!(
+                    "node {id}: page {} is not a valid index page",
+                    n.ppn
+                ));
+            }
+            if vt {
+                written += 1;
+                if self.pt_get(n.va) != n.ppn || p.aux[off] != n.va {
+                    return Err(format!(
+                        "node {id}: VA {} at {}, page table says {}, OOB VA {}",
+                        n.va,
+                        n.ppn,
+                        self.pt_get(n.va),
+                        p.aux[off]
+                    ));
+                }
+            }
+            if n.dirty == 0 {
+                if let Some(PageContent::Index { level, keys, vals }) = self.content_of(n.ppn) {
+                    let dram: Vec<u64> = if n.level == 0 {
+                        n.vals.clone()
+                    } else {
+                        n.vals
+                            .iter()
+                            .map(|&c| {
+                                let ch = &self.nodes.nodes[c as usize];
+                                (if vt { ch.va } else { ch.ppn }) as u64
+                            })
+                            .collect()
+                    };
+                    // An internal node's first key is only a lower bound (routing never
+                    // reads it; the tree refreshes it without rewriting the node).
+                    let from = (n.level > 0) as usize;
+                    let keys_differ =
+                        keys.len() != n.keys.len() || keys.get(from..) != n.keys.get(from..);
+                    if *level != n.level || keys_differ || *vals != dram {
+                        // A clean parent may hold a child whose new page is not written yet
+                        // only in the extent tree's flush; the virtual tree never.
+                        let child_dirty = n.level > 0
+                            && !vt
+                            && n.vals
+                                .iter()
+                                .any(|&c| self.nodes.nodes[c as usize].dirty > 0);
+                        if !child_dirty {
+                            return Err(format!(
+                                "node {id} (level {}): clean, but its page {} differs",
+                                n.level, n.ppn
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        if vt {
+            let mut entries = 0u64;
+            for t in self.pt_dir.iter().flatten() {
+                entries += t.iter().filter(|&&p| p != NONE).count() as u64;
+            }
+            if entries != written || self.va_live as u64 != written {
+                return Err(format!(
+                    "page table: {entries} entries, {} VAs live, {written} written nodes",
+                    self.va_live
+                ));
+            }
+        }
+        for (&ppn, &(bytes, n)) in &self.gct {
+            let r = self.rec_of(ppn);
+            if r == NONE || !self.page_valid(ppn) {
+                return Err(format!("GC table: page {ppn} is not a valid onode page"));
+            }
+            let op = &self.opages[r as usize];
+            let stale = op.slots.len() as u32 - op.live;
+            if n > stale || bytes != n * self.o.onode_bytes {
+                return Err(format!(
+                    "GC table: page {ppn}: {n} entries ({bytes} B), {stale} stale onodes"
+                ));
             }
         }
         Ok(())
