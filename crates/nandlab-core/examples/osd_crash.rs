@@ -77,7 +77,7 @@ fn main() {
         println!(
             "{preset:7} {extra:?} {v:?}: {} flash ops, {} cuts, {} failures, {} recovery cuts \
              ({} mismatches), backup ≤ {} pages ({} over budget), IC_OBJ {:.1}, re-applied \
-             {:.1} pages, recovery ≈ {:.3} s, {:.1} s wall\n    cuts by op: {:?}\n    first failure: {:?}",
+             {:.1} pages, recovery ≈ {:.3} s, {} table failures, {} replay failures ({} commands replayed after recovery), {:.1} s wall\n    cuts by op: {:?}\n    first failure: {:?}",
             r.flash_ops,
             r.cuts,
             r.failures,
@@ -88,6 +88,9 @@ fn main() {
             r.ic_objects_mean,
             r.reapplied_pages_mean,
             r.recovery_time_s_mean,
+            r.table_failures,
+            r.replay_failures,
+            r.continued_commands,
             t.elapsed().as_secs_f64(),
             r.cuts_by_op,
             r.failure_examples.first()

@@ -550,6 +550,27 @@ fn op_name(class: u8) -> String {
     format!("program_{t}_{}", super::device::SRC_NAMES[src])
 }
 
+/// The first difference of two read-back states.
+fn logical_diff(a: &BTreeMap<u64, LogicalObject>, b: &BTreeMap<u64, LogicalObject>) -> String {
+    for (oid, x) in a {
+        match b.get(oid) {
+            None => return format!("object {oid} only in the first"),
+            Some(y) if y.0 != x.0 => return format!("object {oid}: size {} vs {}", x.0, y.0),
+            Some(y) => {
+                for (i, p) in &x.1 {
+                    if y.1.get(i) != Some(p) {
+                        return format!("object {oid}: page {i}: {p:?} vs {:?}", y.1.get(i));
+                    }
+                }
+                if y.1.len() != x.1.len() {
+                    return format!("object {oid}: {} vs {} pages", x.1.len(), y.1.len());
+                }
+            }
+        }
+    }
+    "objects only in the second".into()
+}
+
 /// Options of [`crash_test_with`].
 #[derive(Clone, Copy, Debug)]
 pub struct CrashOpts {
@@ -757,17 +778,28 @@ pub fn crash_test_with(
             // recovering the image it leaves must give the same objects.
             let j = rng.gen_range(0..w.max(1));
             rep.recovery_cuts += 1;
-            let same = match recover_device(cfg, img2, variant, leaf_cap, Some(j)) {
-                Ok(Ok((mut d2, _))) => d2.logical() == got,
+            let again = match recover_device(cfg, img2, variant, leaf_cap, Some(j)) {
+                Ok(Ok((mut d2, _))) => Ok(d2.logical()),
                 Ok(Err(img3)) => match recover_device(cfg, img3, variant, leaf_cap, None) {
-                    Ok(Ok((mut d3, _))) => d3.logical() == got,
-                    _ => false,
+                    Ok(Ok((mut d3, _))) => Ok(d3.logical()),
+                    Ok(Err(_)) => Err("cut without a cut point".to_string()),
+                    Err(e) => Err(e.to_string()),
                 },
-                Err(_) => false,
+                Err(e) => Err(e.to_string()),
             };
-            if !same {
+            let diff = match again {
+                Ok(l) if l == got => None,
+                Ok(l) => Some(logical_diff(&got, &l)),
+                Err(e) => Some(e),
+            };
+            if let Some(d) = diff {
                 rep.recovery_cut_mismatches += 1;
-                note(&mut rep, k, "second cut in recovery", "a different state");
+                note(
+                    &mut rep,
+                    k,
+                    &format!("second cut in recovery at its op {j}"),
+                    &d,
+                );
             }
         }
         if failed {

@@ -388,6 +388,9 @@ struct ChunkMeta {
     stream: u8,
     valid: u32,
     wp: u32,
+    /// Superseded index pages in it that an object's last committed onode may still reach
+    /// (see [`Device::pin`]): GC does not take the chunk while any is left.
+    pins: u32,
 }
 
 /// An onode page's contents: the object slot of each onode in it.
@@ -432,6 +435,11 @@ struct Obj {
     /// Which entry of [`Device::uncommitted_q`] is current (the count of `uncommitted`
     /// false → true transitions when it was queued).
     unc_seq: u32,
+    /// Index pages superseded since its last onode write ([`Device::pin`]).
+    pins: Vec<u32>,
+    /// Its DRAM onode is queued to be committed (not only moved): when an OBFS survivor
+    /// migration or an MLGC eviction moves it in the same batch, the DRAM version is written.
+    commit_req: bool,
 }
 
 impl Obj {
@@ -462,6 +470,8 @@ impl Obj {
             tail_segs: Vec::new(),
             uncommitted: false,
             unc_seq: 0,
+            pins: Vec::new(),
+            commit_req: false,
         }
     }
 }
@@ -638,7 +648,8 @@ impl Device {
                     state: C_FREE,
                     stream: 0,
                     valid: 0,
-                    wp: 0
+                    wp: 0,
+                    pins: 0,
                 };
                 nchunks
             ],
@@ -1032,18 +1043,34 @@ impl Device {
             if c != NONE {
                 self.chunks[c as usize].state = C_FULL;
             }
-            c = self.free[die as usize]
-                .pop()
-                .ok_or(OsdError::OutOfSpace { die })?;
-            let m = &mut self.chunks[c as usize];
-            m.state = C_OPEN;
-            m.stream = stream as u8;
-            m.wp = 0;
-            m.valid = 0;
-            if self.pages[c as usize].is_none() {
-                self.pages[c as usize] = Some(Box::new(ChunkPages::new(self.ppc as usize)));
+            if let Some(f) = self.free[die as usize].pop() {
+                c = f;
+                let m = &mut self.chunks[c as usize];
+                m.state = C_OPEN;
+                m.stream = stream as u8;
+                m.wp = 0;
+                m.valid = 0;
+                if self.pages[c as usize].is_none() {
+                    self.pages[c as usize] = Some(Box::new(ChunkPages::new(self.ppc as usize)));
+                }
+                self.open[die as usize][stream] = c;
+            } else {
+                // No clean chunk left: a GC move (or the capacitor flush) goes to another
+                // stream's open chunk on the die rather than fail (streams separate page
+                // types for GC efficiency; nothing depends on it).
+                let chunks = &self.chunks;
+                let ppc = self.ppc;
+                c = self.open[die as usize]
+                    .iter()
+                    .copied()
+                    .find(|&o| {
+                        self.in_gc
+                            && o != NONE
+                            && chunks[o as usize].state == C_OPEN
+                            && chunks[o as usize].wp < ppc
+                    })
+                    .ok_or(OsdError::OutOfSpace { die })?;
             }
-            self.open[die as usize][stream] = c;
         }
         let m = &mut self.chunks[c as usize];
         let off = m.wp as usize;
@@ -1147,7 +1174,7 @@ impl Device {
         let mut best: Option<(u32, u32)> = None;
         for c in base..base + self.cpd {
             let m = &self.chunks[c as usize];
-            if m.state == C_FULL && best.is_none_or(|(v, _)| m.valid < v) {
+            if m.state == C_FULL && m.pins == 0 && best.is_none_or(|(v, _)| m.valid < v) {
                 best = Some((m.valid, c));
             }
         }
@@ -1309,7 +1336,10 @@ impl Device {
         // the moves touched first (A2's "goto handle_data_queue").
         // With them, the moved objects stay uncommitted: when that would take the back-up set
         // over the capacitor's budget ([`Device::bound_backup`], issue 17), commit them too.
-        if self.yaffs {
+        if moved_objs.is_empty() {
+            // Nothing reachable through an index or onode moved: nothing to commit (the
+            // command's own queued onodes wait for its end).
+        } else if self.yaffs {
             self.write_pending_onodes()?;
         } else if !(self.cache_on && self.o.virtual_tree)
             || self.backup_pages_bound() > self.backup_limit()
@@ -1382,10 +1412,29 @@ impl Device {
             })
             .collect();
         moved_objs.clear();
+        // Commit a whole tree: an outer flush that this GC interrupted may hold some of the
+        // object's dirty nodes in its buckets (not in `dirty`); the onode written here must
+        // not reach nodes that are not on flash yet (a later cut would recover a torn tree).
+        let mut all = std::mem::take(&mut self.nodes_scratch);
+        for &s in &objs {
+            let root = self.objs[s as usize].root;
+            if root == NONE || self.yaffs {
+                continue;
+            }
+            self.nodes.all_nodes(root, &mut all);
+            for &id in &all {
+                if self.nodes.nodes[id as usize].dirty > 0 {
+                    self.objs[s as usize].dirty.push(id);
+                }
+            }
+        }
+        all.clear();
+        self.nodes_scratch = all;
         self.flush_objects(&objs, |_| Src::Gc)?;
         if all_onodes {
             for &s in &objs {
                 if self.objs[s as usize].uncommitted {
+                    self.objs[s as usize].commit_req = true;
                     self.pending.push((s, Src::Gc, false));
                 }
             }
@@ -1631,7 +1680,7 @@ impl Device {
                 let mut recs = Vec::with_capacity(group.len());
                 for &(s, _, tomb) in group {
                     let ob = &self.objs[s as usize];
-                    let r = if !tomb && ob.move_from != NONE {
+                    let r = if !tomb && ob.move_from != NONE && !ob.commit_req {
                         self.onode_recs_from(ob.move_from, &[s])
                             .first()
                             .copied()
@@ -1657,6 +1706,8 @@ impl Device {
                     ob.onode_ppn = ppn;
                     ob.onode_idx = k as u32;
                     ob.onode_csn = new_csn;
+                    self.unpin_all(s);
+                    let ob = &mut self.objs[s as usize];
                     if ob.tail_page != u64::MAX {
                         ob.tail_page = u64::MAX;
                         ob.tail_segs.clear();
@@ -1684,7 +1735,9 @@ impl Device {
                     ob.onode_ppn = ppn;
                     ob.onode_idx = k as u32;
                     let mut clean = false;
-                    if ob.move_from == NONE {
+                    let committed = ob.move_from == NONE || ob.commit_req;
+                    ob.commit_req = false;
+                    if committed {
                         ob.onode_csn = new_csn;
                         if ob.tail_page == u64::MAX && !ob.onode_dirty {
                             let nodes = &self.nodes;
@@ -1695,6 +1748,9 @@ impl Device {
                         }
                     }
                     ob.move_from = NONE;
+                    if committed {
+                        self.unpin_all(s);
+                    }
                     if clean {
                         self.set_uncommitted(s, false);
                     }
@@ -1726,10 +1782,36 @@ impl Device {
     }
 
     fn drain_freed(&mut self) {
-        while let Some((_, ppn, va)) = self.nodes.freed.pop() {
+        while let Some((id, ppn, va)) = self.nodes.freed.pop() {
             self.invalidate(ppn);
+            let obj = self.nodes.nodes[id as usize].obj;
+            self.pin(obj, ppn);
             self.free_va(va);
         }
+    }
+
+    /// Index page `ppn` of object `s` was superseded (rewritten elsewhere, or its node
+    /// freed): it is invalid, but the object's last committed onode on flash may still reach
+    /// it (the extent tree by PA; the virtual tree through the LCS version of a VA that
+    /// recovery rolls back to) until the object's next onode write. Its chunk is not a GC
+    /// victim until then, so a cut before that write finds the committed tree whole.
+    fn pin(&mut self, s: u32, ppn: u32) {
+        if ppn == NONE {
+            return;
+        }
+        let c = (ppn / self.ppc) as usize;
+        self.chunks[c].pins += 1;
+        self.objs[s as usize].pins.push(ppn);
+    }
+
+    /// The onode of `s` was written: its superseded index pages are free to go.
+    fn unpin_all(&mut self, s: u32) {
+        let mut pins = std::mem::take(&mut self.objs[s as usize].pins);
+        for &p in &pins {
+            self.chunks[(p / self.ppc) as usize].pins -= 1;
+        }
+        pins.clear();
+        self.objs[s as usize].pins = pins;
     }
 
     /// Set or clear an object's `uncommitted` flag, keeping [`Device::uncommitted_objs`] and
@@ -2150,6 +2232,7 @@ impl Device {
             if self.objs[s as usize].onode_dirty {
                 let src = src_of(&self.objs[s as usize]);
                 self.set_onode_dirty(s, false);
+                self.objs[s as usize].commit_req = true;
                 self.pending.push((s, src, false));
             }
         }
@@ -2197,6 +2280,7 @@ impl Device {
         n.ppn = ppn;
         self.nodes.clean(id);
         self.invalidate(old);
+        self.pin(obj, old);
         if vt {
             self.pt_set(va, ppn);
             if parent == NONE && new_va {
@@ -2395,6 +2479,7 @@ impl Device {
                 self.flush_tail(s)?;
                 self.flush_objects(&[s], |_| Src::CacheEvict)?;
                 if self.objs[s as usize].uncommitted {
+                    self.objs[s as usize].commit_req = true;
                     self.pending.push((s, Src::CacheEvict, false));
                 }
                 self.write_pending_onodes()?;
@@ -2868,56 +2953,68 @@ impl Device {
                 }
             }
         }
-        // Chunks: free when wholly erased, else closed with the valid count reached.
+        // Chunks: free when wholly erased, else closed with the valid count reached; a chunk
+        // programmed from its first page up to a write pointer (then erased pages) is an open
+        // chunk again: of the stream of its newest readable page (the newest per stream
+        // wins), or, with only a torn page, of a stream left without one. A torn erase leaves
+        // another pattern, and GC takes that chunk as it is.
+        let nstreams = if d.separate { 3 } else { 1 };
         for die in 0..d.dies {
             d.free[die as usize].clear();
+            let mut cands: Vec<(Option<usize>, u64, u32, u32)> = Vec::new();
             for k in (0..d.cpd).rev() {
                 let c = (die * d.cpd + k) as usize;
                 let p = d.pages[c].as_ref();
                 let used = p.is_some_and(|p| p.state.iter().any(|&st| st != FREE));
                 let m = &mut d.chunks[c];
+                m.pins = 0;
                 if let Some(p) = p.filter(|_| used) {
                     m.state = C_FULL;
                     m.wp = d.ppc;
                     m.valid = p.state.iter().filter(|&&st| st == VALID).count() as u32;
-                    let stream = if d.separate {
-                        (p.ptype[0] as usize).min(ONODE)
-                    } else {
-                        0
-                    };
-                    m.stream = stream as u8;
-                    // A chunk programmed from its first page up to a write pointer (then
-                    // erased pages) is its stream's open chunk again; a torn erase leaves
-                    // another pattern, and GC takes that chunk as it is.
                     let wp = p.state.iter().position(|&st| st == FREE);
                     if let Some(wp) = wp.filter(|&w| w > 0) {
                         if p.state[wp..].iter().all(|&st| st == FREE) {
-                            let sn = p.sn[wp - 1];
-                            let cur = d.open[die as usize][stream];
-                            let newer = cur == NONE || {
-                                let cm = &d.chunks[cur as usize];
-                                d.pages[cur as usize]
-                                    .as_ref()
-                                    .is_some_and(|q| q.sn[cm.wp as usize - 1] < sn)
-                            };
-                            if newer {
-                                let m = &mut d.chunks[c];
-                                m.state = C_OPEN;
-                                m.wp = wp as u32;
-                                if cur != NONE {
-                                    let cm = &mut d.chunks[cur as usize];
-                                    cm.state = C_FULL;
-                                    cm.wp = d.ppc;
+                            let last = (0..wp).rev().find(|&o| p.state[o] != TORN);
+                            let (stream, sn) = match last {
+                                Some(o) if d.separate => {
+                                    (Some((p.ptype[o] as usize).min(ONODE)), p.sn[o])
                                 }
-                                d.open[die as usize][stream] = c as u32;
-                            }
+                                Some(o) => (Some(0), p.sn[o]),
+                                None => (None, 0),
+                            };
+                            cands.push((stream, sn, c as u32, wp as u32));
                         }
                     }
+                    m.stream = 0;
                 } else {
                     m.state = C_FREE;
                     m.wp = 0;
                     m.valid = 0;
                     d.free[die as usize].push(c as u32);
+                }
+            }
+            cands.sort_unstable_by_key(|c| std::cmp::Reverse(c.1));
+            let mut rest = Vec::new();
+            for (stream, _, c, wp) in cands {
+                match stream {
+                    Some(st) if d.open[die as usize][st] == NONE => {
+                        d.open[die as usize][st] = c;
+                        let m = &mut d.chunks[c as usize];
+                        m.state = C_OPEN;
+                        m.wp = wp;
+                        m.stream = st as u8;
+                    }
+                    _ => rest.push((c, wp)),
+                }
+            }
+            for (c, wp) in rest {
+                if let Some(st) = (0..nstreams).find(|&st| d.open[die as usize][st] == NONE) {
+                    d.open[die as usize][st] = c;
+                    let m = &mut d.chunks[c as usize];
+                    m.state = C_OPEN;
+                    m.wp = wp;
+                    m.stream = st as u8;
                 }
             }
         }
