@@ -2170,57 +2170,73 @@ impl Device {
             // re-entered from GC inside an outer flush (commit before erase)
             buckets = vec![Vec::new(); 64];
         }
-        for &s in objs {
-            let ob = &mut self.objs[s as usize];
-            for id in ob.dirty.drain(..) {
-                let n = &self.nodes.nodes[id as usize];
-                if !n.free && n.dirty > 0 && n.obj == s {
-                    buckets[n.level as usize].push(id);
-                }
-            }
-        }
         let mut cur = std::mem::take(&mut self.bucket_scratch);
-        for level in 0..buckets.len() {
-            if buckets[level].is_empty() {
-                continue;
-            }
-            std::mem::swap(&mut cur, &mut buckets[level]);
-            cur.sort_unstable();
-            cur.dedup();
-            if evict && level == 0 {
-                for &id in &cur {
+        // A GC inside this flush may dirty nodes written already (a moved data page's leaf):
+        // flush again until the objects' trees are clean, so the onode committed after it
+        // never reaches a stale node (a cut would lose the moved pages: their copies are
+        // older than that onode, so recovery does not re-apply them).
+        for _round in 0..8 {
+            for &s in objs {
+                let ob = &mut self.objs[s as usize];
+                for id in ob.dirty.drain(..) {
                     let n = &self.nodes.nodes[id as usize];
-                    if n.ppn != NONE && !self.nodes.whole(id) {
-                        let p = n.ppn;
-                        self.read(INDEX, p, Src::CacheEvict);
+                    if !n.free && n.dirty > 0 && n.obj == s {
+                        buckets[n.level as usize].push(id);
                     }
                 }
-                self.close_stage();
             }
-            for &id in &cur {
-                let n = &self.nodes.nodes[id as usize];
-                if n.free || n.dirty == 0 {
+            for level in 0..buckets.len() {
+                if buckets[level].is_empty() {
                     continue;
                 }
-                let src = src_of(&self.objs[n.obj as usize]);
-                self.write_node(id, src)?;
-                // In the extent tree the parent now holds a stale PA: it is written in this
-                // flush even when it was dirty already (an outer flush that GC interrupted
-                // may own it; the erase after this flush must not orphan the new node).
-                let parent = self.nodes.nodes[id as usize].parent;
-                if !self.o.virtual_tree && parent != NONE {
-                    let l = self.nodes.nodes[parent as usize].level as usize;
-                    buckets[l].push(parent);
+                std::mem::swap(&mut cur, &mut buckets[level]);
+                cur.sort_unstable();
+                cur.dedup();
+                if evict && level == 0 {
+                    for &id in &cur {
+                        let n = &self.nodes.nodes[id as usize];
+                        if n.ppn != NONE && !self.nodes.whole(id) {
+                            let p = n.ppn;
+                            self.read(INDEX, p, Src::CacheEvict);
+                        }
+                    }
+                    self.close_stage();
                 }
-                // Parents dirtied by the write go to their level's bucket.
-                for i in 0..self.nodes.newly_dirty.len() {
-                    let p = self.nodes.newly_dirty[i];
-                    let l = self.nodes.nodes[p as usize].level as usize;
-                    buckets[l].push(p);
+                for &id in &cur {
+                    let n = &self.nodes.nodes[id as usize];
+                    if n.free || n.dirty == 0 {
+                        continue;
+                    }
+                    let src = src_of(&self.objs[n.obj as usize]);
+                    self.write_node(id, src)?;
+                    // In the extent tree the parent now holds a stale PA: it is written in this
+                    // flush even when it was dirty already (an outer flush that GC interrupted
+                    // may own it; the erase after this flush must not orphan the new node).
+                    let parent = self.nodes.nodes[id as usize].parent;
+                    if !self.o.virtual_tree && parent != NONE {
+                        let l = self.nodes.nodes[parent as usize].level as usize;
+                        buckets[l].push(parent);
+                    }
+                    // Parents dirtied by the write go to their level's bucket.
+                    for i in 0..self.nodes.newly_dirty.len() {
+                        let p = self.nodes.newly_dirty[i];
+                        let l = self.nodes.nodes[p as usize].level as usize;
+                        buckets[l].push(p);
+                    }
+                    self.nodes.newly_dirty.clear();
                 }
-                self.nodes.newly_dirty.clear();
+                cur.clear();
             }
-            cur.clear();
+            let again = objs.iter().any(|&s| {
+                let nodes = &self.nodes;
+                self.objs[s as usize].dirty.iter().any(|&id| {
+                    let n = &nodes.nodes[id as usize];
+                    !n.free && n.dirty > 0 && n.obj == s
+                })
+            });
+            if !again {
+                break;
+            }
         }
         // A2 flushes an object's index as one operation (l.30): its pages, every level, are
         // programmed together (their addresses are allocated before, so a parent already
