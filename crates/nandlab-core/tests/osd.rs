@@ -693,3 +693,46 @@ fn crash_test_catches_the_broken_variants() {
         r.cuts
     );
 }
+
+/// Issue 17: on DMMbench random 4 KiB writes the LCS rollback matters only where an index
+/// page newer than the object's last onode is on flash: under the Table 16 diff cache
+/// (2 MiB) the single benchmark file's index is never written at all (the cache holds it,
+/// the capacitor flush and the data re-apply cover it), and leaf rewrites alone are covered
+/// by the re-apply. With F44's smallest diff cache (16 KiB) evictions write leaves and their
+/// splits (in the sequential fill), and cuts drawn among the index programs land between a
+/// split leaf and its parent: the variant without rollback loses data there, the full
+/// design does not.
+#[test]
+fn crash_test_catches_no_rollback_on_dmmbench_random() {
+    use nandlab_core::osd::bench::{DmmBench, Pattern};
+    use nandlab_core::osd::{crash_test_with, CrashOpts, Variant};
+    let c = preset(
+        "dmm",
+        &[
+            "device.blocks_per_plane=24",
+            "device.pages_per_block=64",
+            "osd.tail_buffers=8",
+            "osd.diff_cache_bytes=16384",
+        ],
+    );
+    let mut b = DmmBench::new(Pattern::RandWrite, 4096, 32 << 20, 42);
+    b.file_bytes = 4 << 20;
+    let cmds: Vec<OsdCommand> = b.commands().collect();
+    let opts = CrashOpts {
+        cut_only: Some("program_index".into()),
+        ..CrashOpts::default()
+    };
+    let full = crash_test_with(&c, &cmds, 300, 7, Variant::FULL, &opts).unwrap();
+    assert!(full.cut_candidates > 0);
+    assert_eq!(full.failures, 0, "{:?}", full.failure_examples);
+    let broken = Variant {
+        rollback: false,
+        ..Variant::FULL
+    };
+    let r = crash_test_with(&c, &cmds, 300, 7, broken, &opts).unwrap();
+    assert!(
+        r.failures > 0,
+        "no rollback went unnoticed in {} cuts",
+        r.cuts
+    );
+}

@@ -366,9 +366,11 @@ fn crash_json(
     Ok(v)
 }
 
-/// Power-cut test ([`crate::osd::crash_test`]) on the file-level trace `trace`: the
-/// preconditioning commands and the first `max_commands` measured ones (0 = all: the whole
-/// trace is held in memory, so use a prefix), `cuts` seeded cuts, recovery `variant`
+/// Power-cut test ([`crate::osd::crash_test_with`]) on the file-level trace `trace`: the
+/// preconditioning commands (run once; each cut starts from a clone of the device after
+/// them) and the first `max_commands` measured ones (0 = all: the whole trace is held in
+/// memory, so use a prefix), `cuts` seeded cuts among the measured commands' flash
+/// operations, recovery `variant`
 /// ([`crash_variant`]). The report gets `objfs` (the host layer's counters over the prefix:
 /// `host_dirty_peak_bytes` is the most host-cache data a cut could lose above the device) and
 /// `trace`.
@@ -397,7 +399,12 @@ pub fn osd_crash_test_trace(
         }
         cmds.push(c);
     }
-    let rep = crate::osd::crash_test(cfg, &cmds, cuts, seed, v)?;
+    // The preconditioning runs once; every cut starts from a clone of the device after it.
+    let opts = crate::osd::CrashOpts {
+        window_start: cmds.iter().take_while(|c| c.precondition).count(),
+        ..Default::default()
+    };
+    let rep = crate::osd::crash_test_with(cfg, &cmds, cuts, seed, v, &opts)?;
     let mut out = crash_json(&rep, variant, t0.elapsed().as_secs_f64())?;
     if let Value::Object(m) = &mut out {
         m.insert(

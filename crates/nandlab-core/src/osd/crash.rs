@@ -500,9 +500,10 @@ pub struct CrashReport {
     /// Commands run once before the cut window (preconditioning and the prefix): each cut
     /// starts from a clone of the device after them.
     pub window_start: u64,
-    /// Flash operations (programs and erases) in the cut window of the uncut run: the range
-    /// cuts are drawn from.
+    /// Flash operations (programs and erases) in the cut window of the uncut run, and those
+    /// cuts are drawn from (all of them, or those of `CrashOpts::cut_only`).
     pub flash_ops: u64,
+    pub cut_candidates: u64,
     pub cuts: u32,
     /// Cuts by what the interrupted operation was (`program_<type>_<source>`, `erase`).
     pub cuts_by_op: BTreeMap<String, u32>,
@@ -572,7 +573,7 @@ fn logical_diff(a: &BTreeMap<u64, LogicalObject>, b: &BTreeMap<u64, LogicalObjec
 }
 
 /// Options of [`crash_test_with`].
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct CrashOpts {
     /// Commands before the cut window: run once, then every cut starts from a clone of
     /// that device (flash image and DRAM state) and of the reference.
@@ -580,6 +581,10 @@ pub struct CrashOpts {
     /// Commands replayed on the recovered device after each cut (`usize::MAX`: to the end
     /// of the command list).
     pub continue_commands: usize,
+    /// Draw cuts only among the flash operations whose class (`program_<type>_<source>`,
+    /// `erase`, as in [`CrashReport::cuts_by_op`]) contains this text: cuts placed where a
+    /// part of recovery matters (e.g. `program_index` for the LCS rollback).
+    pub cut_only: Option<String>,
 }
 
 impl Default for CrashOpts {
@@ -587,6 +592,7 @@ impl Default for CrashOpts {
         CrashOpts {
             window_start: 0,
             continue_commands: usize::MAX,
+            cut_only: None,
         }
     }
 }
@@ -686,6 +692,7 @@ pub fn crash_test_with(
         commands: commands.len() as u64,
         window_start: ws as u64,
         flash_ops: total,
+        cut_candidates: 0,
         cuts: 0,
         cuts_by_op: BTreeMap::new(),
         failures: 0,
@@ -702,7 +709,18 @@ pub fn crash_test_with(
         recovery_writes_mean: 0.0,
         recovery_time_s_mean: 0.0,
     };
-    if total == 0 {
+    let cands: Vec<u64> = match &opts.cut_only {
+        Some(pat) => (0..total)
+            .filter(|&k| op_name(log[k as usize]).contains(pat.as_str()))
+            .collect(),
+        None => Vec::new(),
+    };
+    rep.cut_candidates = if opts.cut_only.is_some() {
+        cands.len() as u64
+    } else {
+        total
+    };
+    if rep.cut_candidates == 0 {
         return Ok(rep);
     }
     let mut rng = crate::rng::rng_stream(seed, 0x6372_6173);
@@ -716,7 +734,11 @@ pub fn crash_test_with(
         }
     };
     for _ in 0..cuts {
-        let k = rng.gen_range(0..total);
+        let k = if opts.cut_only.is_some() {
+            cands[rng.gen_range(0..cands.len())]
+        } else {
+            rng.gen_range(0..total)
+        };
         *rep.cuts_by_op.entry(op_name(log[k as usize])).or_default() += 1;
         let mut dev = base.clone();
         dev.cut_at = base_ops + k;

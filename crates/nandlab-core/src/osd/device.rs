@@ -3420,8 +3420,17 @@ impl Device {
                                 .any(|&c| self.nodes.nodes[c as usize].dirty > 0);
                         if !child_dirty {
                             return Err(format!(
-                                "node {id} (level {}): clean, but its page {} differs",
-                                n.level, n.ppn
+                                "node {id} (level {}): clean, but its page {} differs \
+                                 ({} keys on flash, {} in DRAM; first differing (key, \
+                                 value) pair {:?})",
+                                n.level,
+                                n.ppn,
+                                keys.len(),
+                                n.keys.len(),
+                                keys.iter()
+                                    .zip(&n.keys)
+                                    .zip(vals.iter().zip(&dram))
+                                    .find(|((a, b), (c, d))| a != b || c != d),
                             ));
                         }
                     }
