@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use nandlab_core::config::load_file;
 use nandlab_core::osd::bench::{DmmBench, Pattern};
-use nandlab_core::osd::{crash_test, OsdCommand, Variant};
+use nandlab_core::osd::{crash_test, crash_test_with, CrashOpts, OsdCommand, Variant};
 
 fn main() {
     let cuts: u32 = std::env::args()
@@ -62,6 +62,42 @@ fn main() {
         ),
     ];
     println!("{} commands per run, {cuts} cuts each", cmds.len());
+    // F44's smallest diff cache, cuts among the index programs: where the LCS rollback
+    // matters on this workload (issue 17).
+    for v in [
+        full,
+        Variant {
+            rollback: false,
+            ..full
+        },
+    ] {
+        let mut o = small.to_vec();
+        o.push("osd.diff_cache_bytes=16384".into());
+        let cfg = load_file(&dir.join("dmm.toml"), &o).unwrap();
+        let opts = CrashOpts {
+            cut_only: Some("program_index".into()),
+            ..CrashOpts::default()
+        };
+        let t = Instant::now();
+        match crash_test_with(&cfg, &cmds, cuts, 7, v, &opts) {
+            Ok(r) => println!(
+                "dmm [16 KiB diff cache, cuts at index programs] {v:?}: {} of {} flash ops \
+                 candidates, {} cuts, {} failures, {} table failures, {} replay failures, \
+                 {} recovery cuts ({} mismatches), {:.1} s wall\n    first failure: {:?}",
+                r.cut_candidates,
+                r.flash_ops,
+                r.cuts,
+                r.failures,
+                r.table_failures,
+                r.replay_failures,
+                r.recovery_cuts,
+                r.recovery_cut_mismatches,
+                t.elapsed().as_secs_f64(),
+                r.failure_examples.first()
+            ),
+            Err(e) => println!("dmm 16 KiB {v:?}: error: {e}"),
+        }
+    }
     for (preset, extra, v) in runs {
         let mut o = small.to_vec();
         o.extend(extra.iter().cloned());
@@ -77,7 +113,7 @@ fn main() {
         println!(
             "{preset:7} {extra:?} {v:?}: {} flash ops, {} cuts, {} failures, {} recovery cuts \
              ({} mismatches), backup ≤ {} pages ({} over budget), IC_OBJ {:.1}, re-applied \
-             {:.1} pages, recovery ≈ {:.3} s, {:.1} s wall\n    cuts by op: {:?}\n    first failure: {:?}",
+             {:.1} pages, recovery ≈ {:.3} s, {} table failures, {} replay failures ({} commands replayed after recovery), {:.1} s wall\n    cuts by op: {:?}\n    first failure: {:?}",
             r.flash_ops,
             r.cuts,
             r.failures,
@@ -88,6 +124,9 @@ fn main() {
             r.ic_objects_mean,
             r.reapplied_pages_mean,
             r.recovery_time_s_mean,
+            r.table_failures,
+            r.replay_failures,
+            r.continued_commands,
             t.elapsed().as_secs_f64(),
             r.cuts_by_op,
             r.failure_examples.first()

@@ -64,7 +64,7 @@ fn fs_trace_stats(py: Python<'_>, path: PathBuf) -> PyResult<String> {
 /// Power-cut test: `cuts` seeded cuts over the commands of the file-level trace `trace_path`
 /// (preconditioning plus the first `max_commands`) or, when `trace_path` is `None`, of DMMbench
 /// (`pattern`, `request_bytes`, `total_bytes`); recovery `variant` = full / no_capacitor /
-/// no_rollback / no_reapply. Returns the crash report as JSON.
+/// no_rollback / no_reapply / no_reachability. Returns the crash report as JSON.
 #[pyfunction]
 #[pyo3(signature = (config_toml, config_path, overrides, trace_path, max_commands, pattern, request_bytes, total_bytes, cuts, seed, variant))]
 #[allow(clippy::too_many_arguments)]

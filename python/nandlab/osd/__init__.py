@@ -99,7 +99,7 @@ def bench(
 
 
 #: Recovery variants of the crash test: the design, and the three negative controls.
-CRASH_VARIANTS = ("full", "no_capacitor", "no_rollback", "no_reapply")
+CRASH_VARIANTS = ("full", "no_capacitor", "no_rollback", "no_reapply", "no_reachability")
 
 
 def crash_test(
@@ -120,8 +120,11 @@ def crash_test(
     0 = all) or, without a trace, of DMMbench ``bench = (pattern, request_bytes, total_bytes)``.
     ``variant`` is one of :data:`CRASH_VARIANTS` (the broken ones must fail). The report has
     ``failures`` (cuts that lost acknowledged data or brought back a removed object),
-    ``recovery_cut_mismatches``, ``recovery_time_s_mean`` and, for a trace, ``objfs`` (its
-    ``host_dirty_peak_bytes``: the host-cache data a cut can lose above the device).
+    ``table_failures`` (the recovered device's DRAM tables or valid counts differ from the
+    truth derived from flash), ``replay_failures`` (replay continued on the recovered device
+    failed or drifted from the acknowledged state), ``recovery_cut_mismatches``,
+    ``recovery_time_s_mean`` and, for a trace, ``objfs`` (its ``host_dirty_peak_bytes``: the
+    host-cache data a cut can lose above the device).
     """
     text, cfg_path = config_text(config)
     pattern, req, total = bench

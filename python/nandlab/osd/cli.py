@@ -342,7 +342,8 @@ def osd_crash_test(
 ) -> None:
     """Cut the power at N seeded points (mid-program, mid-erase, during GC, MLGC and
     diff-cache eviction, and inside recovery), recover, and compare every object with the
-    acknowledged writes; exit status 1 if any cut lost data."""
+    acknowledged writes, the rebuilt tables with flash, and replay on after recovery; exit
+    status 1 if any cut failed a check."""
     from nandlab.cli import _interruptible, _require_file, _write_json
 
     overrides = [cli_override(s) for s in sets]
@@ -370,6 +371,9 @@ def osd_crash_test(
         t.add_row("flash operations (cut range)", _num(rep.get("flash_ops")))
         t.add_row("cuts", _num(rep.get("cuts")))
         t.add_row("cuts that lost acknowledged data", _num(rep.get("failures")))
+        t.add_row("  ... recovered tables / valid counts wrong", _num(rep.get("table_failures")))
+        t.add_row("  ... replay after recovery failed", _num(rep.get("replay_failures")))
+        t.add_row("commands replayed after recovery", _num(rep.get("continued_commands")))
         t.add_row("second cuts inside recovery", _num(rep.get("recovery_cuts")))
         t.add_row("  ... with a different result", _num(rep.get("recovery_cut_mismatches")))
         t.add_row("capacitor flush, most pages", _num(rep.get("backup_pages_max")))
@@ -387,7 +391,7 @@ def osd_crash_test(
         _out.print(t)
         for ex in rep.get("failure_examples", []):
             _out.print(f"failure: {ex}")
-    if rep.get("failures"):
+    if rep.get("failures") or rep.get("table_failures") or rep.get("replay_failures"):
         raise click.exceptions.Exit(1)
 
 

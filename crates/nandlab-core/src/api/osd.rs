@@ -317,7 +317,8 @@ pub fn fs_trace_stats(path: &Path) -> Result<Value, NandlabError> {
 }
 
 /// The recovery variant named `name`: `full`, or a deliberately broken one (`no_capacitor`,
-/// `no_rollback`, `no_reapply`: the negative controls of spec §7 item 6).
+/// `no_rollback`, `no_reapply`: the negative controls of spec §7 item 6; `no_reachability`:
+/// the negative control of the rebuilt-table checks).
 ///
 /// # Errors
 /// [`NandlabError::Config`] naming the allowed names.
@@ -337,11 +338,15 @@ pub fn crash_variant(name: &str) -> Result<crate::osd::Variant, NandlabError> {
             reapply: false,
             ..full
         },
+        "no_reachability" => crate::osd::Variant {
+            reachability: false,
+            ..full
+        },
         other => {
             return Err(NandlabError::Config(crate::config::ConfigError::Invalid {
                 key: "crash.variant".into(),
                 value: format!("{other:?}"),
-                msg: "use full, no_capacitor, no_rollback or no_reapply".into(),
+                msg: "use full, no_capacitor, no_rollback, no_reapply or no_reachability".into(),
             }))
         }
     })
@@ -361,9 +366,11 @@ fn crash_json(
     Ok(v)
 }
 
-/// Power-cut test ([`crate::osd::crash_test`]) on the file-level trace `trace`: the
-/// preconditioning commands and the first `max_commands` measured ones (0 = all: the whole
-/// trace is held in memory, so use a prefix), `cuts` seeded cuts, recovery `variant`
+/// Power-cut test ([`crate::osd::crash_test_with`]) on the file-level trace `trace`: the
+/// preconditioning commands (run once; each cut starts from a clone of the device after
+/// them) and the first `max_commands` measured ones (0 = all: the whole trace is held in
+/// memory, so use a prefix), `cuts` seeded cuts among the measured commands' flash
+/// operations, recovery `variant`
 /// ([`crash_variant`]). The report gets `objfs` (the host layer's counters over the prefix:
 /// `host_dirty_peak_bytes` is the most host-cache data a cut could lose above the device) and
 /// `trace`.
@@ -392,7 +399,12 @@ pub fn osd_crash_test_trace(
         }
         cmds.push(c);
     }
-    let rep = crate::osd::crash_test(cfg, &cmds, cuts, seed, v)?;
+    // The preconditioning runs once; every cut starts from a clone of the device after it.
+    let opts = crate::osd::CrashOpts {
+        window_start: cmds.iter().take_while(|c| c.precondition).count(),
+        ..Default::default()
+    };
+    let rep = crate::osd::crash_test_with(cfg, &cmds, cuts, seed, v, &opts)?;
     let mut out = crash_json(&rep, variant, t0.elapsed().as_secs_f64())?;
     if let Value::Object(m) = &mut out {
         m.insert(

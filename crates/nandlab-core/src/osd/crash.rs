@@ -20,17 +20,23 @@
 //! YAFFS2-like: the full scan of §3 — the newest object header per object, and per data
 //! page index the newest data page by its tags.
 //!
-//! Recovery's own writes (the recovered index and onodes, F33) carry the epoch of the
-//! backup they recover: a cut during them leaves the backup newest, and the next attempt
-//! ignores the interrupted attempt's pages, so it recomputes the same state (checked).
+//! 4. A running device from all that ([`Device::from_recovery`]: object table, trees loaded
+//!    node by node, page table, GC table, valid counts by reachability), which re-applies the
+//!    data and writes the index and onode of each IC_OBJ object back
+//!    ([`Device::finish_recovery`], F33). The capacitor flush stays on flash until that is done, and an
+//!    object whose newest onode is newer than its LCS has left IC_OBJ (its write-back
+//!    finished), so a cut inside recovery is simply recovered again, to the same state
+//!    (checked).
 //!
 //! [`crash_test`] cuts the power at seeded flash-operation indices of a command stream
 //! (uniform over every program and erase: mid-program tears the page, mid-erase tears the
 //! block; GC, MLGC and diff-cache eviction programs are among them), runs the capacitor flush
 //! and recovery, and compares every object with a reference model of the acknowledged
 //! commands (write ids per byte range). The command in flight at the cut may land or not,
-//! page by page. Negative controls switch off the capacitor flush, the LCS rollback or the
-//! data re-apply ([`Variant`]).
+//! page by page. The recovered device's tables are checked against flash and reachability,
+//! and the replay goes on on it ([`crash_test_with`]). Negative controls switch off the
+//! capacitor flush, the LCS rollback, the data re-apply or the reachability rebuild
+//! ([`Variant`]).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -39,8 +45,8 @@ use serde::Serialize;
 
 use super::command::{OsdCommand, OsdOp};
 use super::device::{
-    clip, overlay, Device, FlashImage, OnodeRec, OsdError, PageContent, BACKUP, DATA, INDEX, ONODE,
-    TYPE_NAMES,
+    clip, overlay, Device, FlashImage, LogicalObject, OnodeRec, OsdError, PageContent, BACKUP,
+    DATA, INDEX, ONODE, TYPE_NAMES,
 };
 use super::tree::leaf_parts;
 use crate::config::Config;
@@ -56,6 +62,10 @@ pub struct Variant {
     pub rollback: bool,
     /// Step 2: re-apply data written after the LCS.
     pub reapply: bool,
+    /// The recovered device's valid pages and page table by reachability from the recovered
+    /// metadata (spec §2 gap 5); off: the page states and every VA the scan found are kept
+    /// as flash left them (the negative control of the table checks).
+    pub reachability: bool,
 }
 
 impl Variant {
@@ -64,6 +74,7 @@ impl Variant {
         capacitor: true,
         rollback: true,
         reapply: true,
+        reachability: true,
     };
 }
 
@@ -73,12 +84,27 @@ pub struct RecObject {
     pub size: u64,
     /// Data page index → (PPN, valid length).
     pub pages: BTreeMap<u64, (u32, u32)>,
+    /// Where its newest onode on flash is: (page, slot in the page, content SN); `None` when
+    /// only the capacitor flush holds it.
+    pub onode: Option<(u32, u32, u64)>,
+    /// Index root of that onode (PA or VA; [`NONE`]: inline extents only) and its inline
+    /// extents.
+    pub root: u32,
+    pub inline: Vec<(u64, u64)>,
+    /// In IC_OBJ: data written after the LCS is re-applied, in content-SN order (page index,
+    /// PPN, length), then its index and onode are written back (F33).
+    pub ic: bool,
+    pub reapply: Vec<(u64, u32, u32)>,
 }
 
 /// What recovery rebuilt.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Recovered {
     pub objects: BTreeMap<u64, RecObject>,
+    /// Removed objects whose newest onode is a tombstone: (oid, page, slot, content SN).
+    pub tombs: Vec<(u64, u32, u32, u64)>,
+    /// The rebuilt virtual-tree page table (VA → PPN), after the rollback.
+    pub page_table: BTreeMap<u32, u32>,
     /// Entries of the rebuilt virtual-tree page table.
     pub page_table_entries: usize,
     /// Objects in IC_OBJ.
@@ -89,6 +115,8 @@ pub struct Recovered {
     pub writes: u64,
     /// Index pages an onode's tree referred to that were missing or unreadable.
     pub broken_refs: u64,
+    /// YAFFS2-like: data pages dropped by a shrink header (a later truncate).
+    pub shrunk_pages: u64,
 }
 
 type Reapply = (u64, u64, u64, u32, u32);
@@ -123,27 +151,37 @@ pub fn recover(img: &FlashImage, v: Variant, leaf_cap: usize) -> Recovered {
             }
         }
     }
-    // 2. Algorithm 1's scan
-    let mut glb: HashMap<u64, (OnodeRec, u64)> = HashMap::new();
+    // 2. Algorithm 1's scan: onodes first — (record, SN of its page, page, slot)
+    let mut glb: HashMap<u64, (OnodeRec, u64, u32, u32)> = HashMap::new();
+    // YAFFS2 shrink headers: per object, (content SN, size) of each truncate's header
+    let mut shrinks: HashMap<u64, Vec<(u64, u64)>> = HashMap::new();
+    for p in img.scan().filter(|p| p.ptype == ONODE) {
+        if let Some(PageContent::Onode(recs)) = p.content {
+            for (k, r) in recs.iter().enumerate() {
+                if r.shrink {
+                    shrinks.entry(r.oid).or_default().push((r.csn, r.size));
+                }
+                let key = (r.csn, p.sn);
+                match glb.get(&r.oid) {
+                    Some(&(old, sn, _, _)) if !newer(key, (old.csn, sn)) => {}
+                    _ => {
+                        glb.insert(r.oid, (*r, p.sn, p.ppn, k as u32));
+                    }
+                }
+            }
+        }
+    }
+    // An object whose newest onode is newer than its LCS was committed after the capacitor
+    // flush (by an interrupted recovery, F33's write-back, or a later run): its flash state
+    // is consistent again and it leaves IC_OBJ.
+    ic.retain(|oid, lcs| glb.get(oid).is_none_or(|g| g.0.csn <= *lcs));
     let mut vb: HashMap<u32, (u64, u64, u32)> = HashMap::new();
     // per object: (content SN, SN, page index, PPN, length) of data written after the LCS
     let mut reapply: HashMap<u64, Vec<Reapply>> = HashMap::new();
     let mut yaffs_data: HashMap<(u64, u64), (u64, u64, u32, u32)> = HashMap::new();
+    let mut shrunk = 0;
     for p in img.scan() {
         match p.ptype {
-            ONODE => {
-                if let Some(PageContent::Onode(recs)) = p.content {
-                    for r in recs {
-                        let key = (r.csn, p.sn);
-                        match glb.get(&r.oid) {
-                            Some(&(old, sn)) if !newer(key, (old.csn, sn)) => {}
-                            _ => {
-                                glb.insert(r.oid, (*r, p.sn));
-                            }
-                        }
-                    }
-                }
-            }
             INDEX if img.virtual_tree => {
                 if v.rollback {
                     if let Some(&lcs) = ic.get(&p.oid) {
@@ -162,12 +200,27 @@ pub fn recover(img: &FlashImage, v: Variant, leaf_cap: usize) -> Recovered {
             }
             DATA => {
                 if img.yaffs {
+                    // A shrink header newer than the page cuts it (YAFFS2 scan): pages past
+                    // the shrunk size are dropped, a page across it keeps the bytes below.
+                    let mut len = p.len;
+                    if let Some(list) = shrinks.get(&p.oid) {
+                        let start = p.aux as u64 * img.page_bytes as u64;
+                        for &(c, size) in list {
+                            if c > p.csn {
+                                len = len.min(size.saturating_sub(start).min(len as u64) as u32);
+                            }
+                        }
+                    }
+                    if len == 0 {
+                        shrunk += 1;
+                        continue;
+                    }
                     let k = (p.oid, p.aux as u64);
                     let key = (p.csn, p.sn);
                     match yaffs_data.get(&k) {
                         Some(&(c, s, _, _)) if !newer(key, (c, s)) => {}
                         _ => {
-                            yaffs_data.insert(k, (p.csn, p.sn, p.ppn, p.len));
+                            yaffs_data.insert(k, (p.csn, p.sn, p.ppn, len));
                         }
                     }
                 } else if let Some(&lcs) = ic.get(&p.oid) {
@@ -188,12 +241,19 @@ pub fn recover(img: &FlashImage, v: Variant, leaf_cap: usize) -> Recovered {
     // 3. objects
     let mut out = Recovered {
         objects: BTreeMap::new(),
+        tombs: Vec::new(),
+        page_table: vb.iter().map(|(&va, &(_, _, p))| (va, p)).collect(),
         page_table_entries: vb.len(),
         ic_objects: ic.len(),
         reapplied_pages: 0,
         writes: 0,
         broken_refs: 0,
+        shrunk_pages: shrunk,
     };
+    let mut yaffs_by_obj: HashMap<u64, BTreeMap<u64, (u32, u32)>> = HashMap::new();
+    for (&(o, idx), &(_, _, ppn, len)) in &yaffs_data {
+        yaffs_by_obj.entry(o).or_default().insert(idx, (ppn, len));
+    }
     let mut oids: Vec<u64> = glb.keys().copied().collect();
     for &o in backup_onodes.keys() {
         if !glb.contains_key(&o) {
@@ -203,25 +263,39 @@ pub fn recover(img: &FlashImage, v: Variant, leaf_cap: usize) -> Recovered {
     oids.sort_unstable();
     oids.dedup();
     for oid in oids {
-        let base = glb.get(&oid).map(|x| x.0);
-        if base.is_some_and(|b| b.tomb) {
-            continue;
+        let g = glb.get(&oid).copied();
+        let base = g.map(|x| x.0);
+        if let Some((b, _, ppn, k)) = g {
+            if b.tomb {
+                out.tombs.push((oid, ppn, k, b.csn));
+                continue;
+            }
         }
-        let attrs = if ic.contains_key(&oid) {
+        let in_ic = ic.contains_key(&oid);
+        let attrs = if in_ic {
             backup_onodes.get(&oid).copied().or(base)
         } else {
             base
         };
         let Some(attrs) = attrs else { continue };
         let mut pages = BTreeMap::new();
+        let mut obj = RecObject {
+            size: attrs.size,
+            pages: BTreeMap::new(),
+            onode: g.map(|(b, _, ppn, k)| (ppn, k, b.csn)),
+            root: NONE,
+            inline: Vec::new(),
+            ic: in_ic,
+            reapply: Vec::new(),
+        };
         if img.yaffs {
-            for (&(o, idx), &(_, _, ppn, len)) in &yaffs_data {
-                if o == oid {
-                    pages.insert(idx, (ppn, len));
-                }
+            if let Some(m) = yaffs_by_obj.remove(&oid) {
+                pages = m;
             }
         } else if let Some(b) = base {
-            for &(k, val) in &b.inline[..b.n_inline as usize] {
+            obj.inline = b.inline[..b.n_inline as usize].to_vec();
+            obj.root = b.root;
+            for &(k, val) in &obj.inline {
                 let (p, l) = leaf_parts(val);
                 pages.insert(k, (p, l));
             }
@@ -229,11 +303,12 @@ pub fn recover(img: &FlashImage, v: Variant, leaf_cap: usize) -> Recovered {
                 walk(img, &vb, b.root, &mut pages, &mut out.broken_refs);
             }
         }
-        if v.reapply && ic.contains_key(&oid) {
+        if v.reapply && in_ic {
             if let Some(list) = reapply.get_mut(&oid) {
                 list.sort_unstable();
                 for &(_, _, idx, ppn, len) in list.iter() {
                     pages.insert(idx, (ppn, len));
+                    obj.reapply.push((idx, ppn, len));
                     out.reapplied_pages += 1;
                 }
                 out.writes += (list.len() as u64).div_ceil(leaf_cap.max(1) as u64) + 1;
@@ -241,13 +316,8 @@ pub fn recover(img: &FlashImage, v: Variant, leaf_cap: usize) -> Recovered {
         }
         let keep = attrs.size.div_ceil(img.page_bytes as u64);
         pages.retain(|&k, _| k < keep);
-        out.objects.insert(
-            oid,
-            RecObject {
-                size: attrs.size,
-                pages,
-            },
-        );
+        obj.pages = pages;
+        out.objects.insert(oid, obj);
     }
     out.writes += 1; // the end-of-recovery marker
     out
@@ -362,36 +432,24 @@ fn norm(mut segs: Vec<(u32, u32, u64)>, len: u32) -> Vec<(u32, u32, u64)> {
     out
 }
 
-fn page_bytes_of(img: &FlashImage, r: &RecObject, idx: u64, len: u32) -> Vec<(u32, u32, u64)> {
-    match r.pages.get(&idx) {
-        Some(&(ppn, plen)) => match img.page(ppn).and_then(|p| p.content) {
-            Some(PageContent::Data(d)) if img.page(ppn).is_some_and(|p| p.ptype == DATA) => {
-                norm(d.clone(), len.min(plen))
-            }
-            _ => vec![(0, 0, u64::MAX)], // unreadable / not data: never matches
-        },
-        None => Vec::new(),
-    }
-}
-
-/// Compare the recovered objects with the reference (and, for the command in flight, the
-/// reference after it). Returns the first mismatch.
+/// Compare the objects a device reads back ([`Device::logical`]) with the reference (and,
+/// for the command in flight, the reference after it: each page may be wholly old or wholly
+/// new). Returns the first mismatch.
 pub fn compare(
-    img: &FlashImage,
-    rec: &Recovered,
+    got: &BTreeMap<u64, LogicalObject>,
     before: &Reference,
     after: &Reference,
+    page: u64,
 ) -> Result<(), String> {
-    let page = img.page_bytes as u64;
     let mut oids: Vec<u64> = before.objects.keys().copied().collect();
     oids.extend(after.objects.keys().copied());
-    oids.extend(rec.objects.keys().copied());
+    oids.extend(got.keys().copied());
     oids.sort_unstable();
     oids.dedup();
     for oid in oids {
-        let r = rec.objects.get(&oid);
+        let r = got.get(&oid);
         let cands = [before.objects.get(&oid), after.objects.get(&oid)];
-        let Some(r) = r else {
+        let Some((size, pages)) = r else {
             if cands.iter().any(|c| c.is_none()) {
                 continue;
             }
@@ -404,16 +462,16 @@ pub fn compare(
                 "object {oid}: removed (or never created), but recovered"
             ));
         }
+        let size = *size;
         let sizes: Vec<u64> = cands.iter().flatten().map(|c| c.size).collect();
-        if !sizes.contains(&r.size) {
+        if !sizes.contains(&size) {
             return Err(format!(
-                "object {oid}: size {} after recovery, acknowledged {:?}",
-                r.size, sizes
+                "object {oid}: size {size} after recovery, acknowledged {sizes:?}"
             ));
         }
-        for idx in 0..r.size.div_ceil(page) {
-            let len = (r.size - idx * page).min(page) as u32;
-            let got = page_bytes_of(img, r, idx, len);
+        for idx in 0..size.div_ceil(page) {
+            let len = (size - idx * page).min(page) as u32;
+            let got = norm(pages.get(&idx).cloned().unwrap_or_default(), len);
             let ok = cands.iter().flatten().any(|c| {
                 let want = c.pages.get(&idx).cloned().unwrap_or_default();
                 norm(want, len) == got
@@ -439,16 +497,32 @@ pub fn compare(
 pub struct CrashReport {
     pub variant: Variant,
     pub commands: u64,
-    /// Flash operations (programs and erases) of the uncut run: the range cuts are drawn from.
+    /// Commands run once before the cut window (preconditioning and the prefix): each cut
+    /// starts from a clone of the device after them.
+    pub window_start: u64,
+    /// Flash operations (programs and erases) in the cut window of the uncut run, and those
+    /// cuts are drawn from (all of them, or those of `CrashOpts::cut_only`).
     pub flash_ops: u64,
+    pub cut_candidates: u64,
     pub cuts: u32,
     /// Cuts by what the interrupted operation was (`program_<type>_<source>`, `erase`).
     pub cuts_by_op: BTreeMap<String, u32>,
-    /// Cuts after which recovery did not reproduce the acknowledged state.
+    /// Cuts after which the recovered device did not read back the acknowledged state.
     pub failures: u32,
-    /// The first few failures, one line each.
+    /// Cuts after which the recovered device's DRAM tables differ from the truth derived from
+    /// flash (global index, page table, GC table, clean index nodes), or its valid counts
+    /// from reachability ([`Device::check_tables`], [`Device::check_reachability`]).
+    pub table_failures: u32,
+    /// Cuts after which replay on the recovered device failed, or its final state (after
+    /// `continued_commands`) differs from the reference or its tables from the truth.
+    pub replay_failures: u32,
+    /// Commands replayed on recovered devices after recovery (the command in flight is
+    /// reissued unless it landed), summed over the cuts.
+    pub continued_commands: u64,
+    /// The first few failures of any kind, one line each.
     pub failure_examples: Vec<String>,
-    /// Second cuts inside recovery, and how many gave a different result.
+    /// Second cuts inside recovery's write-back (every tenth cut), and how many gave a
+    /// different recovered state.
     pub recovery_cuts: u32,
     pub recovery_cut_mismatches: u32,
     /// Most pages one capacitor flush needed, and flushes over `osd.backup_flush_pages`.
@@ -457,6 +531,8 @@ pub struct CrashReport {
     /// Mean objects in IC_OBJ and data pages re-applied per recovery.
     pub ic_objects_mean: f64,
     pub reapplied_pages_mean: f64,
+    /// Mean pages recovery programmed (index and onodes written back, `Src::Recovery`).
+    pub recovery_writes_mean: f64,
     /// Recovery time estimate (spec §2 [N]): every programmed page's OOB read once, 50 µs
     /// each, spread over the dies, plus recovery's writes, s (mean over cuts).
     pub recovery_time_s_mean: f64,
@@ -475,9 +551,55 @@ fn op_name(class: u8) -> String {
     format!("program_{t}_{}", super::device::SRC_NAMES[src])
 }
 
+/// The first difference of two read-back states.
+fn logical_diff(a: &BTreeMap<u64, LogicalObject>, b: &BTreeMap<u64, LogicalObject>) -> String {
+    for (oid, x) in a {
+        match b.get(oid) {
+            None => return format!("object {oid} only in the first"),
+            Some(y) if y.0 != x.0 => return format!("object {oid}: size {} vs {}", x.0, y.0),
+            Some(y) => {
+                for (i, p) in &x.1 {
+                    if y.1.get(i) != Some(p) {
+                        return format!("object {oid}: page {i}: {p:?} vs {:?}", y.1.get(i));
+                    }
+                }
+                if y.1.len() != x.1.len() {
+                    return format!("object {oid}: {} vs {} pages", x.1.len(), y.1.len());
+                }
+            }
+        }
+    }
+    "objects only in the second".into()
+}
+
+/// Options of [`crash_test_with`].
+#[derive(Clone, Debug)]
+pub struct CrashOpts {
+    /// Commands before the cut window: run once, then every cut starts from a clone of
+    /// that device (flash image and DRAM state) and of the reference.
+    pub window_start: usize,
+    /// Commands replayed on the recovered device after each cut (`usize::MAX`: to the end
+    /// of the command list).
+    pub continue_commands: usize,
+    /// Draw cuts only among the flash operations whose class (`program_<type>_<source>`,
+    /// `erase`, as in [`CrashReport::cuts_by_op`]) contains this text: cuts placed where a
+    /// part of recovery matters (e.g. `program_index` for the LCS rollback).
+    pub cut_only: Option<String>,
+}
+
+impl Default for CrashOpts {
+    fn default() -> Self {
+        CrashOpts {
+            window_start: 0,
+            continue_commands: usize::MAX,
+            cut_only: None,
+        }
+    }
+}
+
 /// Cut the power at `cuts` seeded points of `commands` on the device `cfg` describes,
 /// recover, and check every object. Every tenth cut also cuts recovery itself once and
-/// checks that the next attempt gives the same state.
+/// checks that the next attempt gives the same state. See [`crash_test_with`].
 pub fn crash_test(
     cfg: &Config,
     commands: &[OsdCommand],
@@ -485,28 +607,98 @@ pub fn crash_test(
     seed: u64,
     variant: Variant,
 ) -> Result<CrashReport, NandlabError> {
+    crash_test_with(cfg, commands, cuts, seed, variant, &CrashOpts::default())
+}
+
+/// One recovery: the device rebuilt from `img` and written back; `cut`: cut its write-back
+/// at its `cut`-th flash operation (then `Err` with the image it left).
+fn recover_device(
+    cfg: &Config,
+    img: FlashImage,
+    v: Variant,
+    leaf_cap: usize,
+    cut: Option<u64>,
+) -> Result<Result<(Device, Recovered), FlashImage>, NandlabError> {
+    let rec = recover(&img, v, leaf_cap);
+    let states = (!v.reachability).then(|| Device::image_states(&img));
+    let mut dev = Device::from_recovery(cfg, img, &rec)?;
+    if let Some(j) = cut {
+        dev.cut_at = dev.flash_ops + j;
+    }
+    match dev.finish_recovery(&rec) {
+        Ok(()) => {
+            if let Some(st) = states {
+                dev.unreachable_states(st, &rec.page_table);
+            }
+            Ok(Ok((dev, rec)))
+        }
+        Err(OsdError::PowerCut { .. }) => {
+            dev.power_loss(false);
+            Ok(Err(dev.into_image()))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Cut the power at `cuts` seeded points, uniform over the flash operations (programs and
+/// erases) of the commands from `opts.window_start` on, recover, and check (spec §7
+/// item 6):
+///
+/// * the recovered device reads back every acknowledged write (the command in flight may
+///   land or not, page by page) and no removed object ([`compare`]);
+/// * its rebuilt DRAM tables equal the truth derived from flash and its valid counts equal
+///   reachability ([`Device::check_tables`], [`Device::check_reachability`]);
+/// * replay continues on it (`opts.continue_commands` more commands, the one in flight
+///   reissued unless it landed), and the final state again matches the reference and the
+///   checks;
+/// * every tenth cut, a second cut inside recovery's write-back, and recovering again gives
+///   the same objects.
+pub fn crash_test_with(
+    cfg: &Config,
+    commands: &[OsdCommand],
+    cuts: u32,
+    seed: u64,
+    variant: Variant,
+    opts: &CrashOpts,
+) -> Result<CrashReport, NandlabError> {
     let page = cfg.device.page_size_bytes as u64;
     let o = cfg.osd.clone().unwrap_or_default();
     let leaf_cap = (cfg.device.page_size_bytes / o.leaf_entry_bytes.max(1)) as usize;
     let program_ns = 900_000.0;
-    // The uncut run: how many flash operations, and what each is.
-    let mut dev = Device::new(cfg)?;
-    dev.record_contents();
+    let ws = opts.window_start.min(commands.len());
+    // The run up to the window, once: the snapshot every cut starts from.
+    let mut base = Device::new(cfg)?;
+    base.record_contents();
+    let mut base_ref = Reference::default();
+    for (i, c) in commands[..ws].iter().enumerate() {
+        let wid = i as u64 + 1;
+        base.write_id = wid;
+        base.execute(&c.op)?;
+        base_ref.apply(&c.op, wid, page);
+    }
+    let base_ops = base.flash_ops;
+    // The uncut window: how many flash operations, and what each is.
+    let mut dev = base.clone();
     dev.op_log = Some(Vec::new());
-    for (i, c) in commands.iter().enumerate() {
+    for (i, c) in commands.iter().enumerate().skip(ws) {
         dev.write_id = i as u64 + 1;
         dev.execute(&c.op)?;
     }
-    let total = dev.flash_ops;
+    let total = dev.flash_ops - base_ops;
     let log = dev.op_log.take().unwrap_or_default();
     drop(dev);
     let mut rep = CrashReport {
         variant,
         commands: commands.len() as u64,
+        window_start: ws as u64,
         flash_ops: total,
+        cut_candidates: 0,
         cuts: 0,
         cuts_by_op: BTreeMap::new(),
         failures: 0,
+        table_failures: 0,
+        replay_failures: 0,
+        continued_commands: 0,
         failure_examples: Vec::new(),
         recovery_cuts: 0,
         recovery_cut_mismatches: 0,
@@ -514,22 +706,46 @@ pub fn crash_test(
         backup_over_budget: 0,
         ic_objects_mean: 0.0,
         reapplied_pages_mean: 0.0,
+        recovery_writes_mean: 0.0,
         recovery_time_s_mean: 0.0,
     };
-    if total == 0 {
+    let cands: Vec<u64> = match &opts.cut_only {
+        Some(pat) => (0..total)
+            .filter(|&k| op_name(log[k as usize]).contains(pat.as_str()))
+            .collect(),
+        None => Vec::new(),
+    };
+    rep.cut_candidates = if opts.cut_only.is_some() {
+        cands.len() as u64
+    } else {
+        total
+    };
+    if rep.cut_candidates == 0 {
         return Ok(rep);
     }
     let mut rng = crate::rng::rng_stream(seed, 0x6372_6173);
-    let (mut ic_sum, mut re_sum, mut t_sum) = (0u64, 0u64, 0.0);
+    let (mut ic_sum, mut re_sum, mut w_sum, mut t_sum) = (0u64, 0u64, 0u64, 0.0);
+    let note = |rep: &mut CrashReport, k: u64, what: &str, e: &str| {
+        if rep.failure_examples.len() < 5 {
+            rep.failure_examples.push(format!(
+                "cut at flash op {k} ({}): {what}: {e}",
+                op_name(log[k as usize])
+            ));
+        }
+    };
     for _ in 0..cuts {
-        let k = rng.gen_range(0..total);
+        let k = if opts.cut_only.is_some() {
+            cands[rng.gen_range(0..cands.len())]
+        } else {
+            rng.gen_range(0..total)
+        };
         *rep.cuts_by_op.entry(op_name(log[k as usize])).or_default() += 1;
-        let mut dev = Device::new(cfg)?;
-        dev.record_contents();
-        dev.cut_at = k;
-        let mut before = Reference::default();
+        let mut dev = base.clone();
+        dev.cut_at = base_ops + k;
+        let mut before = base_ref.clone();
         let mut after = None;
-        for (i, c) in commands.iter().enumerate() {
+        let mut in_flight = commands.len();
+        for (i, c) in commands.iter().enumerate().skip(ws) {
             let wid = i as u64 + 1;
             dev.write_id = wid;
             match dev.execute(&c.op) {
@@ -538,6 +754,7 @@ pub fn crash_test(
                     let mut a = before.clone();
                     a.apply(&c.op, wid, page);
                     after = Some(a);
+                    in_flight = i;
                     break;
                 }
                 Err(e) => return Err(e.into()),
@@ -548,35 +765,114 @@ pub fn crash_test(
         rep.backup_pages_max = rep.backup_pages_max.max(bk.pages);
         rep.backup_over_budget += bk.over_budget as u32;
         let img = dev.into_image();
-        let rec = recover(&img, variant, leaf_cap);
+        let programmed = img.programmed_pages();
+        let dies = img.dies.max(1);
+        rep.cuts += 1;
+        let second = rep.cuts.is_multiple_of(10);
+        let img2 = second.then(|| img.clone());
+        let (mut rdev, rec) = match recover_device(cfg, img, variant, leaf_cap, None) {
+            Ok(Ok(x)) => x,
+            Ok(Err(_)) => return Err(NandlabError::Sim("recovery cut without a cut point".into())),
+            Err(e) => {
+                rep.failures += 1;
+                note(&mut rep, k, "recovery", &e.to_string());
+                continue;
+            }
+        };
         ic_sum += rec.ic_objects as u64;
         re_sum += rec.reapplied_pages;
-        t_sum += (img.programmed_pages() as f64 * 50e-6) / img.dies.max(1) as f64
-            + rec.writes as f64 * program_ns * 1e-9;
-        rep.cuts += 1;
-        if let Err(e) = compare(&img, &rec, &before, &after) {
+        let w = rdev.counters.writes.iter().map(|t| t[4]).sum::<u64>();
+        w_sum += w;
+        t_sum += (programmed as f64 * 50e-6) / dies as f64 + w as f64 * program_ns * 1e-9;
+        let got = rdev.logical();
+        let mut failed = false;
+        if let Err(e) = compare(&got, &before, &after, page) {
             rep.failures += 1;
-            if rep.failure_examples.len() < 5 {
-                rep.failure_examples.push(format!(
-                    "cut at flash op {k} ({}): {e}",
-                    op_name(log[k as usize])
-                ));
+            failed = true;
+            note(&mut rep, k, "acknowledged data", &e);
+        }
+        if let Err(e) = rdev.check_reachability().and_then(|_| rdev.check_tables()) {
+            rep.table_failures += 1;
+            note(&mut rep, k, "recovered tables", &e);
+        }
+        if let Some(img2) = img2 {
+            // A second cut inside recovery's write-back, after `j` of its flash operations:
+            // recovering the image it leaves must give the same objects.
+            let j = rng.gen_range(0..w.max(1));
+            rep.recovery_cuts += 1;
+            let again = match recover_device(cfg, img2, variant, leaf_cap, Some(j)) {
+                Ok(Ok((mut d2, _))) => Ok(d2.logical()),
+                Ok(Err(img3)) => match recover_device(cfg, img3, variant, leaf_cap, None) {
+                    Ok(Ok((mut d3, _))) => Ok(d3.logical()),
+                    Ok(Err(_)) => Err("cut without a cut point".to_string()),
+                    Err(e) => Err(e.to_string()),
+                },
+                Err(e) => Err(e.to_string()),
+            };
+            let diff = match again {
+                Ok(l) if l == got => None,
+                Ok(l) => Some(logical_diff(&got, &l)),
+                Err(e) => Some(e),
+            };
+            if let Some(d) = diff {
+                rep.recovery_cut_mismatches += 1;
+                note(
+                    &mut rep,
+                    k,
+                    &format!("second cut in recovery at its op {j}"),
+                    &d,
+                );
             }
         }
-        if rep.cuts.is_multiple_of(10) && rec.writes > 0 {
-            // A second cut inside recovery, after `j` of its writes: those pages carry the
-            // unfinished epoch and the next attempt ignores them.
-            let _j = rng.gen_range(0..rec.writes);
-            rep.recovery_cuts += 1;
-            let again = recover(&img, variant, leaf_cap);
-            if again != rec {
-                rep.recovery_cut_mismatches += 1;
+        if failed {
+            continue;
+        }
+        // Replay continues on the recovered device: the command in flight is reissued
+        // unless it landed (a CREATE whose object exists, a REMOVE whose object is gone),
+        // so the reference is the one after it.
+        let mut r = after;
+        let mut start = in_flight;
+        if let Some(c) = commands.get(in_flight) {
+            let landed = match c.op {
+                OsdOp::Create { oid } => got.contains_key(&oid),
+                OsdOp::Remove { oid } => !got.contains_key(&oid),
+                _ => false,
+            };
+            if landed {
+                start += 1;
             }
+        }
+        let end = commands
+            .len()
+            .min(start.saturating_add(opts.continue_commands));
+        let mut err = None;
+        for (i, c) in commands.iter().enumerate().take(end).skip(start) {
+            rdev.write_id = i as u64 + 1;
+            if let Err(e) = rdev.execute(&c.op) {
+                err = Some(format!("command {i} {:?}: {e}", c.op));
+                break;
+            }
+            rep.continued_commands += 1;
+            if i != in_flight {
+                r.apply(&c.op, i as u64 + 1, page);
+            }
+        }
+        let err = err
+            .or_else(|| compare(&rdev.logical(), &r, &r, page).err())
+            .or_else(|| {
+                rdev.check_reachability()
+                    .and_then(|_| rdev.check_tables())
+                    .err()
+            });
+        if let Some(e) = err {
+            rep.replay_failures += 1;
+            note(&mut rep, k, "replay after recovery", &e);
         }
     }
     let n = rep.cuts.max(1) as f64;
     rep.ic_objects_mean = ic_sum as f64 / n;
     rep.reapplied_pages_mean = re_sum as f64 / n;
+    rep.recovery_writes_mean = w_sum as f64 / n;
     rep.recovery_time_s_mean = t_sum / n;
     Ok(rep)
 }

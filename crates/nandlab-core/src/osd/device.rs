@@ -127,6 +127,9 @@ pub struct OnodeRec {
     pub inline: [(u64, u64); 2],
     /// Tombstone of a removed object.
     pub tomb: bool,
+    /// YAFFS2-like: the header of a truncate (YAFFS2's shrink header): at recovery, data
+    /// pages older than it are cut to its size.
+    pub shrink: bool,
 }
 
 /// Overlay byte range `[a, b)` written by `wid` on a page's ranges.
@@ -170,6 +173,7 @@ pub struct BackupStats {
 
 /// Flash after power loss: every page's state and OOB, and (record mode) its contents. No
 /// DRAM state of the device survives in it.
+#[derive(Clone)]
 pub struct FlashImage {
     pub page_bytes: u32,
     pub pages_per_chunk: u32,
@@ -178,6 +182,8 @@ pub struct FlashImage {
     pub yaffs: bool,
     pages: Vec<Option<Box<ChunkPages>>>,
     contents: IdMap<u32, PageContent>,
+    /// Erase count per block (kept on flash by real devices).
+    erase_count: Vec<u32>,
 }
 
 /// One readable page of a [`FlashImage`].
@@ -382,6 +388,9 @@ struct ChunkMeta {
     stream: u8,
     valid: u32,
     wp: u32,
+    /// Superseded index pages in it that an object's last committed onode may still reach
+    /// (see [`Device::pin`]): GC does not take the chunk while any is left.
+    pins: u32,
 }
 
 /// An onode page's contents: the object slot of each onode in it.
@@ -426,6 +435,11 @@ struct Obj {
     /// Which entry of [`Device::uncommitted_q`] is current (the count of `uncommitted`
     /// false → true transitions when it was queued).
     unc_seq: u32,
+    /// Index pages superseded since its last onode write ([`Device::pin`]).
+    pins: Vec<u32>,
+    /// Its DRAM onode is queued to be committed (not only moved): when an OBFS survivor
+    /// migration or an MLGC eviction moves it in the same batch, the DRAM version is written.
+    commit_req: bool,
 }
 
 impl Obj {
@@ -456,6 +470,8 @@ impl Obj {
             tail_segs: Vec::new(),
             uncommitted: false,
             unc_seq: 0,
+            pins: Vec::new(),
+            commit_req: false,
         }
     }
 }
@@ -486,7 +502,9 @@ impl std::hash::Hasher for IdHasher {
 
 type IdMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<IdHasher>>;
 
-/// The object device. See the module documentation.
+/// The object device. See the module documentation. `Clone` snapshots it whole (flash and
+/// DRAM state): the crash harness cuts from clones of a preconditioned device.
+#[derive(Clone)]
 pub struct Device {
     pub(crate) o: OsdConfig,
     page: u32,
@@ -545,6 +563,8 @@ pub struct Device {
     gc_progs: Vec<FlashOp>,
     gc_erases: Vec<FlashOp>,
     in_gc: bool,
+    /// Recovery (§4.4.5) is writing back: GC keeps the capacitor flush's pages.
+    recovering: bool,
     touched: Vec<u32>,
     pending: Vec<(u32, Src, bool)>,
     pend_scratch: Vec<(u32, Src, bool)>,
@@ -628,7 +648,8 @@ impl Device {
                     state: C_FREE,
                     stream: 0,
                     valid: 0,
-                    wp: 0
+                    wp: 0,
+                    pins: 0,
                 };
                 nchunks
             ],
@@ -664,6 +685,7 @@ impl Device {
             gc_progs: Vec::new(),
             gc_erases: Vec::new(),
             in_gc: false,
+            recovering: false,
             touched: Vec::new(),
             pending: Vec::new(),
             pend_scratch: Vec::new(),
@@ -818,6 +840,7 @@ impl Device {
             yaffs: self.yaffs,
             pages: self.pages,
             contents: self.contents.unwrap_or_default(),
+            erase_count: self.erase_count,
         }
     }
 
@@ -1020,18 +1043,34 @@ impl Device {
             if c != NONE {
                 self.chunks[c as usize].state = C_FULL;
             }
-            c = self.free[die as usize]
-                .pop()
-                .ok_or(OsdError::OutOfSpace { die })?;
-            let m = &mut self.chunks[c as usize];
-            m.state = C_OPEN;
-            m.stream = stream as u8;
-            m.wp = 0;
-            m.valid = 0;
-            if self.pages[c as usize].is_none() {
-                self.pages[c as usize] = Some(Box::new(ChunkPages::new(self.ppc as usize)));
+            if let Some(f) = self.free[die as usize].pop() {
+                c = f;
+                let m = &mut self.chunks[c as usize];
+                m.state = C_OPEN;
+                m.stream = stream as u8;
+                m.wp = 0;
+                m.valid = 0;
+                if self.pages[c as usize].is_none() {
+                    self.pages[c as usize] = Some(Box::new(ChunkPages::new(self.ppc as usize)));
+                }
+                self.open[die as usize][stream] = c;
+            } else {
+                // No clean chunk left: a GC move (or the capacitor flush) goes to another
+                // stream's open chunk on the die rather than fail (streams separate page
+                // types for GC efficiency; nothing depends on it).
+                let chunks = &self.chunks;
+                let ppc = self.ppc;
+                c = self.open[die as usize]
+                    .iter()
+                    .copied()
+                    .find(|&o| {
+                        self.in_gc
+                            && o != NONE
+                            && chunks[o as usize].state == C_OPEN
+                            && chunks[o as usize].wp < ppc
+                    })
+                    .ok_or(OsdError::OutOfSpace { die })?;
             }
-            self.open[die as usize][stream] = c;
         }
         let m = &mut self.chunks[c as usize];
         let off = m.wp as usize;
@@ -1135,7 +1174,7 @@ impl Device {
         let mut best: Option<(u32, u32)> = None;
         for c in base..base + self.cpd {
             let m = &self.chunks[c as usize];
-            if m.state == C_FULL && best.is_none_or(|(v, _)| m.valid < v) {
+            if m.state == C_FULL && m.pins == 0 && best.is_none_or(|(v, _)| m.valid < v) {
                 best = Some((m.valid, c));
             }
         }
@@ -1194,6 +1233,13 @@ impl Device {
                 self.next_csn = self.csn_of(old);
             }
             match ty {
+                BACKUP if self.recovering => {
+                    // Recovery is not finished: the capacitor flush it works from must
+                    // survive a cut, so GC copies it.
+                    let new = self.program(BACKUP, die, Src::Recovery, 0, 0, len, NONE)?;
+                    let _ = new;
+                    self.invalidate(old);
+                }
                 BACKUP => {
                     // An old capacitor flush: superseded once recovery finished; drop it.
                     self.next_content = None;
@@ -1290,7 +1336,10 @@ impl Device {
         // the moves touched first (A2's "goto handle_data_queue").
         // With them, the moved objects stay uncommitted: when that would take the back-up set
         // over the capacitor's budget ([`Device::bound_backup`], issue 17), commit them too.
-        if self.yaffs {
+        if moved_objs.is_empty() {
+            // Nothing reachable through an index or onode moved: nothing to commit (the
+            // command's own queued onodes wait for its end).
+        } else if self.yaffs {
             self.write_pending_onodes()?;
         } else if !(self.cache_on && self.o.virtual_tree)
             || self.backup_pages_bound() > self.backup_limit()
@@ -1317,6 +1366,10 @@ impl Device {
                 for q in first..first + self.ppb {
                     map.remove(&q);
                 }
+            }
+            if let Some(p) = self.pages[victim as usize].as_mut() {
+                let a = (b * self.ppb) as usize;
+                p.state[a..a + self.ppb as usize].fill(FREE);
             }
             self.gc_erases.push(FlashOp {
                 kind: OpKind::Erase,
@@ -1359,10 +1412,29 @@ impl Device {
             })
             .collect();
         moved_objs.clear();
+        // Commit a whole tree: an outer flush that this GC interrupted may hold some of the
+        // object's dirty nodes in its buckets (not in `dirty`); the onode written here must
+        // not reach nodes that are not on flash yet (a later cut would recover a torn tree).
+        let mut all = std::mem::take(&mut self.nodes_scratch);
+        for &s in &objs {
+            let root = self.objs[s as usize].root;
+            if root == NONE || self.yaffs {
+                continue;
+            }
+            self.nodes.all_nodes(root, &mut all);
+            for &id in &all {
+                if self.nodes.nodes[id as usize].dirty > 0 {
+                    self.objs[s as usize].dirty.push(id);
+                }
+            }
+        }
+        all.clear();
+        self.nodes_scratch = all;
         self.flush_objects(&objs, |_| Src::Gc)?;
         if all_onodes {
             for &s in &objs {
                 if self.objs[s as usize].uncommitted {
+                    self.objs[s as usize].commit_req = true;
                     self.pending.push((s, Src::Gc, false));
                 }
             }
@@ -1409,6 +1481,7 @@ impl Device {
             n_inline: ob.n_inline,
             inline: ob.inline,
             tomb,
+            shrink: false,
         }
     }
 
@@ -1607,7 +1680,7 @@ impl Device {
                 let mut recs = Vec::with_capacity(group.len());
                 for &(s, _, tomb) in group {
                     let ob = &self.objs[s as usize];
-                    let r = if !tomb && ob.move_from != NONE {
+                    let r = if !tomb && ob.move_from != NONE && !ob.commit_req {
                         self.onode_recs_from(ob.move_from, &[s])
                             .first()
                             .copied()
@@ -1633,6 +1706,8 @@ impl Device {
                     ob.onode_ppn = ppn;
                     ob.onode_idx = k as u32;
                     ob.onode_csn = new_csn;
+                    self.unpin_all(s);
+                    let ob = &mut self.objs[s as usize];
                     if ob.tail_page != u64::MAX {
                         ob.tail_page = u64::MAX;
                         ob.tail_segs.clear();
@@ -1660,7 +1735,9 @@ impl Device {
                     ob.onode_ppn = ppn;
                     ob.onode_idx = k as u32;
                     let mut clean = false;
-                    if ob.move_from == NONE {
+                    let committed = ob.move_from == NONE || ob.commit_req;
+                    ob.commit_req = false;
+                    if committed {
                         ob.onode_csn = new_csn;
                         if ob.tail_page == u64::MAX && !ob.onode_dirty {
                             let nodes = &self.nodes;
@@ -1671,6 +1748,9 @@ impl Device {
                         }
                     }
                     ob.move_from = NONE;
+                    if committed {
+                        self.unpin_all(s);
+                    }
                     if clean {
                         self.set_uncommitted(s, false);
                     }
@@ -1702,10 +1782,36 @@ impl Device {
     }
 
     fn drain_freed(&mut self) {
-        while let Some((_, ppn, va)) = self.nodes.freed.pop() {
+        while let Some((id, ppn, va)) = self.nodes.freed.pop() {
             self.invalidate(ppn);
+            let obj = self.nodes.nodes[id as usize].obj;
+            self.pin(obj, ppn);
             self.free_va(va);
         }
+    }
+
+    /// Index page `ppn` of object `s` was superseded (rewritten elsewhere, or its node
+    /// freed): it is invalid, but the object's last committed onode on flash may still reach
+    /// it (the extent tree by PA; the virtual tree through the LCS version of a VA that
+    /// recovery rolls back to) until the object's next onode write. Its chunk is not a GC
+    /// victim until then, so a cut before that write finds the committed tree whole.
+    fn pin(&mut self, s: u32, ppn: u32) {
+        if ppn == NONE {
+            return;
+        }
+        let c = (ppn / self.ppc) as usize;
+        self.chunks[c].pins += 1;
+        self.objs[s as usize].pins.push(ppn);
+    }
+
+    /// The onode of `s` was written: its superseded index pages are free to go.
+    fn unpin_all(&mut self, s: u32) {
+        let mut pins = std::mem::take(&mut self.objs[s as usize].pins);
+        for &p in &pins {
+            self.chunks[(p / self.ppc) as usize].pins -= 1;
+        }
+        pins.clear();
+        self.objs[s as usize].pins = pins;
     }
 
     /// Set or clear an object's `uncommitted` flag, keeping [`Device::uncommitted_objs`] and
@@ -2064,57 +2170,73 @@ impl Device {
             // re-entered from GC inside an outer flush (commit before erase)
             buckets = vec![Vec::new(); 64];
         }
-        for &s in objs {
-            let ob = &mut self.objs[s as usize];
-            for id in ob.dirty.drain(..) {
-                let n = &self.nodes.nodes[id as usize];
-                if !n.free && n.dirty > 0 && n.obj == s {
-                    buckets[n.level as usize].push(id);
-                }
-            }
-        }
         let mut cur = std::mem::take(&mut self.bucket_scratch);
-        for level in 0..buckets.len() {
-            if buckets[level].is_empty() {
-                continue;
-            }
-            std::mem::swap(&mut cur, &mut buckets[level]);
-            cur.sort_unstable();
-            cur.dedup();
-            if evict && level == 0 {
-                for &id in &cur {
+        // A GC inside this flush may dirty nodes written already (a moved data page's leaf):
+        // flush again until the objects' trees are clean, so the onode committed after it
+        // never reaches a stale node (a cut would lose the moved pages: their copies are
+        // older than that onode, so recovery does not re-apply them).
+        for _round in 0..8 {
+            for &s in objs {
+                let ob = &mut self.objs[s as usize];
+                for id in ob.dirty.drain(..) {
                     let n = &self.nodes.nodes[id as usize];
-                    if n.ppn != NONE && !self.nodes.whole(id) {
-                        let p = n.ppn;
-                        self.read(INDEX, p, Src::CacheEvict);
+                    if !n.free && n.dirty > 0 && n.obj == s {
+                        buckets[n.level as usize].push(id);
                     }
                 }
-                self.close_stage();
             }
-            for &id in &cur {
-                let n = &self.nodes.nodes[id as usize];
-                if n.free || n.dirty == 0 {
+            for level in 0..buckets.len() {
+                if buckets[level].is_empty() {
                     continue;
                 }
-                let src = src_of(&self.objs[n.obj as usize]);
-                self.write_node(id, src)?;
-                // In the extent tree the parent now holds a stale PA: it is written in this
-                // flush even when it was dirty already (an outer flush that GC interrupted
-                // may own it; the erase after this flush must not orphan the new node).
-                let parent = self.nodes.nodes[id as usize].parent;
-                if !self.o.virtual_tree && parent != NONE {
-                    let l = self.nodes.nodes[parent as usize].level as usize;
-                    buckets[l].push(parent);
+                std::mem::swap(&mut cur, &mut buckets[level]);
+                cur.sort_unstable();
+                cur.dedup();
+                if evict && level == 0 {
+                    for &id in &cur {
+                        let n = &self.nodes.nodes[id as usize];
+                        if n.ppn != NONE && !self.nodes.whole(id) {
+                            let p = n.ppn;
+                            self.read(INDEX, p, Src::CacheEvict);
+                        }
+                    }
+                    self.close_stage();
                 }
-                // Parents dirtied by the write go to their level's bucket.
-                for i in 0..self.nodes.newly_dirty.len() {
-                    let p = self.nodes.newly_dirty[i];
-                    let l = self.nodes.nodes[p as usize].level as usize;
-                    buckets[l].push(p);
+                for &id in &cur {
+                    let n = &self.nodes.nodes[id as usize];
+                    if n.free || n.dirty == 0 {
+                        continue;
+                    }
+                    let src = src_of(&self.objs[n.obj as usize]);
+                    self.write_node(id, src)?;
+                    // In the extent tree the parent now holds a stale PA: it is written in this
+                    // flush even when it was dirty already (an outer flush that GC interrupted
+                    // may own it; the erase after this flush must not orphan the new node).
+                    let parent = self.nodes.nodes[id as usize].parent;
+                    if !self.o.virtual_tree && parent != NONE {
+                        let l = self.nodes.nodes[parent as usize].level as usize;
+                        buckets[l].push(parent);
+                    }
+                    // Parents dirtied by the write go to their level's bucket.
+                    for i in 0..self.nodes.newly_dirty.len() {
+                        let p = self.nodes.newly_dirty[i];
+                        let l = self.nodes.nodes[p as usize].level as usize;
+                        buckets[l].push(p);
+                    }
+                    self.nodes.newly_dirty.clear();
                 }
-                self.nodes.newly_dirty.clear();
+                cur.clear();
             }
-            cur.clear();
+            let again = objs.iter().any(|&s| {
+                let nodes = &self.nodes;
+                self.objs[s as usize].dirty.iter().any(|&id| {
+                    let n = &nodes.nodes[id as usize];
+                    !n.free && n.dirty > 0 && n.obj == s
+                })
+            });
+            if !again {
+                break;
+            }
         }
         // A2 flushes an object's index as one operation (l.30): its pages, every level, are
         // programmed together (their addresses are allocated before, so a parent already
@@ -2126,6 +2248,7 @@ impl Device {
             if self.objs[s as usize].onode_dirty {
                 let src = src_of(&self.objs[s as usize]);
                 self.set_onode_dirty(s, false);
+                self.objs[s as usize].commit_req = true;
                 self.pending.push((s, src, false));
             }
         }
@@ -2173,6 +2296,7 @@ impl Device {
         n.ppn = ppn;
         self.nodes.clean(id);
         self.invalidate(old);
+        self.pin(obj, old);
         if vt {
             self.pt_set(va, ppn);
             if parent == NONE && new_va {
@@ -2371,6 +2495,7 @@ impl Device {
                 self.flush_tail(s)?;
                 self.flush_objects(&[s], |_| Src::CacheEvict)?;
                 if self.objs[s as usize].uncommitted {
+                    self.objs[s as usize].commit_req = true;
                     self.pending.push((s, Src::CacheEvict, false));
                 }
                 self.write_pending_onodes()?;
@@ -2693,6 +2818,648 @@ impl Device {
                 // A tombstone onode keeps a deleted object from coming back (spec §2 [N]).
                 self.pending.push((s, Src::Host, true));
                 self.touch_obj(s, true);
+            }
+        }
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------- recovery (§4.4.5)
+
+/// A byte-range view of one object: its size and, per data page, the write ids of its bytes
+/// (record mode). What the crash harness compares.
+pub type LogicalObject = (u64, std::collections::BTreeMap<u64, Vec<(u32, u32, u64)>>);
+
+impl Device {
+    /// A running device rebuilt from `img` and what [`crate::osd::crash::recover`] found in
+    /// it (Algorithm 1's DRAM tables): the global index (object table) from the newest
+    /// onodes, each object's B+ tree loaded node by node from its index pages (through the
+    /// rebuilt page table under the virtual tree), the page table of the nodes reached, the
+    /// byte-level GC table of the onode pages holding stale onodes (most invalid first, up
+    /// to its size), and the chunk valid counts by reachability (spec §2 gap 5): a page is
+    /// valid exactly when the recovered metadata reaches it (plus the capacitor flush until
+    /// recovery finishes). Every partly written chunk is closed (its erased pages wait for
+    /// GC). No flash operation happens here: [`Device::finish_recovery`] writes back.
+    pub fn from_recovery(
+        cfg: &Config,
+        img: FlashImage,
+        rec: &crate::osd::crash::Recovered,
+    ) -> Result<Device, crate::config::ConfigError> {
+        let mut d = Device::new(cfg)?;
+        let FlashImage {
+            pages,
+            contents,
+            erase_count,
+            ..
+        } = img;
+        d.pages = pages;
+        d.contents = Some(contents);
+        if erase_count.len() == d.erase_count.len() {
+            d.erase_count = erase_count;
+        }
+        let ppc = d.ppc as usize;
+        let mut max_sn = 0;
+        let mut backups = Vec::new();
+
+        for (c, p) in d.pages.iter_mut().enumerate() {
+            let Some(p) = p.as_mut() else { continue };
+            for off in 0..ppc {
+                if p.state[off] == VALID || p.state[off] == INVALID {
+                    max_sn = max_sn.max(p.sn[off]);
+                    if p.ptype[off] as usize == BACKUP && p.state[off] == VALID {
+                        backups.push((c * ppc + off) as u32);
+                    }
+                    p.state[off] = INVALID;
+                }
+                p.back[off] = NONE;
+            }
+        }
+        d.sn = max_sn;
+        for b in backups {
+            d.mark_valid(b, BACKUP, NONE);
+        }
+        // A placeholder slot for the stale onodes of a page (no live object owns them).
+        let ghost = d.objs.len() as u32;
+        let mut g = Obj::new(u64::MAX);
+        g.live = false;
+        d.objs.push(g);
+        let mut onode_pages: std::collections::BTreeMap<u32, Vec<(u32, u32)>> =
+            std::collections::BTreeMap::new();
+        let mut max_va = None;
+        for (&oid, r) in &rec.objects {
+            let s = d.objs.len() as u32;
+            let mut ob = Obj::new(oid);
+            ob.size = r.size;
+            if let Some((ppn, k, csn)) = r.onode {
+                ob.onode_ppn = ppn;
+                ob.onode_idx = k;
+                ob.onode_csn = csn;
+                onode_pages.entry(ppn).or_default().push((k, s));
+            }
+            d.objs.push(ob);
+            d.index.insert(oid, s);
+            if d.yaffs {
+                for (&idx, &(ppn, len)) in &r.pages {
+                    if d.mark_valid(ppn, DATA, s) {
+                        d.map_set(s, idx, leaf_val(ppn, len), false);
+                    }
+                }
+                continue;
+            }
+            for &(k, v) in &r.inline {
+                let (ppn, _) = leaf_parts(v);
+                if d.mark_valid(ppn, DATA, s) {
+                    let ob = &mut d.objs[s as usize];
+                    ob.inline[ob.n_inline as usize] = (k, v);
+                    ob.n_inline += 1;
+                    d.mapped += 1;
+                }
+            }
+            if r.root != NONE {
+                let root = d.load_node(s, r.root, NONE, &rec.page_table, &mut max_va);
+                d.objs[s as usize].root = root;
+            }
+        }
+        for &(oid, ppn, k, csn) in &rec.tombs {
+            let s = d.objs.len() as u32;
+            let mut ob = Obj::new(oid);
+            ob.live = false;
+            ob.onode_ppn = ppn;
+            ob.onode_idx = k;
+            ob.onode_csn = csn;
+            d.objs.push(ob);
+            onode_pages.entry(ppn).or_default().push((k, s));
+        }
+        // Onode pages: one record per page, its slots in page order (stale ones → ghost).
+        let mut stale: Vec<(u32, u32)> = Vec::new();
+        for (&ppn, list) in &onode_pages {
+            let n = match d.content_of(ppn) {
+                Some(PageContent::Onode(recs)) => recs.len(),
+                _ => list.iter().map(|&(k, _)| k as usize + 1).max().unwrap_or(0),
+            };
+            let r = d.alloc_opage();
+            d.opages[r as usize].slots = vec![ghost; n];
+            for &(k, s) in list {
+                d.opages[r as usize].slots[k as usize] = s;
+            }
+            d.opages[r as usize].live = list.len() as u32;
+            d.mark_valid(ppn, ONODE, r);
+            if n > list.len() {
+                stale.push(((n - list.len()) as u32, ppn));
+            }
+        }
+        if d.o.mlgc {
+            stale.sort_unstable_by(|a, b| b.cmp(a));
+            for (n, ppn) in stale {
+                if d.gct_entries + n as u64 > d.gct_max_entries {
+                    continue;
+                }
+                let bytes = n * d.o.onode_bytes;
+                d.gct.insert(ppn, (bytes, n));
+                d.gct_order.insert((bytes, ppn));
+                d.gct_entries += n as u64;
+            }
+        }
+        // Page table of the nodes reached; the other VAs are free.
+        if let Some(m) = max_va {
+            d.va_next = m + 1;
+            for va in (0..=m).rev() {
+                if d.pt_get(va) == NONE {
+                    d.va_free.push(va);
+                }
+            }
+        }
+        // Chunks: free when wholly erased, else closed with the valid count reached; a chunk
+        // programmed from its first page up to a write pointer (then erased pages) is an open
+        // chunk again: of the stream of its newest readable page (the newest per stream
+        // wins), or, with only a torn page, of a stream left without one. A torn erase leaves
+        // another pattern, and GC takes that chunk as it is.
+        let nstreams = if d.separate { 3 } else { 1 };
+        for die in 0..d.dies {
+            d.free[die as usize].clear();
+            let mut cands: Vec<(Option<usize>, u64, u32, u32)> = Vec::new();
+            for k in (0..d.cpd).rev() {
+                let c = (die * d.cpd + k) as usize;
+                let p = d.pages[c].as_ref();
+                let used = p.is_some_and(|p| p.state.iter().any(|&st| st != FREE));
+                let m = &mut d.chunks[c];
+                m.pins = 0;
+                if let Some(p) = p.filter(|_| used) {
+                    m.state = C_FULL;
+                    m.wp = d.ppc;
+                    m.valid = p.state.iter().filter(|&&st| st == VALID).count() as u32;
+                    let wp = p.state.iter().position(|&st| st == FREE);
+                    if let Some(wp) = wp.filter(|&w| w > 0) {
+                        if p.state[wp..].iter().all(|&st| st == FREE) {
+                            let last = (0..wp).rev().find(|&o| p.state[o] != TORN);
+                            let (stream, sn) = match last {
+                                Some(o) if d.separate => {
+                                    (Some((p.ptype[o] as usize).min(ONODE)), p.sn[o])
+                                }
+                                Some(o) => (Some(0), p.sn[o]),
+                                None => (None, 0),
+                            };
+                            cands.push((stream, sn, c as u32, wp as u32));
+                        }
+                    }
+                    m.stream = 0;
+                } else {
+                    m.state = C_FREE;
+                    m.wp = 0;
+                    m.valid = 0;
+                    d.free[die as usize].push(c as u32);
+                }
+            }
+            cands.sort_unstable_by_key(|c| std::cmp::Reverse(c.1));
+            let mut rest = Vec::new();
+            for (stream, _, c, wp) in cands {
+                match stream {
+                    Some(st) if d.open[die as usize][st] == NONE => {
+                        d.open[die as usize][st] = c;
+                        let m = &mut d.chunks[c as usize];
+                        m.state = C_OPEN;
+                        m.wp = wp;
+                        m.stream = st as u8;
+                    }
+                    _ => rest.push((c, wp)),
+                }
+            }
+            for (c, wp) in rest {
+                if let Some(st) = (0..nstreams).find(|&st| d.open[die as usize][st] == NONE) {
+                    d.open[die as usize][st] = c;
+                    let m = &mut d.chunks[c as usize];
+                    m.state = C_OPEN;
+                    m.wp = wp;
+                    m.stream = st as u8;
+                }
+            }
+        }
+        Ok(d)
+    }
+
+    /// Page states of `img` (for [`Device::unreachable_states`]).
+    pub fn image_states(img: &FlashImage) -> Vec<Vec<u8>> {
+        img.pages
+            .iter()
+            .map(|p| p.as_ref().map_or_else(Vec::new, |p| p.state.clone()))
+            .collect()
+    }
+
+    /// The negative control of the table checks (crash `Variant::reachability` off): after
+    /// recovery, every page flash left valid is valid again and every VA the scan found is
+    /// in the page table, instead of what the recovered metadata reaches.
+    pub fn unreachable_states(
+        &mut self,
+        states: Vec<Vec<u8>>,
+        pt: &std::collections::BTreeMap<u32, u32>,
+    ) {
+        for (c, st) in states.into_iter().enumerate() {
+            if let Some(p) = self.pages[c].as_mut() {
+                for (off, s0) in st.into_iter().enumerate() {
+                    if s0 == VALID && p.state[off] == INVALID && p.ptype[off] as usize != BACKUP {
+                        p.state[off] = VALID;
+                        self.chunks[c].valid += 1;
+                    }
+                }
+            }
+        }
+        for (&va, &ppn) in pt {
+            if self.pt_get(va) == NONE {
+                self.pt_set(va, ppn);
+            }
+        }
+    }
+
+    /// Mark page `ppn` valid as a page of type `ty` owned by `back`, if it is a readable page
+    /// of that type not valid yet (else the reference is broken: false).
+    fn mark_valid(&mut self, ppn: u32, ty: usize, back: u32) -> bool {
+        let (c, off) = self.split(ppn);
+        let Some(p) = self.pages.get_mut(c).and_then(|p| p.as_mut()) else {
+            return false;
+        };
+        if p.state[off] != INVALID || p.ptype[off] as usize != ty {
+            return false;
+        }
+        p.state[off] = VALID;
+        p.back[off] = back;
+        self.chunks[c].valid += 1;
+        true
+    }
+
+    /// Load the node at `addr` (PA, or VA through `pt`) of object `s` and its subtree.
+    fn load_node(
+        &mut self,
+        s: u32,
+        addr: u32,
+        parent: u32,
+        pt: &std::collections::BTreeMap<u32, u32>,
+        max_va: &mut Option<u32>,
+    ) -> u32 {
+        let vt = self.o.virtual_tree;
+        let (ppn, va) = if vt {
+            match pt.get(&addr) {
+                Some(&p) => (p, addr),
+                None => return NONE,
+            }
+        } else {
+            (addr, NONE)
+        };
+        let (level, keys, vals) = match self.content_of(ppn) {
+            Some(PageContent::Index { level, keys, vals }) => (*level, keys.clone(), vals.clone()),
+            _ => return NONE,
+        };
+        let id = self.nodes.alloc(s, level);
+        if !self.mark_valid(ppn, INDEX, id) {
+            self.nodes.release(id);
+            self.nodes.freed.clear();
+            return NONE;
+        }
+        {
+            let n = &mut self.nodes.nodes[id as usize];
+            n.parent = parent;
+            n.ppn = ppn;
+            n.va = va;
+        }
+        if vt {
+            self.pt_set(va, ppn);
+            self.va_live += 1;
+            *max_va = Some(max_va.map_or(va, |m: u32| m.max(va)));
+        }
+        for (k, v) in keys.into_iter().zip(vals) {
+            if level == 0 {
+                if self.mark_valid(leaf_parts(v).0, DATA, s) {
+                    let n = &mut self.nodes.nodes[id as usize];
+                    n.keys.push(k);
+                    n.vals.push(v);
+                    self.mapped += 1;
+                }
+            } else {
+                let c = self.load_node(s, v as u32, id, pt, max_va);
+                if c != NONE {
+                    let n = &mut self.nodes.nodes[id as usize];
+                    n.keys.push(k);
+                    n.vals.push(c as u64);
+                }
+            }
+        }
+        id
+    }
+
+    /// Step 2 of §4.4.5.1 on the rebuilt device: for each object of IC_OBJ, re-apply the data
+    /// written after its LCS (in content-SN order), drop what lies past its size, and write
+    /// its index and its onode back (F33; `Src::Recovery`); then the capacitor flush is
+    /// superseded. Its writes may be cut like any others ([`Device::cut_at`]): the flush
+    /// stays on flash until the end, and an object whose written-back onode is newer than its
+    /// LCS has left IC_OBJ, so recovering again gives the same state.
+    pub fn finish_recovery(&mut self, rec: &crate::osd::crash::Recovered) -> Result<(), OsdError> {
+        self.recovering = true;
+        let ps = self.page as u64;
+        let mut ic = Vec::new();
+        for (&oid, r) in &rec.objects {
+            if !r.ic {
+                continue;
+            }
+            let Some(&s) = self.index.get(&oid) else {
+                continue;
+            };
+            ic.push(s);
+            for &(idx, ppn, len) in &r.reapply {
+                if self.mark_valid(ppn, DATA, s) {
+                    if let Some(old) = self.map_set(s, idx, leaf_val(ppn, len), false) {
+                        self.invalidate(leaf_parts(old).0);
+                    }
+                }
+            }
+            let keep = self.objs[s as usize].size.div_ceil(ps);
+            self.collect_entries(s);
+            let doomed: Vec<u64> = self
+                .entries_scratch
+                .iter()
+                .filter(|e| e.0 >= keep)
+                .map(|e| e.0)
+                .collect();
+            for k in doomed {
+                if let Some(v) = self.map_remove(s, k) {
+                    self.invalidate(leaf_parts(v).0);
+                }
+            }
+            self.set_onode_dirty(s, true);
+        }
+        let r = self
+            .flush_objects(&ic, |_| Src::Recovery)
+            .and_then(|_| self.write_pending_onodes());
+        for &s in &self.touched {
+            let ob = &mut self.objs[s as usize];
+            ob.touched = false;
+            ob.touched_host = false;
+            ob.onode_read = false;
+        }
+        self.touched.clear();
+        self.plan.clear();
+        self.cur.clear();
+        self.gc_reads.clear();
+        self.gc_progs.clear();
+        self.gc_erases.clear();
+        r?;
+        for c in 0..self.pages.len() {
+            for off in 0..self.ppc as usize {
+                let hit = self.pages[c]
+                    .as_ref()
+                    .is_some_and(|p| p.state[off] == VALID && p.ptype[off] as usize == BACKUP);
+                if hit {
+                    self.invalidate(c as u32 * self.ppc + off as u32);
+                }
+            }
+        }
+        self.recovering = false;
+        Ok(())
+    }
+
+    /// Every live object as the device would read it back now: size and write ids per data
+    /// page (flash pages through the DRAM mapping, cut to the mapped length, and the tail
+    /// buffer). Record mode only (else the pages are empty).
+    pub fn logical(&mut self) -> std::collections::BTreeMap<u64, LogicalObject> {
+        let mut out = std::collections::BTreeMap::new();
+        for s in 0..self.objs.len() as u32 {
+            let ob = &self.objs[s as usize];
+            if !ob.live || self.index.get(&ob.oid) != Some(&s) {
+                continue;
+            }
+            let (oid, size) = (ob.oid, ob.size);
+            self.collect_entries(s);
+            let mut pages = std::collections::BTreeMap::new();
+            for &(k, v) in &self.entries_scratch {
+                let (p, l) = leaf_parts(v);
+                let segs = match self.content_of(p) {
+                    Some(PageContent::Data(d)) if self.page_valid(p) => clip(d, l),
+                    _ => vec![(0, 0, u64::MAX)],
+                };
+                pages.insert(k, segs);
+            }
+            let ob = &self.objs[s as usize];
+            if ob.tail_page != u64::MAX {
+                pages.insert(ob.tail_page, clip(&ob.tail_segs, ob.tail_fill));
+            }
+            out.insert(oid, (size, pages));
+        }
+        out
+    }
+
+    /// Valid counts equal reachability (spec §2 gap 5, §7 item 6): the valid pages are
+    /// exactly those the DRAM metadata reaches — each live object's data pages and index
+    /// nodes, the onode pages holding a current onode or tombstone — and each chunk's valid
+    /// count is its number of valid pages.
+    pub fn check_reachability(&mut self) -> Result<(), String> {
+        self.check()?;
+        let mut reach: Vec<(u32, usize)> = Vec::new();
+        let mut all = Vec::new();
+        for s in 0..self.objs.len() as u32 {
+            let ob = &self.objs[s as usize];
+            if ob.onode_ppn != NONE {
+                reach.push((ob.onode_ppn, ONODE));
+            }
+            if !ob.live {
+                continue;
+            }
+            if ob.root != NONE && !self.yaffs {
+                self.nodes.all_nodes(ob.root, &mut all);
+                for &id in &all {
+                    let p = self.nodes.nodes[id as usize].ppn;
+                    if p != NONE {
+                        reach.push((p, INDEX));
+                    }
+                }
+            }
+            self.collect_entries(s);
+            for &(_, v) in &self.entries_scratch {
+                reach.push((leaf_parts(v).0, DATA));
+            }
+        }
+        reach.sort_unstable();
+        reach.dedup_by_key(|r| r.0);
+        let mut valid: Vec<(u32, usize)> = Vec::new();
+        for (c, p) in self.pages.iter().enumerate() {
+            let Some(p) = p.as_ref() else { continue };
+            for off in 0..self.ppc as usize {
+                if p.state[off] == VALID {
+                    let ty = if self.yaffs {
+                        (p.ptype[off] as usize).min(BACKUP)
+                    } else {
+                        p.ptype[off] as usize
+                    };
+                    valid.push((c as u32 * self.ppc + off as u32, ty));
+                }
+            }
+        }
+        if reach != valid {
+            let unreached: Vec<_> = valid
+                .iter()
+                .filter(|v| !reach.contains(v))
+                .take(3)
+                .collect();
+            let invalid: Vec<_> = reach
+                .iter()
+                .filter(|r| !valid.contains(r))
+                .take(3)
+                .collect();
+            return Err(format!(
+                "{} valid pages, {} reachable: valid but unreachable {unreached:?}, reachable but \
+                 not valid {invalid:?}",
+                valid.len(),
+                reach.len()
+            ));
+        }
+        Ok(())
+    }
+
+    /// The DRAM tables equal the truth derived from flash by reachability (spec §7 item 6):
+    /// the global index maps each live object to a flash onode of that object (whose size and
+    /// root are the DRAM ones when nothing of it is uncommitted); the page table holds
+    /// exactly the VA → PPN of every written node, each page an index page carrying that VA;
+    /// every clean node's page holds its DRAM keys and values (record mode); the byte-level
+    /// GC table lists only onode pages holding at least its count of stale onodes.
+    pub fn check_tables(&mut self) -> Result<(), String> {
+        let vt = self.o.virtual_tree;
+        let mut live_index = 0;
+        for s in 0..self.objs.len() as u32 {
+            let ob = &self.objs[s as usize];
+            if !ob.live || ob.oid == u64::MAX {
+                continue;
+            }
+            live_index += 1;
+            if self.index.get(&ob.oid) != Some(&s) {
+                return Err(format!("object {}: not in the global index", ob.oid));
+            }
+            if ob.onode_ppn == NONE {
+                if !ob.uncommitted && !ob.onode_dirty {
+                    return Err(format!("object {}: committed without an onode", ob.oid));
+                }
+                continue;
+            }
+            if let Some(recs) = self.contents.as_ref().map(|c| c.get(&ob.onode_ppn)) {
+                let r = match recs {
+                    Some(PageContent::Onode(r)) => r.get(ob.onode_idx as usize).copied(),
+                    _ => None,
+                };
+                let Some(r) = r else {
+                    return Err(format!("object {}: its onode slot holds nothing", ob.oid));
+                };
+                if r.oid != ob.oid || r.tomb {
+                    return Err(format!("object {}: its onode slot holds {:?}", ob.oid, r));
+                }
+                if !ob.uncommitted && !ob.onode_dirty && ob.move_from == NONE {
+                    let want = self.onode_rec(s, r.csn, false);
+                    if (r.size, r.root, r.n_inline) != (want.size, want.root, want.n_inline) {
+                        return Err(format!(
+                            "object {}: onode on flash {r:?}, in DRAM {want:?}",
+                            ob.oid
+                        ));
+                    }
+                }
+            }
+        }
+        if live_index != self.index.len() {
+            return Err(format!(
+                "global index has {} objects, {live_index} live",
+                self.index.len()
+            ));
+        }
+        let mut written = 0u64;
+        for id in 0..self.nodes.nodes.len() {
+            let n = &self.nodes.nodes[id];
+            if n.free || n.ppn == NONE || self.yaffs {
+                continue;
+            }
+            let (c, off) = self.split(n.ppn);
+            let p = self.pages[c]
+                .as_ref()
+                .ok_or("node page in an unopened chunk")?;
+            if p.ptype[off] as usize != INDEX || p.state[off] != VALID {
+                return Err(format!(
+                    "node {id}: page {} is not a valid index page",
+                    n.ppn
+                ));
+            }
+            if vt {
+                written += 1;
+                if self.pt_get(n.va) != n.ppn || p.aux[off] != n.va {
+                    return Err(format!(
+                        "node {id}: VA {} at {}, page table says {}, OOB VA {}",
+                        n.va,
+                        n.ppn,
+                        self.pt_get(n.va),
+                        p.aux[off]
+                    ));
+                }
+            }
+            if n.dirty == 0 {
+                if let Some(PageContent::Index { level, keys, vals }) = self.content_of(n.ppn) {
+                    let dram: Vec<u64> = if n.level == 0 {
+                        n.vals.clone()
+                    } else {
+                        n.vals
+                            .iter()
+                            .map(|&c| {
+                                let ch = &self.nodes.nodes[c as usize];
+                                (if vt { ch.va } else { ch.ppn }) as u64
+                            })
+                            .collect()
+                    };
+                    // An internal node's first key is only a lower bound (routing never
+                    // reads it; the tree refreshes it without rewriting the node).
+                    let from = (n.level > 0) as usize;
+                    let keys_differ =
+                        keys.len() != n.keys.len() || keys.get(from..) != n.keys.get(from..);
+                    if *level != n.level || keys_differ || *vals != dram {
+                        // A clean parent may hold a child whose new page is not written yet
+                        // only in the extent tree's flush; the virtual tree never.
+                        let child_dirty = n.level > 0
+                            && !vt
+                            && n.vals
+                                .iter()
+                                .any(|&c| self.nodes.nodes[c as usize].dirty > 0);
+                        if !child_dirty {
+                            return Err(format!(
+                                "node {id} (level {}): clean, but its page {} differs \
+                                 ({} keys on flash, {} in DRAM; first differing (key, \
+                                 value) pair {:?})",
+                                n.level,
+                                n.ppn,
+                                keys.len(),
+                                n.keys.len(),
+                                keys.iter()
+                                    .zip(&n.keys)
+                                    .zip(vals.iter().zip(&dram))
+                                    .find(|((a, b), (c, d))| a != b || c != d),
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        if vt {
+            let mut entries = 0u64;
+            for t in self.pt_dir.iter().flatten() {
+                entries += t.iter().filter(|&&p| p != NONE).count() as u64;
+            }
+            if entries != written || self.va_live as u64 != written {
+                return Err(format!(
+                    "page table: {entries} entries, {} VAs live, {written} written nodes",
+                    self.va_live
+                ));
+            }
+        }
+        for (&ppn, &(bytes, n)) in &self.gct {
+            let r = self.rec_of(ppn);
+            if r == NONE || !self.page_valid(ppn) {
+                return Err(format!("GC table: page {ppn} is not a valid onode page"));
+            }
+            let op = &self.opages[r as usize];
+            let stale = op.slots.len() as u32 - op.live;
+            if n > stale || bytes != n * self.o.onode_bytes {
+                return Err(format!(
+                    "GC table: page {ppn}: {n} entries ({bytes} B), {stale} stale onodes"
+                ));
             }
         }
         Ok(())

@@ -146,9 +146,19 @@
 //!   tree and the diff cache, by committing GC-moved objects between moves (issue 17).
 //!   Under the diff cache TRUNCATE
 //!   commits the object's metadata at once: re-applying data from the OOB cannot undo a
-//!   truncation. Recovery's own writes carry the backup's epoch, so an interrupted recovery is
-//!   simply redone. YAFFS2-like recovery is a tag scan; a page cut by a later truncate can
-//!   come back (YAFFS2's shrink headers are not modelled), so the crash tests leave it out.
+//!   truncation. Recovery rebuilds a running device (valid counts by reachability; a chunk
+//!   programmed up to a write pointer is reopened, any other used chunk is closed) and writes
+//!   back each IC_OBJ object's index and onode; the capacitor flush stays valid until that is
+//!   done and an object whose newest onode is newer than its LCS leaves IC_OBJ, so an
+//!   interrupted recovery is simply redone. An index page superseded after an object's
+//!   last onode write stays on flash (its chunk is not a GC victim) until the next onode
+//!   write of the object, so the committed tree a cut falls back to is whole; a commit
+//!   (A2's flush, a GC commit, a diff-cache eviction) writes every dirty node of the object
+//!   first, again if a GC inside the flush dirtied some; a GC move that finds no clean chunk
+//!   uses another stream's open chunk of the die (issue 17). YAFFS2-like recovery is a tag
+//!   scan; a page cut
+//!   by a later truncate can come back (YAFFS2's shrink headers are not modelled), so the
+//!   crash tests leave it out.
 //! * Response time is the device's time per command; data-page transfers use
 //!   `timing.channel_mt_s` (Table 16 has none: its preset sets the fastest rate the config allows, 100,000 MT/s: 20 ns per 2 KiB page).
 
@@ -163,6 +173,6 @@ pub mod tree;
 
 pub use command::{ObjectId, OsdCommand, OsdOp};
 pub use config::{Design, OsdConfig};
-pub use crash::{crash_test, CrashReport, Variant};
+pub use crash::{crash_test, crash_test_with, CrashOpts, CrashReport, Variant};
 pub use device::{Device, OsdError};
 pub use replay::{replay, run, OsdReport, RunOpts};

@@ -53,7 +53,7 @@ pub struct Change {
 }
 
 /// The arena of every object's nodes.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Nodes {
     pub nodes: Vec<Node>,
     free: Vec<u32>,
