@@ -392,17 +392,7 @@ fill = "none"
     assert!(f(&r, "flash.erases") > 0.0);
     assert!(f(&r, "sim.multi_plane_programs") > 0.0);
     let a = run(cfg, &["sched.multi_plane=true"], reqs);
-    let strip = |mut v: Value| {
-        for k in [
-            "wall_s",
-            "replay_wall_s",
-            "host_requests_per_s",
-            "replay_requests_per_s",
-        ] {
-            v.as_object_mut().unwrap().remove(k);
-        }
-        v
-    };
+    let strip = crate::without_wall_clock;
     assert_eq!(strip(r), strip(a), "deterministic");
 }
 
@@ -608,17 +598,7 @@ fill = "none"
         "{hpages} pages in {hp} programs"
     );
     let a = run(cfg, &["sched.multi_plane=true"], reqs);
-    let strip = |mut v: Value| {
-        for k in [
-            "wall_s",
-            "replay_wall_s",
-            "host_requests_per_s",
-            "replay_requests_per_s",
-        ] {
-            v.as_object_mut().unwrap().remove(k);
-        }
-        v
-    };
+    let strip = crate::without_wall_clock;
     assert_eq!(strip(r), strip(a), "deterministic");
 }
 

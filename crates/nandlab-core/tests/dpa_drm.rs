@@ -311,17 +311,7 @@ fn configurations_dpa_cannot_run_on_are_errors_naming_what_to_use() {
     );
 }
 
-fn strip(mut v: Value) -> Value {
-    for k in [
-        "wall_s",
-        "replay_wall_s",
-        "host_requests_per_s",
-        "replay_requests_per_s",
-    ] {
-        v.as_object_mut().unwrap().remove(k);
-    }
-    v
-}
+use crate::without_wall_clock as strip;
 
 #[test]
 fn same_seed_same_report() {

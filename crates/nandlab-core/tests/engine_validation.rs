@@ -262,17 +262,7 @@ fn reports_are_deterministic() {
             }
         })
         .collect();
-    let strip = |mut v: Value| {
-        for k in [
-            "wall_s",
-            "replay_wall_s",
-            "host_requests_per_s",
-            "replay_requests_per_s",
-        ] {
-            v[k] = Value::Null;
-        }
-        serde_json::to_string(&v).unwrap()
-    };
+    let strip = |v: Value| serde_json::to_string(&crate::without_wall_clock(v)).unwrap();
     let ov = [
         "precondition.age_overwrites=1.0",
         "precondition.initial_pe_spread=5",

@@ -533,17 +533,7 @@ fn table4_identities_and_determinism_with_faults() {
     );
     // Determinism: same inputs, identical reports (wall-clock fields aside).
     let again = run(cache_cfg("flexecc", &faults), &a);
-    let strip = |mut v: Value| {
-        for k in [
-            "wall_s",
-            "replay_wall_s",
-            "host_requests_per_s",
-            "replay_requests_per_s",
-        ] {
-            v.as_object_mut().unwrap().remove(k);
-        }
-        v
-    };
+    let strip = crate::without_wall_clock;
     assert_eq!(strip(again), strip(ra));
 }
 

@@ -84,3 +84,20 @@ fn every_test_file_is_listed() {
         "tests/integration.rs does not include {missing:?}: add `#[path = \"NAME.rs\"] mod NAME;`"
     );
 }
+
+/// A run report without its wall-clock fields (`wall_s`, `replay_wall_s`,
+/// `host_requests_per_s`, `replay_requests_per_s`): what two runs of the same inputs must
+/// agree on byte for byte.
+pub fn without_wall_clock(mut v: serde_json::Value) -> serde_json::Value {
+    if let Some(o) = v.as_object_mut() {
+        for k in [
+            "wall_s",
+            "replay_wall_s",
+            "host_requests_per_s",
+            "replay_requests_per_s",
+        ] {
+            o.remove(k);
+        }
+    }
+    v
+}

@@ -313,17 +313,7 @@ fn empty_blocks_are_skipped() {
     assert_eq!(f(&r, "flash.programs_by_source.refresh"), 24.0);
 }
 
-fn strip_wall(mut v: Value) -> Value {
-    for k in [
-        "wall_s",
-        "replay_wall_s",
-        "host_requests_per_s",
-        "replay_requests_per_s",
-    ] {
-        v[k] = Value::Null;
-    }
-    v
-}
+use crate::without_wall_clock as strip_wall;
 
 #[test]
 fn refresh_off_leaves_the_report_unchanged() {

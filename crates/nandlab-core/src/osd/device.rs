@@ -204,27 +204,11 @@ impl FlashImage {
     /// order (Algorithm 1's scan).
     pub fn scan(&self) -> impl Iterator<Item = FlashPage<'_>> {
         let ppc = self.pages_per_chunk;
-        self.pages.iter().enumerate().flat_map(move |(c, p)| {
-            p.iter().flat_map(move |p| {
-                (0..ppc as usize).filter_map(move |off| {
-                    let st = p.state[off];
-                    if st != VALID && st != INVALID {
-                        return None;
-                    }
-                    let ppn = c as u32 * ppc + off as u32;
-                    Some(FlashPage {
-                        ppn,
-                        ptype: p.ptype[off] as usize,
-                        oid: p.oid[off],
-                        sn: p.sn[off],
-                        csn: p.csn[off],
-                        aux: p.aux[off],
-                        len: p.len[off],
-                        content: self.contents.get(&ppn),
-                    })
-                })
-            })
-        })
+        self.pages
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.is_some())
+            .flat_map(move |(c, _)| (0..ppc).filter_map(move |off| self.page(c as u32 * ppc + off)))
     }
 
     /// Page `ppn`, if programmed and readable.
