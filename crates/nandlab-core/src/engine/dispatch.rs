@@ -6,7 +6,7 @@ use super::Engine;
 use crate::config::Allocation;
 use crate::exec::{Done, Phase, Txn};
 use crate::ftl::{Ftl, PageState, NONE};
-use crate::sched::{SpaceView, TxnKind};
+use crate::sched::{SpaceView, TxnKind, Visit};
 use crate::scheme::{Ctx, Source};
 
 impl SpaceView for Ftl {
@@ -315,35 +315,52 @@ impl Engine {
             _ => 0,
         };
         let mut n = 1;
-        while n < ppd {
+        {
             let ftl = &self.ftl;
             let slots = &self.slots;
             let rmw_on = self.rmw_on;
-            let Some(p) = self.sched.take_partner(die, t, SCAN, |x| {
-                let bit = 1u64 << (x.plane as usize % ppd);
-                if x.plane == NONE || planes & bit != 0 {
-                    return false;
-                }
-                match kind_idx {
-                    0 => {
-                        ftl.page_index(x.ppn) == offset
-                            && !(rmw_on && slots[x.owner as usize].op == crate::trace::Op::Write)
+            let exec = &mut self.exec;
+            let mut staged = 1;
+            self.sched.take_partners(
+                die,
+                t,
+                SCAN,
+                |x| {
+                    let bit = 1u64 << (x.plane as usize % ppd);
+                    let fits = x.plane != NONE
+                        && planes & bit == 0
+                        && match kind_idx {
+                            0 => {
+                                ftl.page_index(x.ppn) == offset
+                                    && !(rmw_on
+                                        && slots[x.owner as usize].op == crate::trace::Op::Write)
+                            }
+                            1 => {
+                                x.placement.page_type.is_none()
+                                    && x.placement.stream == t.placement.stream
+                                    && ftl.can_start(x)
+                                    && ftl.next_page_offset(
+                                        x.plane,
+                                        x.placement.region,
+                                        x.placement.stream,
+                                    ) == Some(offset)
+                            }
+                            _ => true,
+                        };
+                    if fits {
+                        planes |= bit;
+                        n += 1;
                     }
-                    1 => {
-                        x.placement.page_type.is_none()
-                            && x.placement.stream == t.placement.stream
-                            && ftl.can_start(x)
-                            && ftl.next_page_offset(x.plane, x.placement.region, x.placement.stream)
-                                == Some(offset)
+                    Visit {
+                        take: fits,
+                        more: n < ppd,
                     }
-                    _ => true,
-                }
-            }) else {
-                break;
-            };
-            planes |= 1 << (p.plane as usize % ppd);
-            self.exec.stage(die, n, p);
-            n += 1;
+                },
+                |p| {
+                    exec.stage(die, staged, p);
+                    staged += 1;
+                },
+            );
         }
         if n == 1 {
             return false;
@@ -455,50 +472,68 @@ impl Engine {
         self.os_taken[ti] = 1;
         self.os_join[ti] = 1;
         let max_ops = ppd * bits as usize;
+        let mp_on = self.mp_on;
+        // Whether some plane can still take another page of the word line.
+        let open = |taken: &[u8], join: &[u8]| {
+            (0..ppd).any(|i| taken[i] < room && (i == ti || (mp_on && join[i] != 2)))
+        };
         let mut n = 1;
-        while n < max_ops {
-            // Stop when no plane can take another page of the word line.
-            let open = (0..ppd).any(|i| {
-                self.os_taken[i] < room && (i == ti || (self.mp_on && self.os_join[i] != 2))
-            });
-            if !open {
-                break;
-            }
+        if n < max_ops && open(&self.os_taken, &self.os_join) {
             let ftl = &self.ftl;
-            let mp_on = self.mp_on;
-            let taken = &self.os_taken;
+            let taken = &mut self.os_taken;
             let join = &mut self.os_join;
-            let Some(p) = self.sched.take_partner(die, t, SCAN, |x| {
-                if x.plane == NONE
-                    || x.placement.page_type.is_some()
-                    || x.placement.stream != t.placement.stream
-                    || x.placement.region != t.placement.region
-                {
-                    return false;
-                }
-                let i = x.plane.wrapping_sub(first_plane) as usize;
-                if i >= ppd || taken[i] >= room || (i != ti && !mp_on) {
-                    return false;
-                }
-                if x.kind == TxnKind::Move && ftl.page_state(x.ppn) != PageState::Valid {
-                    return false;
-                }
-                if join[i] == 0 {
-                    // Another plane joins at the same word line (multi-plane, MQSim's rule of
-                    // the same page address); the answer holds for the whole run (same kind,
-                    // source, stream and region).
-                    let ok = ftl.can_start(x)
-                        && ftl.next_page_offset(x.plane, x.placement.region, x.placement.stream)
-                            == Some(offset);
-                    join[i] = if ok { 1 } else { 2 };
-                }
-                join[i] == 1
-            }) else {
-                break;
-            };
-            self.os_taken[(p.plane - first_plane) as usize] += 1;
-            self.exec.stage(die, n, p);
-            n += 1;
+            let exec = &mut self.exec;
+            let mut staged = 1;
+            self.sched.take_partners(
+                die,
+                t,
+                SCAN,
+                |x| {
+                    let refuse = Visit {
+                        take: false,
+                        more: true,
+                    };
+                    if x.plane == NONE
+                        || x.placement.page_type.is_some()
+                        || x.placement.stream != t.placement.stream
+                        || x.placement.region != t.placement.region
+                    {
+                        return refuse;
+                    }
+                    let i = x.plane.wrapping_sub(first_plane) as usize;
+                    if i >= ppd || taken[i] >= room || (i != ti && !mp_on) {
+                        return refuse;
+                    }
+                    if x.kind == TxnKind::Move && ftl.page_state(x.ppn) != PageState::Valid {
+                        return refuse;
+                    }
+                    if join[i] == 0 {
+                        // Another plane joins at the same word line (multi-plane, MQSim's rule
+                        // of the same page address); the answer holds for the whole run (same
+                        // kind, source, stream and region).
+                        let ok = ftl.can_start(x)
+                            && ftl.next_page_offset(
+                                x.plane,
+                                x.placement.region,
+                                x.placement.stream,
+                            ) == Some(offset);
+                        join[i] = if ok { 1 } else { 2 };
+                    }
+                    if join[i] != 1 {
+                        return refuse;
+                    }
+                    taken[i] += 1;
+                    n += 1;
+                    Visit {
+                        take: true,
+                        more: n < max_ops && open(taken, join),
+                    }
+                },
+                |p| {
+                    exec.stage(die, staged, p);
+                    staged += 1;
+                },
+            );
         }
         let planes = self.os_taken.iter().filter(|&&k| k > 0).count();
         self.stats.device.one_shot_ops[kind_idx] += 1;

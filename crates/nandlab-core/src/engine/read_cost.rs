@@ -87,8 +87,20 @@ impl Engine {
     /// `reliability.model = "table6"`: add Guo Table 6's extra soft-sensing levels of `ppn` to
     /// the fixed cost `c` (each level 8 µs of sensing + 20 µs of transfer, Guo §3.2); pages of
     /// reduced-state regions need none. Without the Table 6 source, `c` unchanged.
-    #[inline]
+    ///
+    /// Always inlined: without the Table 6 source it is a no-op, and as a call the tuple
+    /// crossed memory (a 16-byte load of two 8-byte stores, which cannot be forwarded and
+    /// waits for the store buffer to drain: 10 % of the default drive's replay time).
+    #[inline(always)]
     fn table6_levels(&mut self, ppn: u32, c: (u64, u64, u64)) -> (u64, u64, u64) {
+        if self.table6.is_none() {
+            return c;
+        }
+        self.table6_levels_on(ppn, c)
+    }
+
+    /// [`Engine::table6_levels`] with the Table 6 source configured.
+    fn table6_levels_on(&mut self, ppn: u32, c: (u64, u64, u64)) -> (u64, u64, u64) {
         let Some(reduced) = &self.table6 else {
             return c;
         };

@@ -158,14 +158,15 @@ impl EventQueue {
         }
         if self.stale.get() {
             let leaves = &self.node[self.p..self.p + self.slots];
-            let mut best = NO_ENTRY;
+            // Branch-free (the comparison is data-dependent and mispredicts as a branch).
+            // Strict: on equal times the lower slot stays.
+            let (mut bt, mut bs) = (EMPTY, u32::MAX);
             for e in leaves {
-                // Strict: on equal times the lower slot stays.
-                if e.t < best.t {
-                    best = *e;
-                }
+                let lt = e.t < bt;
+                bt = std::hint::select_unpredictable(lt, e.t, bt);
+                bs = std::hint::select_unpredictable(lt, e.slot, bs);
             }
-            self.min.set(best);
+            self.min.set(Entry { t: bt, slot: bs });
             self.stale.set(false);
         }
         self.min.get()

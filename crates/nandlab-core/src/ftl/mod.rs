@@ -145,6 +145,12 @@ pub struct Ftl {
     program_s: Vec<i32>,
     /// Whether any page ever got a read-type flag (reads skip the flags otherwise).
     any_read_type: bool,
+    /// Whether any page was ever programmed with an ECC id other than 0. Until then `ecc` is
+    /// all zeros and is neither read nor written: on a drive with one ECC a read touches one
+    /// per-page array less (a cache miss per random host read).
+    any_ecc: bool,
+    /// Whether any page was ever programmed with a program mode other than 0 (as `any_ecc`).
+    any_mode: bool,
     blk_valid: Vec<u32>,
     blk_wp: Vec<u32>,
     blk_erase: Vec<u32>,
@@ -294,6 +300,8 @@ impl Ftl {
             flags: vec![0u8; pages],
             program_s: vec![0i32; pages],
             any_read_type: false,
+            any_ecc: false,
+            any_mode: false,
             blk_valid: vec![0; blocks],
             blk_wp: vec![0; blocks],
             blk_erase: vec![0; blocks],
@@ -485,7 +493,9 @@ impl Ftl {
     /// Prefetch what a read of page `ppn` touches (its ECC byte and state word).
     #[inline]
     pub fn prefetch_read(&self, ppn: u32) {
-        crate::prefetch::slice(&self.ecc, ppn as usize);
+        if self.any_ecc {
+            crate::prefetch::slice(&self.ecc, ppn as usize);
+        }
         crate::prefetch::slice(&self.state, (ppn / STATE_PER_WORD) as usize);
         if self.any_read_type {
             crate::prefetch::slice(&self.flags, ppn as usize);
@@ -510,8 +520,8 @@ impl Ftl {
             lpn: self.p2l[p],
             program_s: self.program_s[p],
             state,
-            mode: self.mode[p],
-            ecc: self.ecc[p],
+            mode: self.page_mode(ppn),
+            ecc: self.page_ecc(ppn),
             flags: self.flags[p],
         }
     }
@@ -546,11 +556,17 @@ impl Ftl {
     /// Program mode id of a page.
     #[inline]
     pub fn page_mode(&self, ppn: u32) -> u8 {
+        if !self.any_mode {
+            return 0;
+        }
         self.mode[ppn as usize]
     }
     /// ECC id of a page.
     #[inline]
     pub fn page_ecc(&self, ppn: u32) -> u8 {
+        if !self.any_ecc {
+            return 0;
+        }
         self.ecc[ppn as usize]
     }
     /// Program time of a page, s relative to the trace start (negative: preconditioned).
@@ -927,8 +943,14 @@ impl Ftl {
         let p = ppn as usize;
         self.set_state_bits(ppn, PageState::Valid);
         self.p2l[p] = lpn;
-        self.ecc[p] = ecc;
-        self.mode[p] = mode;
+        self.any_ecc |= ecc != 0;
+        if self.any_ecc {
+            self.ecc[p] = ecc;
+        }
+        self.any_mode |= mode != 0;
+        if self.any_mode {
+            self.mode[p] = mode;
+        }
         if self.any_read_type {
             self.flags[p] = 0;
         }

@@ -47,6 +47,15 @@ fn older(a: u32, b: u32) -> bool {
     (a.wrapping_sub(b) as i32) < 0
 }
 
+/// A caller's answer about one candidate of [`Sched::take_partners`].
+#[derive(Clone, Copy, Debug)]
+pub struct Visit {
+    /// Take this transaction into the run.
+    pub take: bool,
+    /// Look at further candidates.
+    pub more: bool,
+}
+
 /// Per-die queues.
 #[derive(Debug)]
 pub struct Sched {
@@ -241,17 +250,25 @@ impl Sched {
         }
     }
 
-    /// Multi-plane operations: take from `die`'s queue of `t` (the one [`Sched::enqueue`]
-    /// puts a transaction of `t`'s source and kind in) the oldest transaction, among the first
-    /// `scan`, of `t`'s kind for which `fits` holds (the caller checks plane and page
-    /// offset). Host writes under dynamic allocation are never taken (they have no die yet).
-    pub fn take_partner(
+    /// Multi-plane and one-shot runs: take from `die`'s queue of `t` (the one
+    /// [`Sched::enqueue`] puts a transaction of `t`'s source and kind in) the transactions of
+    /// `t`'s kind and source that `visit` accepts, oldest first, in one pass. `visit` is asked
+    /// about each candidate in queue order and answers whether to take it and whether to go
+    /// on; it sees the candidates of a window of the first `scan` entries that grows by one
+    /// with each entry taken, so the result equals taking, one at a time, the oldest fitting
+    /// transaction among the first `scan` of the queue as it stands, as long as `visit`'s
+    /// answer for a candidate it refused never turns to "take" later (the callers' fit rules
+    /// only tighten as the run grows). Taken transactions go to `out`, oldest first. At most
+    /// 64 transactions are looked at. Host writes under dynamic allocation are never taken
+    /// (they have no die yet).
+    pub fn take_partners(
         &mut self,
         die: u32,
         t: &Txn,
         scan: usize,
-        mut fits: impl FnMut(&Txn) -> bool,
-    ) -> Option<Txn> {
+        mut visit: impl FnMut(&Txn) -> Visit,
+        mut out: impl FnMut(Txn),
+    ) {
         let q = match (t.source, t.kind) {
             (Source::Host, TxnKind::Read) => Q_READ,
             // Backend refills and prefetches bring data in as host writes do, and like them may
@@ -261,12 +278,31 @@ impl Sched {
             _ => Q_BG,
         };
         let queue = &mut self.queues[die as usize][q];
-        let i = queue
-            .iter()
-            .take(scan)
-            .position(|x| x.kind == t.kind && x.source == t.source && fits(x))?;
-        self.queued -= 1;
-        queue.remove(i)
+        let mut taken: u64 = 0;
+        let mut window = scan;
+        let mut i = 0;
+        while i < window.min(queue.len()).min(64) {
+            let x = &queue[i];
+            if x.kind == t.kind && x.source == t.source {
+                let v = visit(x);
+                if v.take {
+                    out(*x);
+                    taken |= 1 << i;
+                    window += 1;
+                }
+                if !v.more {
+                    break;
+                }
+            }
+            i += 1;
+        }
+        // Remove the taken entries, highest index first (each removal shifts the front).
+        while taken != 0 {
+            let k = 63 - taken.leading_zeros() as usize;
+            queue.remove(k);
+            self.queued -= 1;
+            taken &= !(1 << k);
+        }
     }
 
     /// The heads of `die`'s queues (what it may start next), for prefetching what they will
