@@ -42,20 +42,38 @@ const NO_ENTRY: Entry = Entry {
 /// arrays; reports identical).
 const SCAN_SLOTS: usize = 64;
 
+/// Slots per group of the scan: a group keeps its earliest key, so an update rescans one
+/// group (8 keys) and finding the earliest scans the groups' minima (≤ 8), not every slot.
+const GROUP: usize = 8;
+
+/// Times from which a packed key (`t << 6 | slot`) would overflow: a queue that is given such
+/// a time leaves the scan for the tree for good (same order, ≈ 9.1 years of simulated time).
+const KEY_T_LIMIT: u64 = 1 << 58;
+
+/// No key (an empty slot); above every packed key.
+const NO_KEY: u64 = u64::MAX;
+
 /// Per-die timer slots and a timer heap; see the module documentation.
 #[derive(Clone, Debug)]
 pub struct EventQueue {
     /// Tournament tree: `node[1]` is the earliest slot, the leaves are `node[p + slot]`. Slot 0
-    /// mirrors the timer heap's top, slot 1 + d is die d. With at most [`SCAN_SLOTS`] slots
-    /// only the leaves are kept and `node[1]` is recomputed by a scan when `stale`.
+    /// mirrors the timer heap's top, slot 1 + d is die d. In scan mode (at most
+    /// [`SCAN_SLOTS`] slots, every time below [`KEY_T_LIMIT`]) only the leaves are kept, and
+    /// the order comes from `keys`.
     node: Vec<Entry>,
     /// Leaves (power of two ≥ slots).
     p: usize,
     /// Slots in use.
     slots: usize,
     scan: bool,
+    /// Scan mode: each slot's packed key `t << 6 | slot` ([`NO_KEY`] when empty), so that the
+    /// order by (time, slot) is the order of one integer and a minimum is a branch-free `min`.
+    keys: [u64; SCAN_SLOTS],
+    /// Scan mode: the smallest key of each group of [`GROUP`] slots.
+    gmin: [u64; SCAN_SLOTS / GROUP],
+    /// Scan mode: the smallest key, recomputed from `gmin` when `stale`.
+    min_key: std::cell::Cell<u64>,
     stale: std::cell::Cell<bool>,
-    min: std::cell::Cell<Entry>,
     timers: BinaryHeap<Reverse<(u64, u64, u64)>>,
     timer_seq: u64,
 }
@@ -77,8 +95,10 @@ impl EventQueue {
             p,
             slots,
             scan: slots <= SCAN_SLOTS,
+            keys: [NO_KEY; SCAN_SLOTS],
+            gmin: [NO_KEY; SCAN_SLOTS / GROUP],
+            min_key: std::cell::Cell::new(NO_KEY),
             stale: std::cell::Cell::new(false),
-            min: std::cell::Cell::new(NO_ENTRY),
             timers: BinaryHeap::with_capacity(64),
             timer_seq: 0,
         }
@@ -91,17 +111,11 @@ impl EventQueue {
         let mut j = self.p + slot;
         self.node[j].t = t;
         if self.scan {
-            let m = self.min.get();
-            let e = Entry {
-                t,
-                slot: slot as u32,
-            };
-            if (t, e.slot) < (m.t, m.slot) {
-                self.min.set(e);
-            } else if m.slot == e.slot {
-                self.stale.set(true);
+            if t == EMPTY || t < KEY_T_LIMIT {
+                self.update_key(slot, t);
+                return;
             }
-            return;
+            self.leave_scan();
         }
         while j > 1 {
             let (l, r) = (self.node[j & !1], self.node[j | 1]);
@@ -111,6 +125,47 @@ impl EventQueue {
                 break;
             }
             self.node[j] = m;
+        }
+    }
+
+    /// Scan mode: set `slot`'s key for time `t`, and its group's and the queue's minima (the
+    /// queue's is only marked stale when its own slot moved later).
+    #[inline]
+    fn update_key(&mut self, slot: usize, t: u64) {
+        let key = if t == EMPTY {
+            NO_KEY
+        } else {
+            (t << 6) | slot as u64
+        };
+        let old = std::mem::replace(&mut self.keys[slot], key);
+        if key == old {
+            return;
+        }
+        let g = slot / GROUP;
+        let gm = self.gmin[g];
+        if key < gm {
+            self.gmin[g] = key;
+        } else if gm == old {
+            let b = g * GROUP;
+            let ks = &self.keys[b..b + GROUP];
+            self.gmin[g] = ks.iter().copied().fold(NO_KEY, u64::min);
+        }
+        let m = self.min_key.get();
+        if key < m {
+            self.min_key.set(key);
+        } else if m == old {
+            self.stale.set(true);
+        }
+    }
+
+    /// Leave scan mode for the tree (a time at or beyond [`KEY_T_LIMIT`]): build the tree's
+    /// inner nodes from the leaves, which scan mode keeps up to date.
+    #[cold]
+    fn leave_scan(&mut self) {
+        self.scan = false;
+        for j in (1..self.p).rev() {
+            let (l, r) = (self.node[2 * j], self.node[2 * j + 1]);
+            self.node[j] = if r.t < l.t { r } else { l };
         }
     }
 
@@ -157,19 +212,18 @@ impl EventQueue {
             return self.node[1];
         }
         if self.stale.get() {
-            let leaves = &self.node[self.p..self.p + self.slots];
-            // Branch-free (the comparison is data-dependent and mispredicts as a branch).
-            // Strict: on equal times the lower slot stays.
-            let (mut bt, mut bs) = (EMPTY, u32::MAX);
-            for e in leaves {
-                let lt = e.t < bt;
-                bt = std::hint::select_unpredictable(lt, e.t, bt);
-                bs = std::hint::select_unpredictable(lt, e.slot, bs);
-            }
-            self.min.set(Entry { t: bt, slot: bs });
+            let groups = self.slots.div_ceil(GROUP);
+            self.min_key
+                .set(self.gmin[..groups].iter().copied().fold(NO_KEY, u64::min));
             self.stale.set(false);
         }
-        self.min.get()
+        match self.min_key.get() {
+            NO_KEY => NO_ENTRY,
+            k => Entry {
+                t: k >> 6,
+                slot: (k & 63) as u32,
+            },
+        }
     }
 
     /// Time of the next event, if any.
@@ -243,15 +297,23 @@ mod tests {
     #[test]
     fn scan_and_tree_agree() {
         use rand::{Rng, SeedableRng};
-        for dies in [3u32, 15, 40] {
+        // 3, 15, 40 dies: scan mode; 100: tree; 40 starting near the packed-key limit: scan
+        // mode that leaves for the tree halfway.
+        for (dies, start) in [
+            (3u32, 0u64),
+            (15, 0),
+            (40, 0),
+            (100, 0),
+            (40, KEY_T_LIMIT - 60_000),
+        ] {
             let mut q = EventQueue::new(dies);
             let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(dies as u64);
             let mut pending = vec![None; dies as usize];
-            let mut now = 0u64;
+            let mut now = start;
             for _ in 0..5000 {
                 let d = rng.gen_range(0..dies);
                 if pending[d as usize].is_none() {
-                    let t = now + rng.gen_range(0..50);
+                    let t = now + rng.gen_range(0..50) * if start > 0 { 1000 } else { 1 };
                     q.set_die(d, t);
                     pending[d as usize] = Some(t);
                 }
@@ -273,6 +335,7 @@ mod tests {
                     }
                 }
             }
+            assert_eq!(q.scan, dies < 64 && start == 0, "{dies} dies from {start}");
         }
     }
 
