@@ -83,7 +83,7 @@
 use super::params::Params;
 use super::{Action, Ctx, DeviceInfo, Placement, Scheme, Source};
 use crate::config::ConfigError;
-use crate::flash::{Geometry, PageType, Timing};
+use crate::flash::{DivU32, Geometry, PageType, Timing};
 use crate::ftl::UNMAPPED;
 use std::collections::VecDeque;
 
@@ -181,6 +181,9 @@ pub struct Dpa {
     compact_at: u8,
     logical: u32,
     planes: u32,
+    /// Divider by `planes` (the id ↔ (slot, plane) split and the static plane of an LPN run
+    /// on every tag and every redundant read: a multiply, not a `div`).
+    planes_div: DivU32,
     ppd: u32,
     dies: u32,
     /// First hidden LPN (the logical capacity rounded up to a multiple of the planes).
@@ -189,12 +192,18 @@ pub struct Dpa {
     slots: u32,
     /// `res_of_plane[q]`: an LPN residue mod planes whose static plane is q.
     res_of_plane: Vec<u32>,
+    /// `res_of_plane[q] − q` (wrapping): the hidden LPN of id g on plane q is
+    /// `base + (g − 1) + lpn_off[q]` (see [`Dpa::hidden_lpn`]).
+    lpn_off: Vec<u32>,
     /// Die of the static plane of LPN residue r.
     die_of_res: Vec<u32>,
     // ----- state
     /// Redundant page of each LPN, or NIL (path A / never written).
     rmap: Vec<u32>,
-    /// Per id (plane · slots + slot), one 16-byte record (one cache line holds four): word
+    /// Per id (slot · planes + plane + 1: the slots of every plane interleaved, so the ids in
+    /// use — every plane fills its slots from 0 at about the same rate — are one dense range of
+    /// records and member lists, not `planes` ranges `slots` ids apart, each on its own memory
+    /// pages), one 16-byte record (one cache line holds four): word
     /// [`W_META`] packs state, cache flag, valid tags and members (bytes [`B_STATE`],
     /// [`B_CACHED`], [`B_LIVE`], [`B_NMEM`]); then the parity id and the LRU links. Kept in one
     /// record so that the random accesses of a host write (the old redundant page's state and
@@ -305,11 +314,13 @@ impl Dpa {
             compact_at: 0,
             logical: 0,
             planes: 1,
+            planes_div: DivU32::new(1),
             ppd: 1,
             dies: 1,
             base: 0,
             slots: 0,
             res_of_plane: Vec::new(),
+            lpn_off: Vec::new(),
             die_of_res: Vec::new(),
             rmap: Vec::new(),
             red: Vec::new(),
@@ -431,16 +442,25 @@ impl Dpa {
         self.red[g as usize][W_NEXT] = x;
     }
 
+    /// The hidden LPN of id g = s · planes + q + 1 (slot s of plane q):
+    /// `base + s · planes + res_of_plane[q]`, i.e. `base + (g − 1) − q + res_of_plane[q]`.
     #[inline]
     fn hidden_lpn(&self, g: u32) -> u32 {
-        let q = (g - 1) / self.slots;
-        let s = (g - 1) % self.slots;
-        self.base + s * self.planes + self.res_of_plane[q as usize]
+        let q = self.plane_of_id(g);
+        self.base
+            .wrapping_add(g - 1)
+            .wrapping_add(self.lpn_off[q as usize])
     }
 
     #[inline]
     fn plane_of_id(&self, g: u32) -> u32 {
-        (g - 1) / self.slots
+        self.planes_div.modulo(g - 1)
+    }
+
+    /// Slot (on its plane) of id `g`.
+    #[inline]
+    fn slot_of_id(&self, g: u32) -> u32 {
+        self.planes_div.quot(g - 1)
     }
 
     /// A free id on plane `q`: a released one, else a fresh one; NIL when the plane has none.
@@ -454,12 +474,12 @@ impl Dpa {
             }
             None => return NIL,
         };
-        q * self.slots + s + 1
+        s * self.planes + q + 1
     }
 
     #[inline]
     fn group_of(&self, lpn: u32) -> u32 {
-        self.die_of_res[(lpn % self.planes) as usize]
+        self.die_of_res[self.planes_div.modulo(lpn) as usize]
     }
 
     /// A free id on a plane of die `die` (rotating from `rr[group]`); NIL when every plane
@@ -482,7 +502,8 @@ impl Dpa {
         self.red[g as usize][W_META] = ST_FREE as u32;
         self.set_parity(g, NIL);
         let q = self.plane_of_id(g);
-        self.free[q as usize].push((g - 1) % self.slots);
+        let s = self.slot_of_id(g);
+        self.free[q as usize].push(s);
     }
 
     // ----- redundant-page cache (LRU)
@@ -864,6 +885,7 @@ impl Scheme for Dpa {
         self.compact_at = (self.compact_fraction * self.k as f64).floor() as u8;
         self.logical = logical_pages as u32;
         self.planes = geo.planes();
+        self.planes_div = DivU32::new(self.planes);
         self.ppd = geo.planes_per_die;
         self.dies = geo.dies();
         self.res_of_plane = vec![0; self.planes as usize];
@@ -873,6 +895,9 @@ impl Scheme for Dpa {
             self.res_of_plane[q as usize] = r;
             self.die_of_res[r as usize] = q / self.ppd;
         }
+        self.lpn_off = (0..self.planes)
+            .map(|q| self.res_of_plane[q as usize].wrapping_sub(q))
+            .collect();
         // Slots per plane: every tagged LPN in a flushed page that keeps more than
         // `compact_at` valid tags, plus open/buffered pages and parity, with 2× margin for an
         // uneven spread over planes.
@@ -1057,12 +1082,10 @@ impl Scheme for Dpa {
     fn stats(&self) -> serde_json::Value {
         let mut v = serde_json::to_value(self.counters).unwrap_or_default();
         let (mut valid, mut invalid, mut flushed) = (0u64, 0u64, 0u64);
-        let used = (0..self.planes as usize).flat_map(|q| {
-            let first = q * self.slots as usize + 1;
-            first..first + self.fresh[q] as usize
-        });
+        let planes = self.planes;
+        let used =
+            (0..planes).flat_map(|q| (0..self.fresh[q as usize]).map(move |s| s * planes + q + 1));
         for g in used {
-            let g = g as u32;
             if self.st(g) == ST_FLUSHED {
                 flushed += 1;
                 valid += self.live(g) as u64;
