@@ -99,11 +99,11 @@ const ST_OPEN: u8 = 1;
 const ST_READY: u8 = 2;
 const ST_FLUSHED: u8 = 3;
 const ST_PARITY: u8 = 4;
-/// Words of a per-id record (`Dpa::red`) and bytes of its meta word.
-const W_META: usize = 0;
-const W_PARITY: usize = 1;
-const W_PREV: usize = 2;
-const W_NEXT: usize = 3;
+/// Bytes of a per-id record (`Dpa::red`): four one-byte fields, then three little-endian
+/// `u32` words at byte offsets [`W_PARITY`], [`W_PREV`], [`W_NEXT`].
+const W_PARITY: usize = 4;
+const W_PREV: usize = 8;
+const W_NEXT: usize = 12;
 const B_STATE: usize = 0;
 const B_CACHED: usize = 1;
 const B_LIVE: usize = 2;
@@ -203,14 +203,14 @@ pub struct Dpa {
     /// Per id (slot · planes + plane + 1: the slots of every plane interleaved, so the ids in
     /// use — every plane fills its slots from 0 at about the same rate — are one dense range of
     /// records and member lists, not `planes` ranges `slots` ids apart, each on its own memory
-    /// pages), one 16-byte record (one cache line holds four): word
-    /// [`W_META`] packs state, cache flag, valid tags and members (bytes [`B_STATE`],
-    /// [`B_CACHED`], [`B_LIVE`], [`B_NMEM`]); then the parity id and the LRU links. Kept in one
-    /// record so that the random accesses of a host write (the old redundant page's state and
-    /// valid count) and of a host read (state, cache flag) touch one line, not one per array.
-    /// `[u32; 4]` and not a struct so that `vec![[0; 4]; n]` is allocated zeroed (lazily
-    /// backed, see [`NIL`]).
-    red: Vec<[u32; 4]>,
+    /// pages), one 16-byte record (one cache line holds four): state, cache flag, valid tags
+    /// and members (bytes [`B_STATE`], [`B_CACHED`], [`B_LIVE`], [`B_NMEM`]); then the parity
+    /// id and the LRU links. Kept in one record so that the random accesses of a host write
+    /// (the old redundant page's state and valid count) and of a host read (state, cache flag)
+    /// touch one line, not one per array. `[u8; 16]` and not a struct so that
+    /// `vec![[0; 16]; n]` is allocated zeroed (lazily backed, see [`NIL`]), and so that a
+    /// byte field is written with one byte store.
+    red: Vec<[u8; 16]>,
     /// Members (data LPNs) of each id, `k` per id.
     members: Vec<u32>,
     /// Per plane: released slots, and slots never used from `fresh[q]` on.
@@ -358,15 +358,23 @@ impl Dpa {
 
     #[inline]
     fn byte(&self, g: u32, i: usize) -> u8 {
-        self.red[g as usize][W_META].to_le_bytes()[i]
+        self.red[g as usize][i]
     }
 
     #[inline]
     fn set_byte(&mut self, g: u32, i: usize, v: u8) {
-        let w = &mut self.red[g as usize][W_META];
-        let mut b = w.to_le_bytes();
-        b[i] = v;
-        *w = u32::from_le_bytes(b);
+        self.red[g as usize][i] = v;
+    }
+
+    #[inline]
+    fn word(&self, g: u32, at: usize) -> u32 {
+        let r = &self.red[g as usize];
+        u32::from_le_bytes([r[at], r[at + 1], r[at + 2], r[at + 3]])
+    }
+
+    #[inline]
+    fn set_word(&mut self, g: u32, at: usize, v: u32) {
+        self.red[g as usize][at..at + 4].copy_from_slice(&v.to_le_bytes());
     }
 
     #[inline]
@@ -414,32 +422,32 @@ impl Dpa {
 
     #[inline]
     fn parity(&self, g: u32) -> u32 {
-        self.red[g as usize][W_PARITY]
+        self.word(g, W_PARITY)
     }
 
     #[inline]
     fn set_parity(&mut self, g: u32, p: u32) {
-        self.red[g as usize][W_PARITY] = p;
+        self.set_word(g, W_PARITY, p);
     }
 
     #[inline]
     fn prev(&self, g: u32) -> u32 {
-        self.red[g as usize][W_PREV]
+        self.word(g, W_PREV)
     }
 
     #[inline]
     fn set_prev(&mut self, g: u32, x: u32) {
-        self.red[g as usize][W_PREV] = x;
+        self.set_word(g, W_PREV, x);
     }
 
     #[inline]
     fn next(&self, g: u32) -> u32 {
-        self.red[g as usize][W_NEXT]
+        self.word(g, W_NEXT)
     }
 
     #[inline]
     fn set_next(&mut self, g: u32, x: u32) {
-        self.red[g as usize][W_NEXT] = x;
+        self.set_word(g, W_NEXT, x);
     }
 
     /// The hidden LPN of id g = s · planes + q + 1 (slot s of plane q):
@@ -499,7 +507,7 @@ impl Dpa {
     fn release(&mut self, g: u32) {
         self.cache_remove(g);
         // State ST_FREE, not cached, no tags, no members, no parity (the LRU links are dead).
-        self.red[g as usize][W_META] = ST_FREE as u32;
+        self.red[g as usize][..4].copy_from_slice(&[ST_FREE, 0, 0, 0]);
         self.set_parity(g, NIL);
         let q = self.plane_of_id(g);
         let s = self.slot_of_id(g);
@@ -565,6 +573,7 @@ impl Dpa {
 
     /// Host write of `lpn` (R4): invalidate its old tags, then add its overflow to the open
     /// redundant page of its die group.
+    #[inline]
     fn write_tags(&mut self, lpn: u32, out: &mut Vec<Action>) {
         let old = self.rmap[lpn as usize];
         if old != NIL {
@@ -586,29 +595,42 @@ impl Dpa {
     }
 
     /// Append `lpn`'s tags to the open redundant page of its group.
+    #[inline]
     fn add_tag(&mut self, lpn: u32, out: &mut Vec<Action>) {
         let group = self.group_of(lpn);
         let mut g = self.open[group as usize];
         if g == NIL {
-            let partner = (group + self.dies / 2) % self.dies;
-            g = self.take_slot(group, partner);
+            g = self.open_page(group);
             if g == NIL {
-                // The sizing of `hidden_pages` makes this unreachable; counted, never silent.
-                self.counters.slots_exhausted += 1;
                 return;
             }
-            self.set_st(g, ST_OPEN);
-            self.open[group as usize] = g;
         }
-        let n = self.nmem(g) as usize;
+        let rec = &mut self.red[g as usize];
+        let n = rec[B_NMEM] as usize;
+        rec[B_NMEM] += 1;
+        rec[B_LIVE] += 1;
         self.members[g as usize * self.k + n] = lpn;
-        self.set_nmem(g, self.nmem(g) + 1);
-        self.set_live(g, self.live(g) + 1);
         self.rmap[lpn as usize] = g;
         if n + 1 == self.k {
             self.open[group as usize] = NIL;
             self.page_full(g, out);
         }
+    }
+
+    /// Open a redundant page for `group` on its partner die (R1); NIL (counted) when none is
+    /// free.
+    #[cold]
+    fn open_page(&mut self, group: u32) -> u32 {
+        let partner = (group + self.dies / 2) % self.dies;
+        let g = self.take_slot(group, partner);
+        if g == NIL {
+            // The sizing of `hidden_pages` makes this unreachable; counted, never silent.
+            self.counters.slots_exhausted += 1;
+            return NIL;
+        }
+        self.set_st(g, ST_OPEN);
+        self.open[group as usize] = g;
+        g
     }
 
     /// Open page `g` is full: buffer it (delayed write), or write it now.
@@ -924,7 +946,7 @@ impl Scheme for Dpa {
         let ids = slots as usize * self.planes as usize;
         // Id 0 is NIL; every array is zeroed (lazily backed: see NIL).
         self.rmap = vec![NIL; logical_pages as usize];
-        self.red = vec![[0; 4]; ids + 1];
+        self.red = vec![[0; 16]; ids + 1];
         self.members = vec![0; (ids + 1) * self.k];
         self.free = (0..self.planes).map(|_| Vec::with_capacity(64)).collect();
         self.fresh = vec![0; self.planes as usize];
