@@ -1056,6 +1056,9 @@ impl Scheme for Dpa {
             self.counters.same_die_reads += 1;
         }
         self.counters.redundant_reads += 1;
+        // What the read's dispatch touches (its ECC byte and state word), while the engine
+        // queues the request's data reads first.
+        ctx.ftl.prefetch_read(hp);
         actions.push(Action::Read { lpn: h, wait: true });
         self.cache_insert(g);
     }
