@@ -485,6 +485,10 @@ impl Engine {
             cfg,
         };
         e.idle_threshold_ns = e.scheme.idle_threshold_ns();
+        // The replay loop takes an arrival at time t before every event at t (`run`), as
+        // booking transfers ahead needs: same timing, one event fewer per read that no other
+        // die's transfer overtakes.
+        e.exec.set_book_ahead(true);
         e.scheme_prefetch = e.scheme.prefetches();
         if e.cfg.faults.mode == FaultMode::EveryNthBit {
             let p = e.cfg.faults.period_pages(e.page_size);

@@ -83,7 +83,7 @@
 use super::params::Params;
 use super::{Action, Ctx, DeviceInfo, Placement, Scheme, Source};
 use crate::config::ConfigError;
-use crate::flash::{Geometry, PageType, Timing};
+use crate::flash::{DivU32, Geometry, PageType, Timing};
 use crate::ftl::UNMAPPED;
 use std::collections::VecDeque;
 
@@ -99,11 +99,11 @@ const ST_OPEN: u8 = 1;
 const ST_READY: u8 = 2;
 const ST_FLUSHED: u8 = 3;
 const ST_PARITY: u8 = 4;
-/// Words of a per-id record (`Dpa::red`) and bytes of its meta word.
-const W_META: usize = 0;
-const W_PARITY: usize = 1;
-const W_PREV: usize = 2;
-const W_NEXT: usize = 3;
+/// Bytes of a per-id record (`Dpa::red`): four one-byte fields, then three little-endian
+/// `u32` words at byte offsets [`W_PARITY`], [`W_PREV`], [`W_NEXT`].
+const W_PARITY: usize = 4;
+const W_PREV: usize = 8;
+const W_NEXT: usize = 12;
 const B_STATE: usize = 0;
 const B_CACHED: usize = 1;
 const B_LIVE: usize = 2;
@@ -181,6 +181,9 @@ pub struct Dpa {
     compact_at: u8,
     logical: u32,
     planes: u32,
+    /// Divider by `planes` (the id ↔ (slot, plane) split and the static plane of an LPN run
+    /// on every tag and every redundant read: a multiply, not a `div`).
+    planes_div: DivU32,
     ppd: u32,
     dies: u32,
     /// First hidden LPN (the logical capacity rounded up to a multiple of the planes).
@@ -189,19 +192,25 @@ pub struct Dpa {
     slots: u32,
     /// `res_of_plane[q]`: an LPN residue mod planes whose static plane is q.
     res_of_plane: Vec<u32>,
+    /// `res_of_plane[q] − q` (wrapping): the hidden LPN of id g on plane q is
+    /// `base + (g − 1) + lpn_off[q]` (see [`Dpa::hidden_lpn`]).
+    lpn_off: Vec<u32>,
     /// Die of the static plane of LPN residue r.
     die_of_res: Vec<u32>,
     // ----- state
     /// Redundant page of each LPN, or NIL (path A / never written).
     rmap: Vec<u32>,
-    /// Per id (plane · slots + slot), one 16-byte record (one cache line holds four): word
-    /// [`W_META`] packs state, cache flag, valid tags and members (bytes [`B_STATE`],
-    /// [`B_CACHED`], [`B_LIVE`], [`B_NMEM`]); then the parity id and the LRU links. Kept in one
-    /// record so that the random accesses of a host write (the old redundant page's state and
-    /// valid count) and of a host read (state, cache flag) touch one line, not one per array.
-    /// `[u32; 4]` and not a struct so that `vec![[0; 4]; n]` is allocated zeroed (lazily
-    /// backed, see [`NIL`]).
-    red: Vec<[u32; 4]>,
+    /// Per id (slot · planes + plane + 1: the slots of every plane interleaved, so the ids in
+    /// use — every plane fills its slots from 0 at about the same rate — are one dense range of
+    /// records and member lists, not `planes` ranges `slots` ids apart, each on its own memory
+    /// pages), one 16-byte record (one cache line holds four): state, cache flag, valid tags
+    /// and members (bytes [`B_STATE`], [`B_CACHED`], [`B_LIVE`], [`B_NMEM`]); then the parity
+    /// id and the LRU links. Kept in one record so that the random accesses of a host write
+    /// (the old redundant page's state and valid count) and of a host read (state, cache flag)
+    /// touch one line, not one per array. `[u8; 16]` and not a struct so that
+    /// `vec![[0; 16]; n]` is allocated zeroed (lazily backed, see [`NIL`]), and so that a
+    /// byte field is written with one byte store.
+    red: Vec<[u8; 16]>,
     /// Members (data LPNs) of each id, `k` per id.
     members: Vec<u32>,
     /// Per plane: released slots, and slots never used from `fresh[q]` on.
@@ -305,11 +314,13 @@ impl Dpa {
             compact_at: 0,
             logical: 0,
             planes: 1,
+            planes_div: DivU32::new(1),
             ppd: 1,
             dies: 1,
             base: 0,
             slots: 0,
             res_of_plane: Vec::new(),
+            lpn_off: Vec::new(),
             die_of_res: Vec::new(),
             rmap: Vec::new(),
             red: Vec::new(),
@@ -347,15 +358,23 @@ impl Dpa {
 
     #[inline]
     fn byte(&self, g: u32, i: usize) -> u8 {
-        self.red[g as usize][W_META].to_le_bytes()[i]
+        self.red[g as usize][i]
     }
 
     #[inline]
     fn set_byte(&mut self, g: u32, i: usize, v: u8) {
-        let w = &mut self.red[g as usize][W_META];
-        let mut b = w.to_le_bytes();
-        b[i] = v;
-        *w = u32::from_le_bytes(b);
+        self.red[g as usize][i] = v;
+    }
+
+    #[inline]
+    fn word(&self, g: u32, at: usize) -> u32 {
+        let r = &self.red[g as usize];
+        u32::from_le_bytes([r[at], r[at + 1], r[at + 2], r[at + 3]])
+    }
+
+    #[inline]
+    fn set_word(&mut self, g: u32, at: usize, v: u32) {
+        self.red[g as usize][at..at + 4].copy_from_slice(&v.to_le_bytes());
     }
 
     #[inline]
@@ -403,44 +422,53 @@ impl Dpa {
 
     #[inline]
     fn parity(&self, g: u32) -> u32 {
-        self.red[g as usize][W_PARITY]
+        self.word(g, W_PARITY)
     }
 
     #[inline]
     fn set_parity(&mut self, g: u32, p: u32) {
-        self.red[g as usize][W_PARITY] = p;
+        self.set_word(g, W_PARITY, p);
     }
 
     #[inline]
     fn prev(&self, g: u32) -> u32 {
-        self.red[g as usize][W_PREV]
+        self.word(g, W_PREV)
     }
 
     #[inline]
     fn set_prev(&mut self, g: u32, x: u32) {
-        self.red[g as usize][W_PREV] = x;
+        self.set_word(g, W_PREV, x);
     }
 
     #[inline]
     fn next(&self, g: u32) -> u32 {
-        self.red[g as usize][W_NEXT]
+        self.word(g, W_NEXT)
     }
 
     #[inline]
     fn set_next(&mut self, g: u32, x: u32) {
-        self.red[g as usize][W_NEXT] = x;
+        self.set_word(g, W_NEXT, x);
     }
 
+    /// The hidden LPN of id g = s · planes + q + 1 (slot s of plane q):
+    /// `base + s · planes + res_of_plane[q]`, i.e. `base + (g − 1) − q + res_of_plane[q]`.
     #[inline]
     fn hidden_lpn(&self, g: u32) -> u32 {
-        let q = (g - 1) / self.slots;
-        let s = (g - 1) % self.slots;
-        self.base + s * self.planes + self.res_of_plane[q as usize]
+        let q = self.plane_of_id(g);
+        self.base
+            .wrapping_add(g - 1)
+            .wrapping_add(self.lpn_off[q as usize])
     }
 
     #[inline]
     fn plane_of_id(&self, g: u32) -> u32 {
-        (g - 1) / self.slots
+        self.planes_div.modulo(g - 1)
+    }
+
+    /// Slot (on its plane) of id `g`.
+    #[inline]
+    fn slot_of_id(&self, g: u32) -> u32 {
+        self.planes_div.quot(g - 1)
     }
 
     /// A free id on plane `q`: a released one, else a fresh one; NIL when the plane has none.
@@ -454,12 +482,12 @@ impl Dpa {
             }
             None => return NIL,
         };
-        q * self.slots + s + 1
+        s * self.planes + q + 1
     }
 
     #[inline]
     fn group_of(&self, lpn: u32) -> u32 {
-        self.die_of_res[(lpn % self.planes) as usize]
+        self.die_of_res[self.planes_div.modulo(lpn) as usize]
     }
 
     /// A free id on a plane of die `die` (rotating from `rr[group]`); NIL when every plane
@@ -479,10 +507,11 @@ impl Dpa {
     fn release(&mut self, g: u32) {
         self.cache_remove(g);
         // State ST_FREE, not cached, no tags, no members, no parity (the LRU links are dead).
-        self.red[g as usize][W_META] = ST_FREE as u32;
+        self.red[g as usize][..4].copy_from_slice(&[ST_FREE, 0, 0, 0]);
         self.set_parity(g, NIL);
         let q = self.plane_of_id(g);
-        self.free[q as usize].push((g - 1) % self.slots);
+        let s = self.slot_of_id(g);
+        self.free[q as usize].push(s);
     }
 
     // ----- redundant-page cache (LRU)
@@ -544,6 +573,7 @@ impl Dpa {
 
     /// Host write of `lpn` (R4): invalidate its old tags, then add its overflow to the open
     /// redundant page of its die group.
+    #[inline]
     fn write_tags(&mut self, lpn: u32, out: &mut Vec<Action>) {
         let old = self.rmap[lpn as usize];
         if old != NIL {
@@ -565,29 +595,42 @@ impl Dpa {
     }
 
     /// Append `lpn`'s tags to the open redundant page of its group.
+    #[inline]
     fn add_tag(&mut self, lpn: u32, out: &mut Vec<Action>) {
         let group = self.group_of(lpn);
         let mut g = self.open[group as usize];
         if g == NIL {
-            let partner = (group + self.dies / 2) % self.dies;
-            g = self.take_slot(group, partner);
+            g = self.open_page(group);
             if g == NIL {
-                // The sizing of `hidden_pages` makes this unreachable; counted, never silent.
-                self.counters.slots_exhausted += 1;
                 return;
             }
-            self.set_st(g, ST_OPEN);
-            self.open[group as usize] = g;
         }
-        let n = self.nmem(g) as usize;
+        let rec = &mut self.red[g as usize];
+        let n = rec[B_NMEM] as usize;
+        rec[B_NMEM] += 1;
+        rec[B_LIVE] += 1;
         self.members[g as usize * self.k + n] = lpn;
-        self.set_nmem(g, self.nmem(g) + 1);
-        self.set_live(g, self.live(g) + 1);
         self.rmap[lpn as usize] = g;
         if n + 1 == self.k {
             self.open[group as usize] = NIL;
             self.page_full(g, out);
         }
+    }
+
+    /// Open a redundant page for `group` on its partner die (R1); NIL (counted) when none is
+    /// free.
+    #[cold]
+    fn open_page(&mut self, group: u32) -> u32 {
+        let partner = (group + self.dies / 2) % self.dies;
+        let g = self.take_slot(group, partner);
+        if g == NIL {
+            // The sizing of `hidden_pages` makes this unreachable; counted, never silent.
+            self.counters.slots_exhausted += 1;
+            return NIL;
+        }
+        self.set_st(g, ST_OPEN);
+        self.open[group as usize] = g;
+        g
     }
 
     /// Open page `g` is full: buffer it (delayed write), or write it now.
@@ -864,6 +907,7 @@ impl Scheme for Dpa {
         self.compact_at = (self.compact_fraction * self.k as f64).floor() as u8;
         self.logical = logical_pages as u32;
         self.planes = geo.planes();
+        self.planes_div = DivU32::new(self.planes);
         self.ppd = geo.planes_per_die;
         self.dies = geo.dies();
         self.res_of_plane = vec![0; self.planes as usize];
@@ -873,6 +917,9 @@ impl Scheme for Dpa {
             self.res_of_plane[q as usize] = r;
             self.die_of_res[r as usize] = q / self.ppd;
         }
+        self.lpn_off = (0..self.planes)
+            .map(|q| self.res_of_plane[q as usize].wrapping_sub(q))
+            .collect();
         // Slots per plane: every tagged LPN in a flushed page that keeps more than
         // `compact_at` valid tags, plus open/buffered pages and parity, with 2× margin for an
         // uneven spread over planes.
@@ -899,7 +946,7 @@ impl Scheme for Dpa {
         let ids = slots as usize * self.planes as usize;
         // Id 0 is NIL; every array is zeroed (lazily backed: see NIL).
         self.rmap = vec![NIL; logical_pages as usize];
-        self.red = vec![[0; 4]; ids + 1];
+        self.red = vec![[0; 16]; ids + 1];
         self.members = vec![0; (ids + 1) * self.k];
         self.free = (0..self.planes).map(|_| Vec::with_capacity(64)).collect();
         self.fresh = vec![0; self.planes as usize];
@@ -1009,6 +1056,9 @@ impl Scheme for Dpa {
             self.counters.same_die_reads += 1;
         }
         self.counters.redundant_reads += 1;
+        // What the read's dispatch touches (its ECC byte and state word), while the engine
+        // queues the request's data reads first.
+        ctx.ftl.prefetch_read(hp);
         actions.push(Action::Read { lpn: h, wait: true });
         self.cache_insert(g);
     }
@@ -1057,12 +1107,10 @@ impl Scheme for Dpa {
     fn stats(&self) -> serde_json::Value {
         let mut v = serde_json::to_value(self.counters).unwrap_or_default();
         let (mut valid, mut invalid, mut flushed) = (0u64, 0u64, 0u64);
-        let used = (0..self.planes as usize).flat_map(|q| {
-            let first = q * self.slots as usize + 1;
-            first..first + self.fresh[q] as usize
-        });
+        let planes = self.planes;
+        let used =
+            (0..planes).flat_map(|q| (0..self.fresh[q as usize]).map(move |s| s * planes + q + 1));
         for g in used {
-            let g = g as u32;
             if self.st(g) == ST_FLUSHED {
                 flushed += 1;
                 valid += self.live(g) as u64;
