@@ -48,7 +48,7 @@ fn main() {
                     "{run} {variant}: commands {} (window from {}), flash ops {}, cuts {}, \
                      failures {}, table {}, replay {}, continued {}, recovery cuts {} \
                      (mismatches {}), backup max {} (over {}), IC_OBJ {}, re-applied {}, \
-                     recovery writes {}, recovery ≈ {} s, wall {} s\n  cuts by op {}\n  \
+                     recovery writes {}, recovery ≈ {} s, wall {} s, set-up CPU {} s, CPU per cut {} s\n  cuts by op {}\n  \
                      examples {}",
                     g("commands"),
                     g("window_start"),
@@ -67,6 +67,8 @@ fn main() {
                     g("recovery_writes_mean"),
                     g("recovery_time_s_mean"),
                     g("wall_s"),
+                    g("setup_cpu_s"),
+                    g("cpu_s_per_cut"),
                     g("cuts_by_op"),
                     g("failure_examples"),
                 );

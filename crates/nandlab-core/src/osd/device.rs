@@ -8,6 +8,7 @@
 //! ([`crate::osd::replay`]) runs the stages on the shared executor.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -171,6 +172,58 @@ pub struct BackupStats {
     pub over_budget: bool,
 }
 
+/// Recorded page contents (record mode), one list per chunk indexed by page offset. A chunk's
+/// list is shared between clones of a device (copy on write, [`Arc::make_mut`]): the crash
+/// harness clones a device holding a whole trace footprint once per cut and copies one
+/// pointer per chunk, then only the chunks the cut's run programs or erases (issue 17).
+#[derive(Clone, Debug)]
+pub struct Contents {
+    ppc: u32,
+    chunks: Vec<Option<Arc<Vec<Option<PageContent>>>>>,
+}
+
+impl Contents {
+    fn new(nchunks: usize, ppc: u32) -> Contents {
+        Contents {
+            ppc: ppc.max(1),
+            chunks: vec![None; nchunks],
+        }
+    }
+
+    /// What page `ppn` holds, if recorded.
+    #[inline]
+    pub fn get(&self, ppn: u32) -> Option<&PageContent> {
+        let c = (ppn / self.ppc) as usize;
+        self.chunks.get(c)?.as_ref()?[(ppn % self.ppc) as usize].as_ref()
+    }
+
+    /// Set (or, `None`, clear) what page `ppn` holds.
+    fn set(&mut self, ppn: u32, v: Option<PageContent>) {
+        let (c, off) = ((ppn / self.ppc) as usize, (ppn % self.ppc) as usize);
+        if c >= self.chunks.len() {
+            if v.is_none() {
+                return;
+            }
+            self.chunks.resize(c + 1, None);
+        }
+        let slot = &mut self.chunks[c];
+        match slot {
+            None if v.is_none() => {}
+            None => {
+                let mut list = vec![None; self.ppc as usize];
+                list[off] = v;
+                *slot = Some(Arc::new(list));
+            }
+            Some(list) => {
+                if v.is_none() && list[off].is_none() {
+                    return;
+                }
+                Arc::make_mut(list)[off] = v;
+            }
+        }
+    }
+}
+
 /// Flash after power loss: every page's state and OOB, and (record mode) its contents. No
 /// DRAM state of the device survives in it.
 #[derive(Clone)]
@@ -181,7 +234,7 @@ pub struct FlashImage {
     pub virtual_tree: bool,
     pub yaffs: bool,
     pages: Vec<Option<Box<ChunkPages>>>,
-    contents: IdMap<u32, PageContent>,
+    contents: Contents,
     /// Erase count per block (kept on flash by real devices).
     erase_count: Vec<u32>,
 }
@@ -207,8 +260,49 @@ impl FlashImage {
         self.pages
             .iter()
             .enumerate()
-            .filter(|(_, p)| p.is_some())
-            .flat_map(move |(c, _)| (0..ppc).filter_map(move |off| self.page(c as u32 * ppc + off)))
+            .filter_map(|(c, p)| p.as_deref().map(|p| (c, p)))
+            .flat_map(move |(c, p)| {
+                let cont = self.contents.chunks.get(c).and_then(|x| x.as_deref());
+                (0..ppc as usize).filter_map(move |off| {
+                    let st = p.state[off];
+                    if st != VALID && st != INVALID {
+                        return None;
+                    }
+                    Some(FlashPage {
+                        ppn: c as u32 * ppc + off as u32,
+                        ptype: p.ptype[off] as usize,
+                        oid: p.oid[off],
+                        sn: p.sn[off],
+                        csn: p.csn[off],
+                        aux: p.aux[off],
+                        len: p.len[off],
+                        content: cont.and_then(|v| v[off].as_ref()),
+                    })
+                })
+            })
+    }
+
+    /// (PPN, page type, object id) of every programmed, readable page, in PPN order: the
+    /// scan of [`FlashImage::scan`] reading only the OOB fields that pick the pages a pass
+    /// needs (then [`FlashImage::page`] reads the rest).
+    pub fn scan_types(&self) -> impl Iterator<Item = (u32, usize, u64)> + '_ {
+        let ppc = self.pages_per_chunk;
+        self.pages
+            .iter()
+            .enumerate()
+            .filter_map(|(c, p)| p.as_deref().map(|p| (c, p)))
+            .flat_map(move |(c, p)| {
+                (0..ppc as usize).filter_map(move |off| {
+                    let st = p.state[off];
+                    (st == VALID || st == INVALID).then(|| {
+                        (
+                            c as u32 * ppc + off as u32,
+                            p.ptype[off] as usize,
+                            p.oid[off],
+                        )
+                    })
+                })
+            })
     }
 
     /// Page `ppn`, if programmed and readable.
@@ -230,7 +324,7 @@ impl FlashImage {
             csn: p.csn[off],
             aux: p.aux[off],
             len: p.len[off],
-            content: self.contents.get(&ppn),
+            content: self.contents.get(ppn),
         })
     }
 
@@ -484,7 +578,7 @@ impl std::hash::Hasher for IdHasher {
     }
 }
 
-type IdMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<IdHasher>>;
+pub(crate) type IdMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<IdHasher>>;
 
 /// The object device. See the module documentation. `Clone` snapshots it whole (flash and
 /// DRAM state): the crash harness cuts from clones of a preconditioned device.
@@ -563,7 +657,7 @@ pub struct Device {
     /// Data pages mapped (YAFFS2's RAM index size).
     mapped: u64,
     /// Page contents (record mode only), by PPN.
-    contents: Option<IdMap<u32, PageContent>>,
+    contents: Option<Contents>,
     next_content: Option<PageContent>,
     next_csn: u64,
     /// Write id of the command being executed (record mode: what its data bytes carry).
@@ -699,7 +793,7 @@ impl Device {
     /// Keep every programmed page's contents (the crash harness reads flash back).
     pub fn record_contents(&mut self) {
         if self.contents.is_none() {
-            self.contents = Some(IdMap::default());
+            self.contents = Some(Contents::new(self.pages.len(), self.ppc));
         }
     }
 
@@ -823,7 +917,7 @@ impl Device {
             virtual_tree: self.o.virtual_tree,
             yaffs: self.yaffs,
             pages: self.pages,
-            contents: self.contents.unwrap_or_default(),
+            contents: self.contents.unwrap_or_else(|| Contents::new(0, self.ppc)),
             erase_count: self.erase_count,
         }
     }
@@ -1096,14 +1190,7 @@ impl Device {
         }
         let ppn = c * self.ppc + off as u32;
         if let Some(map) = self.contents.as_mut() {
-            match self.next_content.take() {
-                Some(content) => {
-                    map.insert(ppn, content);
-                }
-                None => {
-                    map.remove(&ppn);
-                }
-            }
+            map.set(ppn, self.next_content.take());
         }
         let op = FlashOp {
             kind: OpKind::Program,
@@ -1142,7 +1229,7 @@ impl Device {
     }
 
     fn content_of(&self, ppn: u32) -> Option<&PageContent> {
-        self.contents.as_ref()?.get(&ppn)
+        self.contents.as_ref()?.get(ppn)
     }
 
     fn csn_of(&self, ppn: u32) -> u64 {
@@ -1348,7 +1435,7 @@ impl Device {
             }
             if let Some(map) = self.contents.as_mut() {
                 for q in first..first + self.ppb {
-                    map.remove(&q);
+                    map.set(q, None);
                 }
             }
             if let Some(p) = self.pages[victim as usize].as_mut() {
@@ -3199,6 +3286,98 @@ impl Device {
         Ok(())
     }
 
+    /// The live objects: (object id, slot), in slot order (the objects [`Device::logical`]
+    /// lists).
+    pub fn live_objects(&self) -> Vec<(u64, u32)> {
+        (0..self.objs.len() as u32)
+            .filter(|&s| {
+                let ob = &self.objs[s as usize];
+                ob.live && self.index.get(&ob.oid) == Some(&s)
+            })
+            .map(|s| (self.objs[s as usize].oid, s))
+            .collect()
+    }
+
+    /// The size of the object in slot `s`.
+    pub fn object_size(&self, s: u32) -> u64 {
+        self.objs[s as usize].size
+    }
+
+    /// Whether object `oid` is live.
+    pub fn has_object(&self, oid: ObjectId) -> bool {
+        self.index
+            .get(&oid)
+            .is_some_and(|&s| self.objs[s as usize].live)
+    }
+
+    /// The object in slot `s` as [`Device::logical`] reads it back, without building it:
+    /// `f(page index, write-id segments, length)` for each mapped data page in index order
+    /// (the segments as recorded, to be cut to `length`: the mapped valid length, or the tail
+    /// buffer's fill for the page the tail buffer holds; `None` for a page not valid on flash
+    /// or holding no data). Returns the size.
+    pub fn read_back(
+        &mut self,
+        s: u32,
+        mut f: impl FnMut(u64, Option<&[(u32, u32, u64)]>, u32),
+    ) -> u64 {
+        self.collect_entries(s);
+        let entries = std::mem::take(&mut self.entries_scratch);
+        let ob = &self.objs[s as usize];
+        let (tail, fill, size) = (ob.tail_page, ob.tail_fill, ob.size);
+        let tail_segs: &[(u32, u32, u64)] = &ob.tail_segs;
+        let mut tail_done = tail == u64::MAX;
+        for &(k, v) in &entries {
+            if !tail_done && tail <= k {
+                f(tail, Some(tail_segs), fill);
+                tail_done = true;
+                if tail == k {
+                    continue;
+                }
+            }
+            let (p, l) = leaf_parts(v);
+            match self.content_of(p) {
+                Some(PageContent::Data(d)) if self.page_valid(p) => f(k, Some(d), l),
+                _ => f(k, None, 0),
+            }
+        }
+        if !tail_done {
+            f(tail, Some(tail_segs), fill);
+        }
+        self.entries_scratch = entries;
+        size
+    }
+
+    /// A 64-bit digest of [`Device::logical`] (SipHash over the same values, computed without
+    /// building it): two devices whose digests are equal read back the same objects, up to a
+    /// hash collision (the crash harness's second-cut check; on a difference it builds both
+    /// to name it).
+    pub fn logical_digest(&mut self) -> u64 {
+        use std::hash::Hasher;
+        let mut h = std::hash::DefaultHasher::new();
+        for (oid, s) in self.live_objects() {
+            h.write_u64(oid);
+            let mut n = 0u64;
+            let size = self.read_back(s, |k, segs, l| {
+                n += 1;
+                h.write_u64(k);
+                let Some(segs) = segs else {
+                    h.write_u8(1);
+                    return;
+                };
+                h.write_u8(0);
+                for &(a, b, w) in segs.iter().filter(|x| x.0 < l) {
+                    h.write_u32(a);
+                    h.write_u32(b.min(l));
+                    h.write_u64(w);
+                }
+                h.write_u8(2);
+            });
+            h.write_u64(size);
+            h.write_u64(n);
+        }
+        h.finish()
+    }
+
     /// Every live object as the device would read it back now: size and write ids per data
     /// page (flash pages through the DRAM mapping, cut to the mapped length, and the tail
     /// buffer). Record mode only (else the pages are empty).
@@ -3235,12 +3414,29 @@ impl Device {
     /// count is its number of valid pages.
     pub fn check_reachability(&mut self) -> Result<(), String> {
         self.check()?;
-        let mut reach: Vec<(u32, usize)> = Vec::new();
+        // Per page: 1 + the smallest type the metadata reaches it as (0: unreached). A map
+        // over the device instead of a sorted list: one pass, no sort (issue 17).
+        let npages = self.pages.len() * self.ppc as usize;
+        let mut reach = vec![0u8; npages];
+        let mut nreach = 0usize;
         let mut all = Vec::new();
+        let mut mark = |ppn: u32, ty: usize, reach: &mut Vec<u8>| {
+            if let Some(r) = reach.get_mut(ppn as usize) {
+                if *r == 0 {
+                    nreach += 1;
+                    *r = ty as u8 + 1;
+                } else {
+                    *r = (*r).min(ty as u8 + 1);
+                }
+            } else {
+                // Off the device: counted, so the totals cannot agree.
+                nreach += 1;
+            }
+        };
         for s in 0..self.objs.len() as u32 {
             let ob = &self.objs[s as usize];
             if ob.onode_ppn != NONE {
-                reach.push((ob.onode_ppn, ONODE));
+                mark(ob.onode_ppn, ONODE, &mut reach);
             }
             if !ob.live {
                 continue;
@@ -3250,47 +3446,52 @@ impl Device {
                 for &id in &all {
                     let p = self.nodes.nodes[id as usize].ppn;
                     if p != NONE {
-                        reach.push((p, INDEX));
+                        mark(p, INDEX, &mut reach);
                     }
                 }
             }
             self.collect_entries(s);
             for &(_, v) in &self.entries_scratch {
-                reach.push((leaf_parts(v).0, DATA));
+                mark(leaf_parts(v).0, DATA, &mut reach);
             }
         }
-        reach.sort_unstable();
-        reach.dedup_by_key(|r| r.0);
-        let mut valid: Vec<(u32, usize)> = Vec::new();
+        let (mut nvalid, mut unreached, mut invalid) = (0usize, Vec::new(), Vec::new());
         for (c, p) in self.pages.iter().enumerate() {
-            let Some(p) = p.as_ref() else { continue };
+            let base = c * self.ppc as usize;
+            let Some(p) = p.as_ref() else {
+                for off in 0..self.ppc as usize {
+                    if reach[base + off] != 0 && invalid.len() < 3 {
+                        invalid.push(((base + off) as u32, reach[base + off] as usize - 1));
+                    }
+                }
+                continue;
+            };
             for off in 0..self.ppc as usize {
+                let r = reach[base + off];
                 if p.state[off] == VALID {
+                    nvalid += 1;
                     let ty = if self.yaffs {
                         (p.ptype[off] as usize).min(BACKUP)
                     } else {
                         p.ptype[off] as usize
                     };
-                    valid.push((c as u32 * self.ppc + off as u32, ty));
+                    if r != ty as u8 + 1 {
+                        if unreached.len() < 3 {
+                            unreached.push(((base + off) as u32, ty));
+                        }
+                        if r != 0 && invalid.len() < 3 {
+                            invalid.push(((base + off) as u32, r as usize - 1));
+                        }
+                    }
+                } else if r != 0 && invalid.len() < 3 {
+                    invalid.push(((base + off) as u32, r as usize - 1));
                 }
             }
         }
-        if reach != valid {
-            let unreached: Vec<_> = valid
-                .iter()
-                .filter(|v| !reach.contains(v))
-                .take(3)
-                .collect();
-            let invalid: Vec<_> = reach
-                .iter()
-                .filter(|r| !valid.contains(r))
-                .take(3)
-                .collect();
+        if !unreached.is_empty() || !invalid.is_empty() || nreach != nvalid {
             return Err(format!(
-                "{} valid pages, {} reachable: valid but unreachable {unreached:?}, reachable but \
-                 not valid {invalid:?}",
-                valid.len(),
-                reach.len()
+                "{nvalid} valid pages, {nreach} reachable: valid but unreachable {unreached:?}, \
+                 reachable but not valid {invalid:?}"
             ));
         }
         Ok(())
@@ -3320,7 +3521,7 @@ impl Device {
                 }
                 continue;
             }
-            if let Some(recs) = self.contents.as_ref().map(|c| c.get(&ob.onode_ppn)) {
+            if let Some(recs) = self.contents.as_ref().map(|c| c.get(ob.onode_ppn)) {
                 let r = match recs {
                     Some(PageContent::Onode(r)) => r.get(ob.onode_idx as usize).copied(),
                     _ => None,

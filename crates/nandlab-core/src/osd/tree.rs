@@ -266,7 +266,21 @@ impl Nodes {
         }
     }
 
-    /// After the smallest key of `id` changed, update the separator keys above it.
+    /// After the smallest key of `id` changed, update the separator keys above it — only
+    /// those at the first position of a node (routing never reads them: [`Nodes::child_for`]
+    /// sends every key below the second separator to the first child), up to the first node
+    /// that is not a first child.
+    ///
+    /// A separator at any other position is a lower bound of its child's keys and stays as
+    /// it is: routing already sends a key to child `i` only if it is at least that
+    /// separator, so an insertion below the child's smallest key never needs it lowered, and
+    /// raising it to a new smallest key (after a removal) would change the parent in DRAM
+    /// only, leaving its clean flash copy with another separator. Issue 17: recovery's data
+    /// re-apply into a leaf whose entries were all dropped (their pages erased by GC after
+    /// newer versions were written) raised the root's separator from 340 to 342 without
+    /// rewriting the root; the two keys below it then went to the left sibling, so the flash
+    /// root routed them to the wrong leaf (22 of 1,000 index-targeted DMM cuts with a 16 KiB
+    /// diff cache had a wrong table).
     fn fix_min_key(&mut self, mut id: u32) {
         loop {
             let p = self.nodes[id as usize].parent;
@@ -280,14 +294,11 @@ impl Nodes {
             let Some(i) = pn.vals.iter().position(|&c| c as u32 == id) else {
                 return;
             };
+            if i != 0 || pn.keys[0] == k {
+                return;
+            }
             // Keys of the first child are only a lower bound; keep them exact anyway.
-            if pn.keys[i] == k {
-                return;
-            }
-            pn.keys[i] = k;
-            if i != 0 {
-                return;
-            }
+            pn.keys[0] = k;
             id = p;
         }
     }
