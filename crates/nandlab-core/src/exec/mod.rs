@@ -522,28 +522,21 @@ impl Executor {
             self.events.set_die(die, now_ns + r.total_ns);
             return;
         }
-        // Event order of the requests made now.
-        let cur = self.key.max((now_ns, 0));
         let mut t = now_ns;
         loop {
-            let r = &self.runs[die as usize];
-            if r.i >= r.n {
-                break;
-            }
-            match r.phases[r.i as usize] {
-                Phase::Array(d) | Phase::Ctrl(d) => t += d,
-                Phase::Bus(d) => {
-                    if t > now_ns && shared {
-                        match self.try_book_ahead(die, ch, t, d, cur) {
-                            Some(end) => t = end,
-                            None => break,
-                        }
-                    } else {
-                        if self.ahead[ch].die != NONE {
-                            self.settle_ahead(ch, cur);
+            // The phases up to a transfer requested later, or one requested now while a
+            // transfer is booked ahead on the channel (settled first).
+            let r = &mut self.runs[die as usize];
+            let mut stop = None;
+            while r.i < r.n {
+                match r.phases[r.i as usize] {
+                    Phase::Array(d) | Phase::Ctrl(d) => t += d,
+                    Phase::Bus(d) => {
+                        if (t > now_ns && shared) || self.ahead[ch].die != NONE {
+                            stop = Some(d);
+                            break;
                         }
                         let s = t.max(self.chan_free_at[ch]);
-                        let r = &mut self.runs[die as usize];
                         if r.i == r.seg_first {
                             r.seg_wait_ns = s - t;
                         }
@@ -552,8 +545,24 @@ impl Executor {
                         t = s + d;
                     }
                 }
+                r.i += 1;
             }
-            self.runs[die as usize].i += 1;
+            let Some(d) = stop else {
+                break;
+            };
+            // Event order of the requests made now.
+            let cur = self.key.max((now_ns, 0));
+            if t == now_ns || !shared {
+                self.settle_ahead(ch, cur);
+                continue;
+            }
+            match self.try_book_ahead(die, ch, t, d, cur) {
+                Some(end) => {
+                    t = end;
+                    self.runs[die as usize].i += 1;
+                }
+                None => break,
+            }
         }
         self.events.set_die(die, t);
     }
