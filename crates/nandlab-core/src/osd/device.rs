@@ -472,6 +472,8 @@ struct ChunkMeta {
     /// YAFFS2-like: it holds a shrink header (a truncate's object header), valid or not
     /// (YAFFS2's `has_shrink_hdr`); see [`Device::carry_shrink_headers`].
     shrink: bool,
+    /// SN of its first page programmed since its last erase ([`Device::chunk_sn`]).
+    first_sn: u64,
 }
 
 /// An onode page's contents: the object slot of each onode in it.
@@ -743,6 +745,7 @@ impl Device {
                     wp: 0,
                     pins: 0,
                     shrink: false,
+                    first_sn: 0,
                 };
                 nchunks
             ],
@@ -1091,7 +1094,23 @@ impl Device {
         if let Some(p) = self.pages[c].as_mut() {
             if p.state[off] == VALID {
                 p.state[off] = INVALID;
-                self.chunks[c].valid -= 1;
+                let m = &mut self.chunks[c];
+                m.valid -= 1;
+                // A full chunk with nothing valid left is only waiting for its erase: without
+                // recorded contents (a performance run; the crash harness reads every page
+                // back) nothing reads its pages again, so their per-page state goes now and
+                // memory follows the live data, not the pages ever written (issue 17). Not
+                // during GC (it walks its victim), nor with pins or a shrink header (their
+                // superseded pages are still read).
+                if m.valid == 0
+                    && m.state == C_FULL
+                    && m.pins == 0
+                    && !m.shrink
+                    && !self.in_gc
+                    && self.contents.is_none()
+                {
+                    self.pages[c] = None;
+                }
             }
         }
     }
@@ -1199,6 +1218,9 @@ impl Device {
         p.ptype[off] = ty as u8;
         p.oid[off] = oid;
         p.sn[off] = self.sn;
+        if off == 0 {
+            self.chunks[c as usize].first_sn = self.sn;
+        }
         p.aux[off] = aux;
         p.len[off] = len;
         p.back[off] = back;
@@ -1287,7 +1309,7 @@ impl Device {
     /// SN of the first page programmed in chunk `c` (its age, as YAFFS2's block sequence
     /// number).
     fn chunk_sn(&self, c: u32) -> u64 {
-        self.pages[c as usize].as_ref().map_or(0, |p| p.sn[0])
+        self.chunks[c as usize].first_sn
     }
 
     /// The age ([`Device::chunk_sn`]) of the oldest chunk other than `except` holding a
@@ -1347,8 +1369,11 @@ impl Device {
         // command's final flush it has been handed over already).
         let mut moved_objs: Vec<u32> = Vec::new();
         for off in 0..self.ppc as usize {
+            // A chunk with nothing valid may have dropped its per-page state already.
+            let Some(p) = self.pages[victim as usize].as_ref() else {
+                break;
+            };
             let (state, ty, oid, aux, len, back) = {
-                let p = self.pages[victim as usize].as_ref().expect("full chunk");
                 (
                     p.state[off],
                     p.ptype[off] as usize,
@@ -3203,6 +3228,7 @@ impl Device {
                 m.pins = 0;
                 if let Some(p) = p.filter(|_| used) {
                     m.state = C_FULL;
+                    m.first_sn = p.sn[0];
                     m.wp = d.ppc;
                     m.valid = p.state.iter().filter(|&&st| st == VALID).count() as u32;
                     let wp = p.state.iter().position(|&st| st == FREE);
