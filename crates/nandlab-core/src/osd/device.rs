@@ -469,6 +469,11 @@ struct ChunkMeta {
     /// Superseded index pages in it that an object's last committed onode may still reach
     /// (see [`Device::pin`]): GC does not take the chunk while any is left.
     pins: u32,
+    /// YAFFS2-like: it holds a shrink header (a truncate's object header), valid or not
+    /// (YAFFS2's `has_shrink_hdr`); see [`Device::carry_shrink_headers`].
+    shrink: bool,
+    /// SN of its first page programmed since its last erase ([`Device::chunk_sn`]).
+    first_sn: u64,
 }
 
 /// An onode page's contents: the object slot of each onode in it.
@@ -518,6 +523,10 @@ struct Obj {
     /// Its DRAM onode is queued to be committed (not only moved): when an OBFS survivor
     /// migration or an MLGC eviction moves it in the same batch, the DRAM version is written.
     commit_req: bool,
+    /// YAFFS2-like: a truncate shrank it; its next object header is a shrink header.
+    shrink_pending: bool,
+    /// YAFFS2-like: its object header on flash is a shrink header (kept when GC moves it).
+    onode_shrink: bool,
 }
 
 impl Obj {
@@ -550,6 +559,8 @@ impl Obj {
             unc_seq: 0,
             pins: Vec::new(),
             commit_req: false,
+            shrink_pending: false,
+            onode_shrink: false,
         }
     }
 }
@@ -656,6 +667,11 @@ pub struct Device {
     index_used_cmd: bool,
     /// Data pages mapped (YAFFS2's RAM index size).
     mapped: u64,
+    /// YAFFS2-like: pages holding a shrink header, valid or superseded (the OOB flag).
+    shrink_ppns: BTreeSet<u32>,
+    /// YAFFS2-like: superseded shrink headers GC copied before erasing their chunk
+    /// ([`Device::carry_shrink_headers`]; not in the report).
+    pub shrink_carried: u64,
     /// Page contents (record mode only), by PPN.
     contents: Option<Contents>,
     next_content: Option<PageContent>,
@@ -728,6 +744,8 @@ impl Device {
                     valid: 0,
                     wp: 0,
                     pins: 0,
+                    shrink: false,
+                    first_sn: 0,
                 };
                 nchunks
             ],
@@ -776,6 +794,8 @@ impl Device {
             index_reads_cmd: 0,
             index_used_cmd: false,
             mapped: 0,
+            shrink_ppns: BTreeSet::new(),
+            shrink_carried: 0,
             contents: None,
             next_content: None,
             next_csn: 0,
@@ -1074,7 +1094,23 @@ impl Device {
         if let Some(p) = self.pages[c].as_mut() {
             if p.state[off] == VALID {
                 p.state[off] = INVALID;
-                self.chunks[c].valid -= 1;
+                let m = &mut self.chunks[c];
+                m.valid -= 1;
+                // A full chunk with nothing valid left is only waiting for its erase: without
+                // recorded contents (a performance run; the crash harness reads every page
+                // back) nothing reads its pages again, so their per-page state goes now and
+                // memory follows the live data, not the pages ever written (issue 17). Not
+                // during GC (it walks its victim), nor with pins or a shrink header (their
+                // superseded pages are still read).
+                if m.valid == 0
+                    && m.state == C_FULL
+                    && m.pins == 0
+                    && !m.shrink
+                    && !self.in_gc
+                    && self.contents.is_none()
+                {
+                    self.pages[c] = None;
+                }
             }
         }
     }
@@ -1182,6 +1218,9 @@ impl Device {
         p.ptype[off] = ty as u8;
         p.oid[off] = oid;
         p.sn[off] = self.sn;
+        if off == 0 {
+            self.chunks[c as usize].first_sn = self.sn;
+        }
         p.aux[off] = aux;
         p.len[off] = len;
         p.back[off] = back;
@@ -1267,14 +1306,74 @@ impl Device {
         Ok(true)
     }
 
+    /// SN of the first page programmed in chunk `c` (its age, as YAFFS2's block sequence
+    /// number).
+    fn chunk_sn(&self, c: u32) -> u64 {
+        self.chunks[c as usize].first_sn
+    }
+
+    /// The age ([`Device::chunk_sn`]) of the oldest chunk other than `except` holding a
+    /// discarded page (YAFFS2's oldest dirty sequence number); `u64::MAX` if none.
+    fn oldest_dirty_sn(&self, except: u32) -> u64 {
+        let mut o = u64::MAX;
+        for (c, m) in self.chunks.iter().enumerate() {
+            if c as u32 != except && m.state != C_FREE && m.valid < m.wp {
+                o = o.min(self.chunk_sn(c as u32));
+            }
+        }
+        o
+    }
+
+    /// YAFFS2-like, before GC erases `victim`: a superseded shrink header in it is still
+    /// needed while a chunk older than the truncate it records holds discarded pages (an
+    /// older page of the object past the shrunk size may be among them, and a scan would
+    /// bring it back). YAFFS2 keeps such a block from GC until it is the oldest dirty one
+    /// (`yaffs_block_ok_for_gc`); GC here is per die, where that rule can leave a die with
+    /// no victim, so the header is copied instead (content SN and flag kept; the copy is
+    /// not valid: no object reads it, only the scan) and dropped once no older discarded
+    /// page is left.
+    fn carry_shrink_headers(&mut self, die: u32, victim: u32) -> Result<(), OsdError> {
+        if !self.chunks[victim as usize].shrink {
+            return Ok(());
+        }
+        let lo = victim * self.ppc;
+        let list: Vec<u32> = self.shrink_ppns.range(lo..lo + self.ppc).copied().collect();
+        let oldest = self.oldest_dirty_sn(victim);
+        for old in list {
+            self.shrink_ppns.remove(&old);
+            let (c, off) = self.split(old);
+            let Some((st, csn, oid, aux, len)) = self.pages[c]
+                .as_ref()
+                .map(|p| (p.state[off], p.csn[off], p.oid[off], p.aux[off], p.len[off]))
+            else {
+                continue;
+            };
+            if st != INVALID || oldest > csn {
+                continue;
+            }
+            self.read(ONODE, old, Src::Gc);
+            self.next_content = self.content_of(old).cloned();
+            self.next_csn = csn;
+            let new = self.program(ONODE, die, Src::Gc, oid, aux, len, NONE)?;
+            self.invalidate(new);
+            self.shrink_ppns.insert(new);
+            self.chunks[(new / self.ppc) as usize].shrink = true;
+            self.shrink_carried += 1;
+        }
+        Ok(())
+    }
+
     fn gc_chunk(&mut self, die: u32, victim: u32) -> Result<(), OsdError> {
         let base_ppn = victim * self.ppc;
         // Objects whose data or index pages this GC moves (`touched` cannot say: during a
         // command's final flush it has been handed over already).
         let mut moved_objs: Vec<u32> = Vec::new();
         for off in 0..self.ppc as usize {
+            // A chunk with nothing valid may have dropped its per-page state already.
+            let Some(p) = self.pages[victim as usize].as_ref() else {
+                break;
+            };
             let (state, ty, oid, aux, len, back) = {
-                let p = self.pages[victim as usize].as_ref().expect("full chunk");
                 (
                     p.state[off],
                     p.ptype[off] as usize,
@@ -1392,6 +1491,10 @@ impl Device {
                         ob.onode_ppn = new;
                         ob.onode_idx = i as u32;
                     }
+                    if self.shrink_ppns.remove(&old) {
+                        self.shrink_ppns.insert(new);
+                        self.chunks[(new / self.ppc) as usize].shrink = true;
+                    }
                     self.opages[nrec as usize].live = n;
                     self.opages[nrec as usize].slots.extend_from_slice(&slots);
                     slots.clear();
@@ -1417,6 +1520,9 @@ impl Device {
         {
             let dmm = self.cache_on && self.o.virtual_tree;
             self.commit_moved(&mut moved_objs, dmm)?;
+        }
+        if self.yaffs {
+            self.carry_shrink_headers(die, victim)?;
         }
         // Erase the victim's blocks.
         for b in 0..self.chunk_blocks {
@@ -1459,6 +1565,14 @@ impl Device {
         m.state = C_FREE;
         m.valid = 0;
         m.wp = 0;
+        m.shrink = false;
+        if self.yaffs {
+            let lo = victim * self.ppc;
+            let gone: Vec<u32> = self.shrink_ppns.range(lo..lo + self.ppc).copied().collect();
+            for q in gone {
+                self.shrink_ppns.remove(&q);
+            }
+        }
         self.free[die as usize].push(victim);
         Ok(())
     }
@@ -1552,7 +1666,7 @@ impl Device {
             n_inline: ob.n_inline,
             inline: ob.inline,
             tomb,
-            shrink: false,
+            shrink: self.yaffs && !tomb && ob.shrink_pending,
         }
     }
 
@@ -1807,6 +1921,20 @@ impl Device {
                     ob.onode_idx = k as u32;
                     let mut clean = false;
                     let committed = ob.move_from == NONE || ob.commit_req;
+                    if self.yaffs {
+                        // A new header is a shrink header if a truncate asked for one; a moved
+                        // one stays what it was.
+                        if committed {
+                            ob.onode_shrink = ob.shrink_pending;
+                            ob.shrink_pending = false;
+                        }
+                        if ob.onode_shrink && committed {
+                            let c = (ppn / self.ppc) as usize;
+                            self.chunks[c].shrink = true;
+                            self.shrink_ppns.insert(ppn);
+                        }
+                    }
+                    let ob = &mut self.objs[s as usize];
                     ob.commit_req = false;
                     if committed {
                         ob.onode_csn = new_csn;
@@ -2836,7 +2964,13 @@ impl Device {
                 } else if ob.tail_page != u64::MAX && ob.tail_page == size_bytes / ps {
                     ob.tail_fill = ob.tail_fill.min((size_bytes % ps) as u32);
                 }
-                self.objs[s as usize].size = size_bytes;
+                let ob = &mut self.objs[s as usize];
+                // YAFFS2 writes the header of a truncate as a shrink header: a later scan
+                // cuts every older data page to it (spec §3; YAFFS2's `is_shrink`).
+                if self.yaffs && size_bytes < ob.size {
+                    ob.shrink_pending = true;
+                }
+                ob.size = size_bytes;
                 self.set_onode_dirty(s, true);
                 if self.cache_on {
                     // Recovery re-applies data written after the LCS from the OOB, which
@@ -3040,6 +3174,43 @@ impl Device {
                 }
             }
         }
+        // YAFFS2-like: the chunks holding a shrink header (valid or superseded), and whether
+        // each object's header is one.
+        if d.yaffs {
+            for c in 0..d.pages.len() {
+                let hit = (0..d.ppc).any(|off| {
+                    let ppn = c as u32 * d.ppc + off;
+                    let p = d.pages[c].as_ref();
+                    p.is_some_and(|p| {
+                        p.ptype[off as usize] as usize == ONODE
+                            && matches!(p.state[off as usize], VALID | INVALID)
+                    }) && matches!(d.content_of(ppn), Some(PageContent::Onode(r)) if r.iter().any(|r| r.shrink))
+                });
+                d.chunks[c].shrink = hit;
+            }
+            for c in 0..d.pages.len() as u32 {
+                if !d.chunks[c as usize].shrink {
+                    continue;
+                }
+                for off in 0..d.ppc {
+                    let ppn = c * d.ppc + off;
+                    let is = d.pages[c as usize].as_ref().is_some_and(|p| {
+                        p.ptype[off as usize] as usize == ONODE
+                            && matches!(p.state[off as usize], VALID | INVALID)
+                    }) && matches!(d.content_of(ppn), Some(PageContent::Onode(r)) if r.iter().any(|r| r.shrink));
+                    if is {
+                        d.shrink_ppns.insert(ppn);
+                    }
+                }
+            }
+            for s in 0..d.objs.len() {
+                let (ppn, k) = (d.objs[s].onode_ppn, d.objs[s].onode_idx as usize);
+                if ppn != NONE {
+                    d.objs[s].onode_shrink = matches!(d.content_of(ppn),
+                        Some(PageContent::Onode(r)) if r.get(k).is_some_and(|r| r.shrink));
+                }
+            }
+        }
         // Chunks: free when wholly erased, else closed with the valid count reached; a chunk
         // programmed from its first page up to a write pointer (then erased pages) is an open
         // chunk again: of the stream of its newest readable page (the newest per stream
@@ -3057,6 +3228,7 @@ impl Device {
                 m.pins = 0;
                 if let Some(p) = p.filter(|_| used) {
                     m.state = C_FULL;
+                    m.first_sn = p.sn[0];
                     m.wp = d.ppc;
                     m.valid = p.state.iter().filter(|&&st| st == VALID).count() as u32;
                     let wp = p.state.iter().position(|&st| st == FREE);

@@ -156,9 +156,15 @@
 //!   (A2's flush, a GC commit, a diff-cache eviction) writes every dirty node of the object
 //!   first, again if a GC inside the flush dirtied some; a GC move that finds no clean chunk
 //!   uses another stream's open chunk of the die (issue 17). YAFFS2-like recovery is a tag
-//!   scan; a page cut
-//!   by a later truncate can come back (YAFFS2's shrink headers are not modelled), so the
-//!   crash tests leave it out.
+//!   scan. A truncate that shrinks an object writes its header as a *shrink header*
+//!   (YAFFS2's `is_shrink`, learnt from its public documentation and mailing list): the scan
+//!   cuts every data page older than a shrink header to that header's size, so a truncated
+//!   page cannot come back from an older chunk. YAFFS2 keeps a block holding a shrink header
+//!   from GC until no older block holds discarded pages; GC here is per die, where that rule
+//!   can leave a die without a victim, so GC instead copies a superseded shrink header out of
+//!   its victim (content SN and flag kept, the copy not valid) while a chunk older than the
+//!   truncate holds discarded pages, and drops it after (issue 17). The crash tests include
+//!   YAFFS2-like.
 //! * Response time is the device's time per command; data-page transfers use
 //!   `timing.channel_mt_s` (Table 16 has none: its preset sets the fastest rate the config allows, 100,000 MT/s: 20 ns per 2 KiB page).
 
