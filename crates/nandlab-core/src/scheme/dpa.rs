@@ -20,7 +20,7 @@
 //! * **RAID-5 (§2.5, §2.6.2).** Every `stripe_pages` (4) redundant pages programmed to a plane
 //!   are followed by one parity page on the same plane and stream (so in the same block, by
 //!   physical page number, unless the block filled in between).
-//! * **Delayed write (§2.5, [37]).** A full redundant page waits in the DRAM buffer and is
+//! * **Delayed write (§2.5, \[37\]).** A full redundant page waits in the DRAM buffer and is
 //!   programmed at idle time ([`Scheme::on_idle`], open loop); when the buffer already holds
 //!   `buffer_pages` full pages, the oldest is written at once and the host write that filled
 //!   the page waits for it (counted as a forced flush).

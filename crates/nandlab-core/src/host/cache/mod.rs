@@ -112,7 +112,7 @@ pub struct CacheConfig {
     /// Write-through: host writes go to disk and into the cache as clean data (CleanWrite);
     /// no block is ever dirty (§3.2).
     pub write_through: bool,
-    /// Backend disk access latency, µs (§3.4: 1.5 ms average, from [37]).
+    /// Backend disk access latency, µs (§3.4: 1.5 ms average, from \[37\]).
     pub disk_us: f64,
     /// Flashcache's bypass (FlexECC footnote 4): requests that are not one cache block
     /// (4 KiB), and requests of a sequential run longer than `bypass_seq_threshold_bytes`, go to
