@@ -4,7 +4,7 @@
 //! ones of 4 KiB. Like synchronous file I/O, every access is preceded by an inode read
 //! (GET_ATTRIBUTE) and followed by an inode write (SET_ATTRIBUTE: mtime, or atime for reads).
 //!
-//! Readings the thesis leaves open ([N]): the total per type (not stated; a parameter), the
+//! Readings the thesis leaves open (\[N\]): the total per type (not stated; a parameter), the
 //! file size (= the total, so one sequential pass covers the file once: sequential writes
 //! overwrite nothing and cause no GC, as F39(b) reports), and that reads and random writes run
 //! on a file written beforehand in untimed preconditioning (1 MiB writes). Random offsets are

@@ -12,10 +12,10 @@ use crate::config::{Config, ConfigError};
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum Design {
-    /// The object-based NAND flash device of §4.1.2 (OBFS [19] when every DMM piece is off;
+    /// The object-based NAND flash device of §4.1.2 (OBFS \[19\] when every DMM piece is off;
     /// DMM with MLGC, the virtual B+ tree and the diff cache switched on).
     Onfd,
-    /// YAFFS2-like (spec §3 [N]): one object-header page per object, the file index (tnode
+    /// YAFFS2-like (spec §3 \[N\]): one object-header page per object, the file index (tnode
     /// tree) in RAM only, one log for every page type, greedy GC of the dirtiest chunk.
     Yaffs2,
 }
@@ -39,14 +39,14 @@ pub struct OsdConfig {
     /// Blocks per chunk, the GC unit (§4.6.1: 2 MB = 4 × 512 KB blocks).
     pub chunk_blocks: u32,
     /// GC runs on a die while it has fewer clean chunks than this (A2 l.10 `T_chunk`; the
-    /// thesis gives no value, §4.6.1 "low thresholds" [N]). At least 2: one chunk is the
+    /// thesis gives no value, §4.6.1 "low thresholds" \[N\]). At least 2: one chunk is the
     /// reserve GC writes its moves into.
     pub gc_clean_chunks: u32,
     /// Onode size, bytes (§4.2 "about one hundred bytes").
     pub onode_bytes: u32,
-    /// Extents an onode holds inline before the object gets a B+ tree (spec §1 [N]: 2).
+    /// Extents an onode holds inline before the object gets a B+ tree (spec §1 \[N\]: 2).
     pub inline_extents: u32,
-    /// Leaf entry ⟨offset, length, PA⟩, bytes (spec §1 [N]: 12).
+    /// Leaf entry ⟨offset, length, PA⟩, bytes (spec §1 \[N\]: 12).
     pub leaf_entry_bytes: u32,
     /// Internal entry ⟨offset, child PA⟩ of the extent tree, bytes (§4.4.3.3: 7).
     pub internal_entry_pa_bytes: u32,
@@ -61,22 +61,22 @@ pub struct OsdConfig {
     /// Virtual B+ tree (§4.4.3): internal entries and the onode hold VAs mapped by a DRAM page
     /// table; a node rewrite or move changes only the page table.
     pub virtual_tree: bool,
-    /// Most VAs the two-level page table maps (spec §2 [N]: 4 B PTE, 1 MB at 2 TB / 8 KB ⇒
+    /// Most VAs the two-level page table maps (spec §2 \[N\]: 4 B PTE, 1 MB at 2 TB / 8 KB ⇒
     /// 262,144).
     pub page_table_max_vas: u32,
     /// Diff cache size, bytes (§4.4.4; DMM default 2 MB, §4.6.3.4); 0 = no diff cache: the
     /// index and onode are written at the end of every command (A2).
     pub diff_cache_bytes: u64,
     /// Updated entries of one leaf beyond which the whole leaf page is cached (§4.4.4; the
-    /// thesis gives no value, spec [N]: 16).
+    /// thesis gives no value, spec \[N\]: 16).
     pub diff_cache_leaf_threshold: u32,
-    /// DRAM size of one cached leaf entry, bytes (spec [N]: 12).
+    /// DRAM size of one cached leaf entry, bytes (spec \[N\]: 12).
     pub diff_cache_entry_bytes: u32,
     /// Tail buffers for new partial-page data (§4.5.4.1: "stored in a page-size data buffer");
     /// the least recently started one is flushed when all are taken (the thesis gives no
-    /// count [N]).
+    /// count \[N\]).
     pub tail_buffers: u32,
-    /// Pages the capacitor-backed flush may program at power loss (spec §5 [N]).
+    /// Pages the capacitor-backed flush may program at power loss (spec §5 \[N\]).
     pub backup_flush_pages: u32,
 }
 

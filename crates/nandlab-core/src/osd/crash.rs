@@ -889,7 +889,7 @@ pub struct CrashReport {
     pub reapplied_pages_mean: f64,
     /// Mean pages recovery programmed (index and onodes written back, `Src::Recovery`).
     pub recovery_writes_mean: f64,
-    /// Recovery time estimate (spec §2 [N]): every programmed page's OOB read once, 50 µs
+    /// Recovery time estimate (spec §2 \[N\]): every programmed page's OOB read once, 50 µs
     /// each, spread over the dies, plus recovery's writes, s (mean over cuts).
     pub recovery_time_s_mean: f64,
     /// CPU time of this thread: the run up to the window and the uncut window (set-up), and

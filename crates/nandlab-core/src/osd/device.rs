@@ -5,7 +5,7 @@
 //! list of stages, each a set of flash operations that may run in parallel, a stage starting
 //! when the one before it has finished (A2's order: onode and index reads, data, index,
 //! onode; GC stages before the program that needed space). The replay
-//! ([`crate::osd::replay`]) runs the stages on the shared executor.
+//! ([`crate::osd::replay()`]) runs the stages on the shared executor.
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
@@ -385,7 +385,7 @@ pub struct Counters {
     /// OBFS survivor migrations: onodes moved because another onode of their page changed.
     pub survivor_onodes: u64,
     /// Index operations (a command that looks up or updates an object's B+ tree) and those
-    /// served without reading an index page from flash (spec [N] hit).
+    /// served without reading an index page from flash (spec \[N\] hit).
     pub index_ops: u64,
     pub index_hits: u64,
     /// Diff-cache evictions: objects committed, clean internal pages dropped.
@@ -405,9 +405,9 @@ pub struct DramUse {
     pub diff_cache_bytes: u64,
     /// Virtual B+ tree page table: allocated second-level tables × 4 KiB + directory.
     pub page_table_bytes: u64,
-    /// Global index: live objects × 16 B (oid, onode page, slot; spec [N]).
+    /// Global index: live objects × 16 B (oid, onode page, slot; spec \[N\]).
     pub global_index_bytes: u64,
-    /// YAFFS2's RAM file index (tnodes): entries × 4 B (spec §3 [N]).
+    /// YAFFS2's RAM file index (tnodes): entries × 4 B (spec §3 \[N\]).
     pub ram_index_bytes: u64,
     /// Tail buffers in use × page size.
     pub tail_buffer_bytes: u64,
@@ -670,7 +670,7 @@ pub struct Device {
     /// YAFFS2-like: pages holding a shrink header, valid or superseded (the OOB flag).
     shrink_ppns: BTreeSet<u32>,
     /// YAFFS2-like: superseded shrink headers GC copied before erasing their chunk
-    /// ([`Device::carry_shrink_headers`]; not in the report).
+    /// (`carry_shrink_headers`; not in the report).
     pub shrink_carried: u64,
     /// Page contents (record mode only), by PPN.
     contents: Option<Contents>,
@@ -819,7 +819,7 @@ impl Device {
 
     /// Power is lost (after a [`OsdError::PowerCut`], or between commands): the
     /// capacitor-backed flush (§4.4.5.1) programs, within `osd.backup_flush_pages`, the tail
-    /// buffers of new data (spec §5 [N]) and then IC_OBJ = ⟨oid, LCS⟩ of every object with
+    /// buffers of new data (spec §5 \[N\]) and then IC_OBJ = ⟨oid, LCS⟩ of every object with
     /// metadata only in DRAM, with their dirty onodes. `capacitor = false` writes nothing
     /// (the negative control).
     pub fn power_loss(&mut self, capacitor: bool) -> BackupStats {
@@ -2676,7 +2676,7 @@ impl Device {
     /// exceeds [`Device::backup_limit`], the object whose state
     /// became uncommitted first is written back: its tail buffer, its dirty index nodes, its
     /// onode (costed as diff-cache eviction writes, `Src::CacheEvict`). The thesis gives no
-    /// such rule: reading [N] (issue 17).
+    /// such rule: reading \[N\] (issue 17).
     fn bound_backup(&mut self) -> Result<(), OsdError> {
         let limit = self.backup_limit();
         let mut tries = self.uncommitted_q.len();

@@ -64,7 +64,7 @@
 //!   arrival × `host.time_scale` or closed loop at `host.queue_depth`; preconditioning
 //!   commands (`precondition = true`) first, untimed; [`OsdReport`] is `serde::Serialize`
 //!   (keys in `docs/report.md`);
-//! * [`replay`] — the same on a [`Device`] the caller keeps (tests inspect it);
+//! * [`replay()`] — the same on a [`Device`] the caller keeps (tests inspect it);
 //! * [`bench::DmmBench`]`::new(pattern, request_bytes, total_bytes, seed).commands()` —
 //!   DMMbench;
 //! * [`crash_test`]`(cfg, &[OsdCommand], cuts, seed, Variant) -> Result<CrashReport, _>` —
@@ -97,13 +97,13 @@
 //!
 //! READ: onode, index path, data pages (a 4 KiB read ≈ 3 page reads, §4.6.2). GET_ATTRIBUTE:
 //! the onode. SET_ATTRIBUTE: the onode read, then an onode write. REMOVE and TRUNCATE
-//! invalidate data and free index nodes (the thesis does not describe them, spec §1 [N]);
+//! invalidate data and free index nodes (the thesis does not describe them, spec §1 \[N\]);
 //! REMOVE writes a tombstone onode.
 //!
 //! Every page carries OOB metadata (F34): type, object id, SN (global, +1 per page program),
 //! and per type the page index and valid length (data), VA (index) or onode count (onode).
 //!
-//! # Readings the thesis leaves open ([N], as `specs/dmm.md` lists them)
+//! # Readings the thesis leaves open (\[N\], as `specs/dmm.md` lists them)
 //!
 //! * Onode = 100 B (§4.2 "about one hundred"), 20 per 2 KiB page; ≤ 2 extents inline in the
 //!   onode before an object gets a B+ tree (spec §1).

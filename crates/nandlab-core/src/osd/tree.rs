@@ -1,4 +1,4 @@
-//! The per-object index: an extent B+ tree (μ-FTL [21], §4.1.2), one node = one flash page.
+//! The per-object index: an extent B+ tree (μ-FTL \[21\], §4.1.2), one node = one flash page.
 //!
 //! All objects' nodes live in one arena ([`Nodes`]); a node id is an index into it and freed
 //! nodes are reused (their vectors keep their capacity, so a steady state allocates nothing).
@@ -13,7 +13,7 @@
 //! the absorbed node (its page becomes invalid). Insertion splits a full node in half;
 //! deletion merges a node that falls under half full into its left (else right) sibling when
 //! both fit in one node, and collapses a root left with one child. A node under half full
-//! whose siblings are too full to merge stays as it is (no redistribution, [N]: the thesis's
+//! whose siblings are too full to merge stays as it is (no redistribution, \[N\]: the thesis's
 //! Table 13 counts only splits and merges).
 
 use crate::exec::NONE;
@@ -68,7 +68,7 @@ pub struct Nodes {
     pub newly_dirty: Vec<u32>,
     /// Live nodes.
     pub live: u64,
-    /// Diff-cache accounting of dirty nodes (§4.4.4, spec [N]): a node with `d` changed
+    /// Diff-cache accounting of dirty nodes (§4.4.4, spec \[N\]): a node with `d` changed
     /// entries costs `d × entry_bytes`, or a whole page beyond `whole_after` entries.
     pub entry_bytes: u64,
     pub page_bytes: u64,
