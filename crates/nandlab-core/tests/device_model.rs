@@ -364,6 +364,22 @@ fn a_multi_plane_program_takes_one_program_time_and_a_read_one_sense() {
     assert!(off["sim"].get("multi_plane_reads").is_none());
 }
 
+/// `pages` pages written at t = 0, then `n` random 2-page overwrites (LCG seeded with `seed`)
+/// every 3 ms from `t0_ns`: enough to run GC on the small test drives.
+fn fill_then_overwrites(pages: u64, n: usize, seed: u64, t0_ns: u64) -> Vec<HostRequest> {
+    let mut reqs = vec![rq(0, Op::Write, 0, pages * PS)];
+    let mut rng = seed;
+    let mut t = t0_ns;
+    for _ in 0..n {
+        rng = rng
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        reqs.push(rq(t, Op::Write, ((rng >> 33) % pages) * PS, 2 * PS));
+        t += 3_000_000;
+    }
+    reqs
+}
+
 #[test]
 fn multi_plane_runs_gc_deterministically() {
     let cfg = r#"
@@ -377,17 +393,7 @@ logical_capacity_bytes = 29360128
 [precondition]
 fill = "none"
 "#;
-    let pages = 3400u64;
-    let mut reqs = vec![rq(0, Op::Write, 0, pages * PS)];
-    let mut rng = 99u64;
-    let mut t = 6_000_000_000u64;
-    for _ in 0..6000 {
-        rng = rng
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        reqs.push(rq(t, Op::Write, ((rng >> 33) % pages) * PS, 2 * PS));
-        t += 3_000_000;
-    }
+    let reqs = fill_then_overwrites(3400, 6000, 99, 6_000_000_000);
     let r = run(cfg, &["sched.multi_plane=true"], reqs.clone());
     assert!(f(&r, "flash.erases") > 0.0);
     assert!(f(&r, "sim.multi_plane_programs") > 0.0);
@@ -566,17 +572,7 @@ one_shot_program = true
 [precondition]
 fill = "none"
 "#;
-    let pages = 5000u64;
-    let mut reqs = vec![rq(0, Op::Write, 0, pages * PS)];
-    let mut rng = 7u64;
-    let mut t = 8_000_000_000u64;
-    for _ in 0..8000 {
-        rng = rng
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        reqs.push(rq(t, Op::Write, ((rng >> 33) % pages) * PS, 2 * PS));
-        t += 3_000_000;
-    }
+    let reqs = fill_then_overwrites(5000, 8000, 7, 8_000_000_000);
     let r = run(cfg, &["sched.multi_plane=true"], reqs.clone());
     assert!(f(&r, "flash.erases") > 0.0);
     let (ops, moved) = (

@@ -702,10 +702,14 @@ fn crash_test_catches_the_broken_variants() {
 /// splits (in the sequential fill), and cuts drawn among the index programs land between a
 /// split leaf and its parent: the variant without rollback loses data there, the full
 /// design does not.
-#[test]
-fn crash_test_catches_no_rollback_on_dmmbench_random() {
+/// DMM with F44's smallest diff cache (16 KiB) on a small device, and DMMbench random 4 KiB
+/// writes (32 MiB moved) on a 4 MiB file: index pages are written throughout, so rollback
+/// matters.
+fn small_dmm_16k_random() -> (
+    nandlab_core::config::Config,
+    nandlab_core::osd::bench::DmmBench,
+) {
     use nandlab_core::osd::bench::{DmmBench, Pattern};
-    use nandlab_core::osd::{crash_test_with, CrashOpts, Variant};
     let c = preset(
         "dmm",
         &[
@@ -717,6 +721,13 @@ fn crash_test_catches_no_rollback_on_dmmbench_random() {
     );
     let mut b = DmmBench::new(Pattern::RandWrite, 4096, 32 << 20, 42);
     b.file_bytes = 4 << 20;
+    (c, b)
+}
+
+#[test]
+fn crash_test_catches_no_rollback_on_dmmbench_random() {
+    use nandlab_core::osd::{crash_test_with, CrashOpts, Variant};
+    let (c, b) = small_dmm_16k_random();
     let cmds: Vec<OsdCommand> = b.commands().collect();
     let opts = CrashOpts {
         cut_only: Some("program_index".into()),
@@ -780,20 +791,9 @@ fn a_clean_parent_keeps_its_separators_when_a_child_s_smallest_key_changes() {
 /// the root's separator for that leaf was 342 in DRAM and 340 on flash.
 #[test]
 fn recovery_re_apply_into_an_emptied_leaf_keeps_the_root_equal_to_flash() {
-    use nandlab_core::osd::bench::{DmmBench, Pattern};
     use nandlab_core::osd::crash::recover;
     use nandlab_core::osd::{OsdError, Variant};
-    let c = preset(
-        "dmm",
-        &[
-            "device.blocks_per_plane=24",
-            "device.pages_per_block=64",
-            "osd.tail_buffers=8",
-            "osd.diff_cache_bytes=16384",
-        ],
-    );
-    let mut b = DmmBench::new(Pattern::RandWrite, 4096, 32 << 20, 42);
-    b.file_bytes = 4 << 20;
+    let (c, b) = small_dmm_16k_random();
     let mut dev = Device::new(&c).unwrap();
     dev.record_contents();
     dev.cut_at = 9070;

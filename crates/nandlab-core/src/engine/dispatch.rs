@@ -319,48 +319,37 @@ impl Engine {
             let ftl = &self.ftl;
             let slots = &self.slots;
             let rmw_on = self.rmw_on;
-            let exec = &mut self.exec;
-            let mut staged = 1;
-            self.sched.take_partners(
-                die,
-                t,
-                SCAN,
-                |x| {
-                    let bit = 1u64 << (x.plane as usize % ppd);
-                    let fits = x.plane != NONE
-                        && planes & bit == 0
-                        && match kind_idx {
-                            0 => {
-                                ftl.page_index(x.ppn) == offset
-                                    && !(rmw_on
-                                        && slots[x.owner as usize].op == crate::trace::Op::Write)
-                            }
-                            1 => {
-                                x.placement.page_type.is_none()
-                                    && x.placement.stream == t.placement.stream
-                                    && ftl.can_start(x)
-                                    && ftl.next_page_offset(
-                                        x.plane,
-                                        x.placement.region,
-                                        x.placement.stream,
-                                    ) == Some(offset)
-                            }
-                            _ => true,
-                        };
-                    if fits {
-                        planes |= bit;
-                        n += 1;
-                    }
-                    Visit {
-                        take: fits,
-                        more: n < ppd,
-                    }
-                },
-                |p| {
-                    exec.stage(die, staged, p);
-                    staged += 1;
-                },
-            );
+            stage_partners(&mut self.sched, &mut self.exec, die, t, SCAN, |x| {
+                let bit = 1u64 << (x.plane as usize % ppd);
+                let fits = x.plane != NONE
+                    && planes & bit == 0
+                    && match kind_idx {
+                        0 => {
+                            ftl.page_index(x.ppn) == offset
+                                && !(rmw_on
+                                    && slots[x.owner as usize].op == crate::trace::Op::Write)
+                        }
+                        1 => {
+                            x.placement.page_type.is_none()
+                                && x.placement.stream == t.placement.stream
+                                && ftl.can_start(x)
+                                && ftl.next_page_offset(
+                                    x.plane,
+                                    x.placement.region,
+                                    x.placement.stream,
+                                ) == Some(offset)
+                        }
+                        _ => true,
+                    };
+                if fits {
+                    planes |= bit;
+                    n += 1;
+                }
+                Visit {
+                    take: fits,
+                    more: n < ppd,
+                }
+            });
         }
         if n == 1 {
             return false;
@@ -482,58 +471,44 @@ impl Engine {
             let ftl = &self.ftl;
             let taken = &mut self.os_taken;
             let join = &mut self.os_join;
-            let exec = &mut self.exec;
-            let mut staged = 1;
-            self.sched.take_partners(
-                die,
-                t,
-                SCAN,
-                |x| {
-                    let refuse = Visit {
-                        take: false,
-                        more: true,
-                    };
-                    if x.plane == NONE
-                        || x.placement.page_type.is_some()
-                        || x.placement.stream != t.placement.stream
-                        || x.placement.region != t.placement.region
-                    {
-                        return refuse;
-                    }
-                    let i = x.plane.wrapping_sub(first_plane) as usize;
-                    if i >= ppd || taken[i] >= room || (i != ti && !mp_on) {
-                        return refuse;
-                    }
-                    if x.kind == TxnKind::Move && ftl.page_state(x.ppn) != PageState::Valid {
-                        return refuse;
-                    }
-                    if join[i] == 0 {
-                        // Another plane joins at the same word line (multi-plane, MQSim's rule
-                        // of the same page address); the answer holds for the whole run (same
-                        // kind, source, stream and region).
-                        let ok = ftl.can_start(x)
-                            && ftl.next_page_offset(
-                                x.plane,
-                                x.placement.region,
-                                x.placement.stream,
-                            ) == Some(offset);
-                        join[i] = if ok { 1 } else { 2 };
-                    }
-                    if join[i] != 1 {
-                        return refuse;
-                    }
-                    taken[i] += 1;
-                    n += 1;
-                    Visit {
-                        take: true,
-                        more: n < max_ops && open(taken, join),
-                    }
-                },
-                |p| {
-                    exec.stage(die, staged, p);
-                    staged += 1;
-                },
-            );
+            stage_partners(&mut self.sched, &mut self.exec, die, t, SCAN, |x| {
+                let refuse = Visit {
+                    take: false,
+                    more: true,
+                };
+                if x.plane == NONE
+                    || x.placement.page_type.is_some()
+                    || x.placement.stream != t.placement.stream
+                    || x.placement.region != t.placement.region
+                {
+                    return refuse;
+                }
+                let i = x.plane.wrapping_sub(first_plane) as usize;
+                if i >= ppd || taken[i] >= room || (i != ti && !mp_on) {
+                    return refuse;
+                }
+                if x.kind == TxnKind::Move && ftl.page_state(x.ppn) != PageState::Valid {
+                    return refuse;
+                }
+                if join[i] == 0 {
+                    // Another plane joins at the same word line (multi-plane, MQSim's rule
+                    // of the same page address); the answer holds for the whole run (same
+                    // kind, source, stream and region).
+                    let ok = ftl.can_start(x)
+                        && ftl.next_page_offset(x.plane, x.placement.region, x.placement.stream)
+                            == Some(offset);
+                    join[i] = if ok { 1 } else { 2 };
+                }
+                if join[i] != 1 {
+                    return refuse;
+                }
+                taken[i] += 1;
+                n += 1;
+                Visit {
+                    take: true,
+                    more: n < max_ops && open(taken, join),
+                }
+            });
         }
         let planes = self.os_taken.iter().filter(|&&k| k > 0).count();
         self.stats.device.one_shot_ops[kind_idx] += 1;
@@ -787,4 +762,23 @@ impl Engine {
             changed,
         ))
     }
+}
+
+/// Take from `die`'s queue the partners of `t` (staged as transaction 0) that `visit` accepts
+/// ([`crate::sched::Sched::take_partners`]) and stage them as transactions 1, 2, … of the
+/// die's next run, oldest first.
+#[inline]
+fn stage_partners(
+    sched: &mut crate::sched::Sched,
+    exec: &mut crate::exec::Executor,
+    die: u32,
+    t: &Txn,
+    scan: usize,
+    visit: impl FnMut(&Txn) -> Visit,
+) {
+    let mut k = 1;
+    sched.take_partners(die, t, scan, visit, |p| {
+        exec.stage(die, k, p);
+        k += 1;
+    });
 }

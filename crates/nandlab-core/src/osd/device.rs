@@ -1363,6 +1363,21 @@ impl Device {
         Ok(())
     }
 
+    /// The values node `n` holds on flash: a leaf's extent entries; an internal node's
+    /// children by VA (virtual tree, `vt`) or by PPN (extent tree).
+    fn node_flash_vals(&self, n: &crate::osd::tree::Node, vt: bool) -> Vec<u64> {
+        if n.level == 0 {
+            return n.vals.clone();
+        }
+        n.vals
+            .iter()
+            .map(|&c| {
+                let ch = &self.nodes.nodes[c as usize];
+                (if vt { ch.va } else { ch.ppn }) as u64
+            })
+            .collect()
+    }
+
     fn gc_chunk(&mut self, die: u32, victim: u32) -> Result<(), OsdError> {
         let base_ppn = victim * self.ppc;
         // Objects whose data or index pages this GC moves (`touched` cannot say: during a
@@ -2472,17 +2487,7 @@ impl Device {
         }
         let aux = if vt { n.va } else { id };
         if self.contents.is_some() {
-            let vals = if n.level == 0 {
-                n.vals.clone()
-            } else {
-                n.vals
-                    .iter()
-                    .map(|&c| {
-                        let ch = &self.nodes.nodes[c as usize];
-                        (if vt { ch.va } else { ch.ppn }) as u64
-                    })
-                    .collect()
-            };
+            let vals = self.node_flash_vals(n, vt);
             self.next_content = Some(PageContent::Index {
                 level: n.level,
                 keys: n.keys.clone(),
@@ -3751,17 +3756,7 @@ impl Device {
             }
             if n.dirty == 0 {
                 if let Some(PageContent::Index { level, keys, vals }) = self.content_of(n.ppn) {
-                    let dram: Vec<u64> = if n.level == 0 {
-                        n.vals.clone()
-                    } else {
-                        n.vals
-                            .iter()
-                            .map(|&c| {
-                                let ch = &self.nodes.nodes[c as usize];
-                                (if vt { ch.va } else { ch.ppn }) as u64
-                            })
-                            .collect()
-                    };
+                    let dram = self.node_flash_vals(n, vt);
                     // An internal node's first key is only a lower bound (routing never
                     // reads it; the tree refreshes it without rewriting the node).
                     let from = (n.level > 0) as usize;
