@@ -336,6 +336,66 @@ fn random_commands_keep_the_space_accounting_and_dram_bounds() {
 }
 
 /// MLGC with a 0-byte table evicts at once: the same flash writes as OBFS, page for page.
+/// A performance run keeps per-page state for valid pages only (sparse full chunks, issue
+/// 17: memory flat in trace length): it gives the same operations as a run that keeps every
+/// page (the crash harness's record mode), its tables agree with flash, and its per-page
+/// state stays proportional to the valid pages (≤ 44 B each, plus the open chunks) however
+/// many pages were written.
+#[test]
+fn sparse_page_state_changes_nothing_and_follows_the_valid_pages() {
+    for (name, osd) in DESIGNS {
+        let c = cfg(
+            512,
+            24,
+            &format!(
+                "{osd}
+chunk_blocks = 2
+tail_buffers = 4"
+            ),
+        );
+        let mut whole = Device::new(&c).unwrap();
+        whole.record_contents();
+        let mut sparse = Device::new(&c).unwrap();
+        let ops = random_ops(11, 12000, 24, 512);
+        let mut seen_sparse = 0;
+        for (i, op) in ops.iter().enumerate() {
+            whole.execute(op).unwrap();
+            sparse
+                .execute(op)
+                .unwrap_or_else(|e| panic!("{name}: command {i} {op:?}: {e}"));
+            assert_eq!(whole.counters, sparse.counters, "{name}: after command {i}");
+            seen_sparse = seen_sparse.max(sparse.sparse_chunks().0);
+            if i % 1000 == 999 {
+                sparse
+                    .check_reachability()
+                    .and_then(|_| sparse.check_tables())
+                    .unwrap_or_else(|e| panic!("{name}: after command {i}: {e}"));
+                // Open chunks (4 dies × 3 streams × 128 pages × 38 B) are whole, and so
+                // are YAFFS2's chunks holding a shrink header (a truncate in 1 of 20
+                // commands here).
+                let open = 4 * 3 * 128 * 38;
+                assert!(
+                    name == "yaffs2"
+                        || sparse.page_state_bytes() <= 44 * sparse.valid_pages() + open,
+                    "{name}: {} B of page state for {} valid pages",
+                    sparse.page_state_bytes(),
+                    sparse.valid_pages()
+                );
+            }
+        }
+        assert_eq!(whole.erase_count, sparse.erase_count, "{name}");
+        assert!(sparse.counters.gc_chunks > 0, "{name}: GC ran");
+        if name != "yaffs2" {
+            assert!(seen_sparse > 0, "{name}: no chunk was kept sparse");
+        }
+        assert_eq!(
+            whole.sparse_chunks(),
+            (0, 0),
+            "{name}: record mode stays whole"
+        );
+    }
+}
+
 #[test]
 fn mlgc_with_capacity_0_writes_what_obfs_writes() {
     let ops = random_ops(11, 5000, 40, 2048);

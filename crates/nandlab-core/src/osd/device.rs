@@ -460,6 +460,121 @@ impl ChunkPages {
     }
 }
 
+/// One programmed page's flash state, OOB fields and reverse map: the fields of
+/// [`ChunkPages`] at one offset except the program SN (read only by the recovery scan of a
+/// [`FlashImage`], which never holds a sparse chunk).
+#[derive(Clone, Copy, Debug)]
+struct PageRec {
+    oid: u64,
+    csn: u64,
+    aux: u32,
+    len: u32,
+    back: u32,
+    ptype: u8,
+    state: u8,
+}
+
+impl ChunkPages {
+    #[inline]
+    fn rec(&self, off: usize) -> PageRec {
+        PageRec {
+            oid: self.oid[off],
+            csn: self.csn[off],
+            aux: self.aux[off],
+            len: self.len[off],
+            back: self.back[off],
+            ptype: self.ptype[off],
+            state: self.state[off],
+        }
+    }
+}
+
+/// The per-page state of a full chunk in a performance run (no recorded contents), kept for
+/// its valid pages only: nothing reads an invalid page of such a chunk again (no recovery
+/// scan runs; GC moves valid pages only), so memory follows the live data rather than the
+/// pages ever written (issue 17: memory flat in trace length). Rows are sorted by offset; a
+/// page invalidated since the last compaction keeps its row with `state = INVALID`, and an
+/// offset without a row is an invalid page. A dense chunk becomes sparse once its valid
+/// pages are at most 7/8 of it (a row takes 36 B, a dense page 38 B); a sparse chunk is
+/// compacted when more than 1/8 of its rows are invalid. So a full chunk costs at most
+/// ≈ 43 B per valid page. Chunks holding a shrink header stay dense (GC copies superseded
+/// shrink headers); the crash harness records contents and never makes a chunk sparse.
+#[derive(Clone, Debug, Default)]
+struct SparsePages {
+    offs: Vec<u32>,
+    recs: Vec<PageRec>,
+    dead: u32,
+}
+
+impl SparsePages {
+    /// The valid pages of a dense full chunk.
+    fn from_dense(p: &ChunkPages) -> SparsePages {
+        let n = p.state.iter().filter(|&&st| st == VALID).count();
+        let mut s = SparsePages {
+            offs: Vec::with_capacity(n),
+            recs: Vec::with_capacity(n),
+            dead: 0,
+        };
+        for off in 0..p.state.len() {
+            if p.state[off] == VALID {
+                s.offs.push(off as u32);
+                s.recs.push(p.rec(off));
+            }
+        }
+        s
+    }
+
+    #[inline]
+    fn find(&self, off: usize) -> Option<usize> {
+        self.offs.binary_search(&(off as u32)).ok()
+    }
+
+    /// The page at `off`: its row, or an invalid page without OOB fields.
+    #[inline]
+    fn rec(&self, off: usize) -> PageRec {
+        match self.find(off) {
+            Some(i) => self.recs[i],
+            None => PageRec {
+                oid: 0,
+                csn: 0,
+                aux: 0,
+                len: 0,
+                back: NONE,
+                ptype: 0,
+                state: INVALID,
+            },
+        }
+    }
+
+    /// Invalidate the valid page at `off`; returns whether it was valid.
+    fn invalidate(&mut self, off: usize) -> bool {
+        let Some(i) = self.find(off) else {
+            return false;
+        };
+        if self.recs[i].state != VALID {
+            return false;
+        }
+        self.recs[i].state = INVALID;
+        self.dead += 1;
+        if self.dead as usize * 8 > self.recs.len() {
+            let mut k = 0;
+            for j in 0..self.recs.len() {
+                if self.recs[j].state == VALID {
+                    self.recs[k] = self.recs[j];
+                    self.offs[k] = self.offs[j];
+                    k += 1;
+                }
+            }
+            self.recs.truncate(k);
+            self.offs.truncate(k);
+            self.recs.shrink_to_fit();
+            self.offs.shrink_to_fit();
+            self.dead = 0;
+        }
+        true
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 struct ChunkMeta {
     state: u8,
@@ -608,7 +723,11 @@ pub struct Device {
     cache_on: bool,
     // flash + chunk metadata
     chunks: Vec<ChunkMeta>,
+    /// Per-page state of each opened chunk (dense), `None` for a chunk never opened, one
+    /// with nothing valid whose state was dropped, or a sparse one.
     pages: Vec<Option<Box<ChunkPages>>>,
+    /// Per-page state of the full chunks kept sparse ([`SparsePages`]; performance runs).
+    sparse: Vec<Option<Box<SparsePages>>>,
     free: Vec<Vec<u32>>,
     open: Vec<[u32; 3]>,
     rr: [u32; 3],
@@ -750,6 +869,7 @@ impl Device {
                 nchunks
             ],
             pages: vec![None; nchunks],
+            sparse: vec![None; nchunks],
             free,
             open: vec![[NONE; 3]; dies as usize],
             rr: [0; 3],
@@ -930,6 +1050,8 @@ impl Device {
 
     /// Drop every DRAM structure: what is left is flash.
     pub fn into_image(self) -> FlashImage {
+        // Sparse chunks arise only without recorded contents, which an image needs.
+        debug_assert!(self.sparse.iter().all(Option::is_none));
         FlashImage {
             page_bytes: self.page,
             pages_per_chunk: self.ppc,
@@ -998,9 +1120,43 @@ impl Device {
     /// Whether page `ppn` is valid.
     pub fn page_valid(&self, ppn: u32) -> bool {
         let (c, off) = self.split(ppn);
-        self.pages[c]
-            .as_ref()
-            .is_some_and(|p| p.state[off] == VALID)
+        self.page_at(c, off).is_some_and(|p| p.state == VALID)
+    }
+
+    /// Page `off` of chunk `c` (dense or [`SparsePages`]); `None` for a chunk without
+    /// per-page state (never opened, or dropped with nothing valid).
+    #[inline]
+    fn page_at(&self, c: usize, off: usize) -> Option<PageRec> {
+        if let Some(p) = self.pages[c].as_deref() {
+            return Some(p.rec(off));
+        }
+        self.sparse[c].as_deref().map(|s| s.rec(off))
+    }
+
+    /// Valid pages on the device (the live data, metadata included).
+    pub fn valid_pages(&self) -> u64 {
+        self.chunks.iter().map(|m| m.valid as u64).sum()
+    }
+
+    /// Bytes of per-page state held (dense chunks at 38 B per page, sparse rows at 36 B):
+    /// what [`SparsePages`] keeps proportional to [`Device::valid_pages`].
+    pub fn page_state_bytes(&self) -> u64 {
+        let dense = self.pages.iter().flatten().count() as u64 * self.ppc as u64 * 38;
+        let rows: u64 = self
+            .sparse
+            .iter()
+            .flatten()
+            .map(|s| s.recs.capacity() as u64)
+            .sum();
+        dense + rows * 36
+    }
+
+    /// Full chunks kept sparse, and the rows they hold (tests and diagnostics).
+    pub fn sparse_chunks(&self) -> (usize, usize) {
+        self.sparse
+            .iter()
+            .flatten()
+            .fold((0, 0), |(n, r), s| (n + 1, r + s.recs.len()))
     }
 
     /// Data bytes of `oid` mapped to flash: (page index, PPN, valid length) per page.
@@ -1035,9 +1191,11 @@ impl Device {
     /// every live object's data, index and onode pages are valid (debug aid and test).
     pub fn check(&mut self) -> Result<(), String> {
         for (c, m) in self.chunks.iter().enumerate() {
-            let n = self.pages[c]
-                .as_ref()
-                .map_or(0, |p| p.state.iter().filter(|&&s| s == VALID).count());
+            let n = match (self.pages[c].as_ref(), self.sparse[c].as_ref()) {
+                (Some(p), _) => p.state.iter().filter(|&&s| s == VALID).count(),
+                (None, Some(sp)) => sp.recs.iter().filter(|r| r.state == VALID).count(),
+                (None, None) => 0,
+            };
             if n as u32 != m.valid {
                 return Err(format!("chunk {c}: valid {} but {n} valid pages", m.valid));
             }
@@ -1091,26 +1249,42 @@ impl Device {
             return;
         }
         let (c, off) = self.split(ppn);
-        if let Some(p) = self.pages[c].as_mut() {
-            if p.state[off] == VALID {
+        let was_valid = if let Some(p) = self.pages[c].as_mut() {
+            let v = p.state[off] == VALID;
+            if v {
                 p.state[off] = INVALID;
-                let m = &mut self.chunks[c];
-                m.valid -= 1;
-                // A full chunk with nothing valid left is only waiting for its erase: without
-                // recorded contents (a performance run; the crash harness reads every page
-                // back) nothing reads its pages again, so their per-page state goes now and
-                // memory follows the live data, not the pages ever written (issue 17). Not
-                // during GC (it walks its victim), nor with pins or a shrink header (their
-                // superseded pages are still read).
-                if m.valid == 0
-                    && m.state == C_FULL
-                    && m.pins == 0
-                    && !m.shrink
-                    && !self.in_gc
-                    && self.contents.is_none()
-                {
-                    self.pages[c] = None;
-                }
+            }
+            v
+        } else if let Some(sp) = self.sparse[c].as_mut() {
+            sp.invalidate(off)
+        } else {
+            false
+        };
+        if !was_valid {
+            return;
+        }
+        self.chunks[c].valid -= 1;
+        self.trim_page_state(c);
+    }
+
+    /// Without recorded contents (a performance run; the crash harness reads every page
+    /// back) nothing reads an invalid page of a full chunk again, so memory follows the live
+    /// data, not the pages ever written (issue 17): a full chunk with nothing valid left
+    /// drops its per-page state (not during GC, which walks its victim, nor with pins), and
+    /// one with at most 7/8 valid keeps only its valid pages ([`SparsePages`]). Chunks holding
+    /// a shrink header stay whole (GC reads their superseded headers). Called when a page of
+    /// chunk `c` is invalidated and when `c` becomes full.
+    fn trim_page_state(&mut self, c: usize) {
+        let m = &self.chunks[c];
+        if m.state != C_FULL || m.shrink || self.contents.is_some() {
+            return;
+        }
+        if m.valid == 0 && m.pins == 0 && !self.in_gc {
+            self.pages[c] = None;
+            self.sparse[c] = None;
+        } else if m.valid as u64 * 8 <= self.ppc as u64 * 7 {
+            if let Some(p) = self.pages[c].take() {
+                self.sparse[c] = Some(Box::new(SparsePages::from_dense(&p)));
             }
         }
     }
@@ -1156,6 +1330,7 @@ impl Device {
         if c == NONE || self.chunks[c as usize].wp == self.ppc {
             if c != NONE {
                 self.chunks[c as usize].state = C_FULL;
+                self.trim_page_state(c as usize);
             }
             if let Some(f) = self.free[die as usize].pop() {
                 c = f;
@@ -1164,6 +1339,7 @@ impl Device {
                 m.stream = stream as u8;
                 m.wp = 0;
                 m.valid = 0;
+                debug_assert!(self.sparse[c as usize].is_none());
                 if self.pages[c as usize].is_none() {
                     self.pages[c as usize] = Some(Box::new(ChunkPages::new(self.ppc as usize)));
                 }
@@ -1273,7 +1449,7 @@ impl Device {
 
     fn csn_of(&self, ppn: u32) -> u64 {
         let (c, off) = self.split(ppn);
-        self.pages[c].as_ref().map_or(0, |p| p.csn[off])
+        self.page_at(c, off).map_or(0, |p| p.csn)
     }
 
     /// Greedy chunk GC on `die` (§4.5.4.1): the full chunk with the fewest valid pages; its
@@ -1342,9 +1518,9 @@ impl Device {
         for old in list {
             self.shrink_ppns.remove(&old);
             let (c, off) = self.split(old);
-            let Some((st, csn, oid, aux, len)) = self.pages[c]
-                .as_ref()
-                .map(|p| (p.state[off], p.csn[off], p.oid[off], p.aux[off], p.len[off]))
+            let Some((st, csn, oid, aux, len)) = self
+                .page_at(c, off)
+                .map(|p| (p.state, p.csn, p.oid, p.aux, p.len))
             else {
                 continue;
             };
@@ -1385,19 +1561,11 @@ impl Device {
         let mut moved_objs: Vec<u32> = Vec::new();
         for off in 0..self.ppc as usize {
             // A chunk with nothing valid may have dropped its per-page state already.
-            let Some(p) = self.pages[victim as usize].as_ref() else {
+            let Some(p) = self.page_at(victim as usize, off) else {
                 break;
             };
-            let (state, ty, oid, aux, len, back) = {
-                (
-                    p.state[off],
-                    p.ptype[off] as usize,
-                    p.oid[off],
-                    p.aux[off],
-                    p.len[off],
-                    p.back[off],
-                )
-            };
+            let (state, ty, oid, aux, len, back) =
+                (p.state, p.ptype as usize, p.oid, p.aux, p.len, p.back);
             if state != VALID {
                 continue;
             }
@@ -1576,6 +1744,7 @@ impl Device {
         if let Some(p) = self.pages[victim as usize].as_mut() {
             p.state.fill(FREE);
         }
+        self.sparse[victim as usize] = None;
         let m = &mut self.chunks[victim as usize];
         m.state = C_FREE;
         m.valid = 0;
@@ -1753,7 +1922,7 @@ impl Device {
 
     fn rec_of(&self, ppn: u32) -> u32 {
         let (c, off) = self.split(ppn);
-        self.pages[c].as_ref().map_or(NONE, |p| p.back[off])
+        self.page_at(c, off).map_or(NONE, |p| p.back)
     }
 
     fn gct_drop(&mut self, ppn: u32) {
@@ -3633,24 +3802,27 @@ impl Device {
             }
         }
         let (mut nvalid, mut unreached, mut invalid) = (0usize, Vec::new(), Vec::new());
-        for (c, p) in self.pages.iter().enumerate() {
+        for c in 0..self.pages.len() {
             let base = c * self.ppc as usize;
-            let Some(p) = p.as_ref() else {
+            if self.pages[c].is_none() && self.sparse[c].is_none() {
                 for off in 0..self.ppc as usize {
                     if reach[base + off] != 0 && invalid.len() < 3 {
                         invalid.push(((base + off) as u32, reach[base + off] as usize - 1));
                     }
                 }
                 continue;
-            };
+            }
             for off in 0..self.ppc as usize {
                 let r = reach[base + off];
-                if p.state[off] == VALID {
+                let Some(p) = self.page_at(c, off) else {
+                    continue;
+                };
+                if p.state == VALID {
                     nvalid += 1;
                     let ty = if self.yaffs {
-                        (p.ptype[off] as usize).min(BACKUP)
+                        (p.ptype as usize).min(BACKUP)
                     } else {
-                        p.ptype[off] as usize
+                        p.ptype as usize
                     };
                     if r != ty as u8 + 1 {
                         if unreached.len() < 3 {
@@ -3733,10 +3905,10 @@ impl Device {
                 continue;
             }
             let (c, off) = self.split(n.ppn);
-            let p = self.pages[c]
-                .as_ref()
+            let p = self
+                .page_at(c, off)
                 .ok_or("node page in an unopened chunk")?;
-            if p.ptype[off] as usize != INDEX || p.state[off] != VALID {
+            if p.ptype as usize != INDEX || p.state != VALID {
                 return Err(format!(
                     "node {id}: page {} is not a valid index page",
                     n.ppn
@@ -3744,13 +3916,13 @@ impl Device {
             }
             if vt {
                 written += 1;
-                if self.pt_get(n.va) != n.ppn || p.aux[off] != n.va {
+                if self.pt_get(n.va) != n.ppn || p.aux != n.va {
                     return Err(format!(
                         "node {id}: VA {} at {}, page table says {}, OOB VA {}",
                         n.va,
                         n.ppn,
                         self.pt_get(n.va),
-                        p.aux[off]
+                        p.aux
                     ));
                 }
             }
