@@ -97,4 +97,5 @@ def osd_crash_test(
     cuts: int,
     seed: int,
     variant: str,
+    cut_only: str | None = None,
 ) -> str: ...

@@ -166,6 +166,30 @@ def test_crash_test_full_and_broken() -> None:
         osd.crash_test("dmm", cuts=1, variant="sloppy")
 
 
+def test_crash_test_cut_only_targets_one_class_of_operation() -> None:
+    bench = ("rand_write", 4096, 256 << 10)
+    rep = osd.crash_test("obfs", bench=bench, cuts=10, seed=3, cut_only="program_onode")
+    assert rep["cut_only"] == "program_onode" and rep["cuts"] == 10
+    assert 0 < rep["cut_candidates"] < rep["flash_ops"]
+    assert set(rep["cuts_by_op"]) == {"program_onode_host"}, rep["cuts_by_op"]
+    with pytest.raises(nandlab.ConfigError, match="the window has program_data_host"):
+        osd.crash_test("obfs", bench=bench, cuts=1, cut_only="program_nothing")
+    res = run_cli(
+        "osd",
+        "crash-test",
+        "-c",
+        "obfs",
+        "--bench",
+        "rand_write:4KiB:64KiB",
+        "--cuts",
+        "3",
+        "--cut-only",
+        "program_index",
+    )
+    assert res.returncode == 0, res.stderr
+    assert "of a class containing 'program_index'" in res.stdout
+
+
 def test_crash_test_cli_on_a_trace(tiny: Path) -> None:
     res = run_cli("osd", "crash-test", "-c", "obfs", "--trace", tiny, "--cuts", "10", "--json", "-")
     assert res.returncode == 0, res.stderr

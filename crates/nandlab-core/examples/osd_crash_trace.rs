@@ -1,6 +1,7 @@
 //! The crash test on a file-level trace prefix with its preconditioning (spec §5, §7 item 6):
 //! `cargo run --release -p nandlab-core --example osd_crash_trace TRACE_fs.jsonl.gz CUTS N
-//! [preset[:key=value,...]]...` — the preconditioning runs once and every cut starts from a
+//! [preset[:key=value,...]]...` (`variant=no_rollback`, `cut_only=program_index` and config
+//! overrides as key=value) — the preconditioning runs once and every cut starts from a
 //! clone of that device; cuts fall in the first N measured commands, and replay continues to
 //! the end of them after recovery. Default presets: dmm, obfs, dmm without the diff cache,
 //! dmm without the virtual tree, on 16 dies × 560 blocks (the pgbench_rw_fs footprint fills
@@ -8,7 +9,7 @@
 
 use std::path::Path;
 
-use nandlab_core::api::osd_crash_test_trace;
+use nandlab_core::api::{osd_crash_test_trace, CrashSpec};
 use nandlab_core::config::load_file;
 
 fn main() {
@@ -33,15 +34,28 @@ fn main() {
         let preset = parts.next().unwrap_or("dmm");
         let mut o = vec!["device.blocks_per_plane=560".to_string()];
         let mut variant = "full".to_string();
+        let mut cut_only = None;
         for p in parts.flat_map(|p| p.split(',')) {
             if let Some(v) = p.strip_prefix("variant=") {
                 variant = v.to_string();
+            } else if let Some(v) = p.strip_prefix("cut_only=") {
+                cut_only = Some(v.to_string());
             } else {
                 o.push(p.to_string());
             }
         }
         let cfg = load_file(&dir.join(format!("{preset}.toml")), &o).unwrap();
-        match osd_crash_test_trace(&cfg, trace, n, cuts, 7, &variant) {
+        match osd_crash_test_trace(
+            &cfg,
+            trace,
+            n,
+            &CrashSpec {
+                cuts,
+                seed: 7,
+                variant: &variant,
+                cut_only: cut_only.as_deref(),
+            },
+        ) {
             Ok(v) => {
                 let g = |k: &str| v.get(k).cloned().unwrap_or_default();
                 println!(

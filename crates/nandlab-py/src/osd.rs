@@ -64,9 +64,10 @@ fn fs_trace_stats(py: Python<'_>, path: PathBuf) -> PyResult<String> {
 /// Power-cut test: `cuts` seeded cuts over the commands of the file-level trace `trace_path`
 /// (preconditioning plus the first `max_commands`) or, when `trace_path` is `None`, of DMMbench
 /// (`pattern`, `request_bytes`, `total_bytes`); recovery `variant` = full / no_capacitor /
-/// no_rollback / no_reapply / no_reachability. Returns the crash report as JSON.
+/// no_rollback / no_reapply / no_reachability; `cut_only`: cut only flash operations whose class
+/// contains this text. Returns the crash report as JSON.
 #[pyfunction]
-#[pyo3(signature = (config_toml, config_path, overrides, trace_path, max_commands, pattern, request_bytes, total_bytes, cuts, seed, variant))]
+#[pyo3(signature = (config_toml, config_path, overrides, trace_path, max_commands, pattern, request_bytes, total_bytes, cuts, seed, variant, cut_only=None))]
 #[allow(clippy::too_many_arguments)]
 fn osd_crash_test(
     py: Python<'_>,
@@ -81,20 +82,19 @@ fn osd_crash_test(
     cuts: u32,
     seed: u64,
     variant: String,
+    cut_only: Option<String>,
 ) -> PyResult<String> {
     call_core(py, "osd_crash_test", || {
         let cfg = api::osd_config(&config_toml, config_path.as_deref(), &overrides)?;
+        let spec = api::CrashSpec {
+            cuts,
+            seed,
+            variant: &variant,
+            cut_only: cut_only.as_deref(),
+        };
         let v = match &trace_path {
-            Some(t) => api::osd_crash_test_trace(&cfg, t, max_commands, cuts, seed, &variant)?,
-            None => api::osd_crash_test_bench(
-                &cfg,
-                &pattern,
-                request_bytes,
-                total_bytes,
-                cuts,
-                seed,
-                &variant,
-            )?,
+            Some(t) => api::osd_crash_test_trace(&cfg, t, max_commands, &spec)?,
+            None => api::osd_crash_test_bench(&cfg, &pattern, request_bytes, total_bytes, &spec)?,
         };
         Ok(v.to_string())
     })

@@ -112,13 +112,18 @@ def crash_test(
     seed: int = 1,
     variant: str = "full",
     overrides: Mapping[str, object] | list[str] | None = None,
+    cut_only: str | None = None,
 ) -> dict[str, Any]:
     """Cut the power at ``cuts`` seeded flash operations, recover (capacitor flush +
     Algorithm 1) and compare every object with the acknowledged writes (§4.4.5, spec §7.6).
 
     The commands are those of ``trace`` (its preconditioning plus the first ``max_commands``;
     0 = all) or, without a trace, of DMMbench ``bench = (pattern, request_bytes, total_bytes)``.
-    ``variant`` is one of :data:`CRASH_VARIANTS` (the broken ones must fail). The report has
+    ``variant`` is one of :data:`CRASH_VARIANTS` (the broken ones must fail). ``cut_only``
+    draws the cuts only among the flash operations whose class (``program_<type>_<source>``
+    or ``erase``, the keys of the report's ``cuts_by_op``) contains this text, e.g.
+    ``"program_index"`` or ``"cache_evict"``; a text no operation of the window matches
+    raises ``ValueError`` naming the classes present. The report has
     ``failures`` (cuts that lost acknowledged data or brought back a removed object),
     ``table_failures`` (the recovered device's DRAM tables or valid counts differ from the
     truth derived from flash), ``replay_failures`` (replay continued on the recovered device
@@ -140,6 +145,7 @@ def crash_test(
         int(cuts),
         int(seed),
         variant,
+        cut_only,
     )
     report: dict[str, Any] = json.loads(out)
     return report

@@ -313,6 +313,14 @@ def _bench_spec(spec: str) -> tuple[str, int, int]:
 )
 @click.option("--seed", type=int, default=1, show_default=True, help="Seed of the cut points.")
 @click.option(
+    "--cut-only",
+    "cut_only",
+    default=None,
+    metavar="CLASS",
+    help="Cut only flash operations whose class contains CLASS (program_<type>_<source> or "
+    "erase, as in 'cuts by operation'), e.g. program_index or cache_evict.",
+)
+@click.option(
     "--variant",
     type=click.Choice(list(_osd.CRASH_VARIANTS)),
     default="full",
@@ -336,6 +344,7 @@ def osd_crash_test(
     bench: str,
     cuts: int,
     seed: int,
+    cut_only: str | None,
     variant: str,
     sets: tuple[str, ...],
     json_out: str | None,
@@ -360,6 +369,7 @@ def osd_crash_test(
             seed=seed,
             variant=variant,
             overrides=overrides,
+            cut_only=cut_only,
         )
     )
     _write_json(json_out, rep)
@@ -369,6 +379,10 @@ def osd_crash_test(
         t.add_column("", justify="right")
         t.add_row("commands", _num(rep.get("commands")))
         t.add_row("flash operations (cut range)", _num(rep.get("flash_ops")))
+        if rep.get("cut_only"):
+            t.add_row(
+                f"  ... of a class containing {rep['cut_only']!r}", _num(rep.get("cut_candidates"))
+            )
         t.add_row("cuts", _num(rep.get("cuts")))
         t.add_row("cuts that lost acknowledged data", _num(rep.get("failures")))
         t.add_row("  ... recovered tables / valid counts wrong", _num(rep.get("table_failures")))

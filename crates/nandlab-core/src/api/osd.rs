@@ -352,15 +352,29 @@ pub fn crash_variant(name: &str) -> Result<crate::osd::Variant, NandlabError> {
     })
 }
 
+/// What a power-cut test runs: `cuts` seeded cuts (seed `seed`), recovery `variant`
+/// ([`crash_variant`]), and `cut_only`: draw the cuts only among the flash operations whose
+/// class (`program_<type>_<source>` or `erase`, the keys of `cuts_by_op`) contains this text,
+/// e.g. `program_index` or `cache_evict` ([`crate::osd::CrashOpts::cut_only`]).
+#[derive(Clone, Copy, Debug)]
+pub struct CrashSpec<'a> {
+    pub cuts: u32,
+    pub seed: u64,
+    pub variant: &'a str,
+    pub cut_only: Option<&'a str>,
+}
+
 fn crash_json(
     rep: &crate::osd::CrashReport,
     variant: &str,
+    cut_only: Option<&str>,
     wall_s: f64,
 ) -> Result<Value, NandlabError> {
     let mut v = serde_json::to_value(rep)
         .map_err(|e| NandlabError::Sim(format!("cannot serialise the crash report: {e}")))?;
     if let Value::Object(m) = &mut v {
         m.insert("variant_name".into(), json!(variant));
+        m.insert("cut_only".into(), json!(cut_only));
         m.insert("wall_s".into(), json!(wall_s));
     }
     Ok(v)
@@ -376,15 +390,20 @@ fn crash_json(
 /// `trace`.
 ///
 /// # Errors
-/// As [`osd_run_trace`]; [`NandlabError::Config`] for an unknown variant.
+/// As [`osd_run_trace`]; [`NandlabError::Config`] for an unknown variant, or a `cut_only`
+/// that no flash operation of the window matches (the error lists the classes present).
 pub fn osd_crash_test_trace(
     cfg: &Config,
     trace: &Path,
     max_commands: u64,
-    cuts: u32,
-    seed: u64,
-    variant: &str,
+    spec: &CrashSpec<'_>,
 ) -> Result<Value, NandlabError> {
+    let CrashSpec {
+        cuts,
+        seed,
+        variant,
+        cut_only,
+    } = *spec;
     let t0 = Instant::now();
     let v = crash_variant(variant)?;
     let mut src = ObjfsSource::open(trace, &cfg.objfs)?;
@@ -402,10 +421,11 @@ pub fn osd_crash_test_trace(
     // The preconditioning runs once; every cut starts from a clone of the device after it.
     let opts = crate::osd::CrashOpts {
         window_start: cmds.iter().take_while(|c| c.precondition).count(),
+        cut_only: cut_only.map(String::from),
         ..Default::default()
     };
     let rep = crate::osd::crash_test_with(cfg, &cmds, cuts, seed, v, &opts)?;
-    let mut out = crash_json(&rep, variant, t0.elapsed().as_secs_f64())?;
+    let mut out = crash_json(&rep, variant, cut_only, t0.elapsed().as_secs_f64())?;
     if let Value::Object(m) = &mut out {
         m.insert(
             "objfs".into(),
@@ -422,19 +442,24 @@ pub fn osd_crash_test_trace(
 }
 
 /// Power-cut test on DMMbench (`pattern`, `request_bytes`, `total_bytes` as
-/// [`osd_run_bench`]).
+/// [`osd_run_bench`]) as `spec` says.
 ///
 /// # Errors
-/// As [`osd_run_bench`]; [`NandlabError::Config`] for an unknown variant.
+/// As [`osd_run_bench`]; [`NandlabError::Config`] for an unknown variant or an unmatched
+/// `cut_only`.
 pub fn osd_crash_test_bench(
     cfg: &Config,
     pattern: &str,
     request_bytes: u64,
     total_bytes: u64,
-    cuts: u32,
-    seed: u64,
-    variant: &str,
+    spec: &CrashSpec<'_>,
 ) -> Result<Value, NandlabError> {
+    let CrashSpec {
+        cuts,
+        seed,
+        variant,
+        cut_only,
+    } = *spec;
     use crate::osd::bench::{DmmBench, Pattern};
     let t0 = Instant::now();
     let v = crash_variant(variant)?;
@@ -456,8 +481,12 @@ pub fn osd_crash_test_bench(
     let cmds: Vec<OsdCommand> = DmmBench::new(pat, request_bytes, total_bytes, cfg.seed)
         .commands()
         .collect();
-    let rep = crate::osd::crash_test(cfg, &cmds, cuts, seed, v)?;
-    let mut out = crash_json(&rep, variant, t0.elapsed().as_secs_f64())?;
+    let opts = crate::osd::CrashOpts {
+        cut_only: cut_only.map(String::from),
+        ..Default::default()
+    };
+    let rep = crate::osd::crash_test_with(cfg, &cmds, cuts, seed, v, &opts)?;
+    let mut out = crash_json(&rep, variant, cut_only, t0.elapsed().as_secs_f64())?;
     if let Value::Object(m) = &mut out {
         m.insert(
             "bench".into(),

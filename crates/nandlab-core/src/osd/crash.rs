@@ -1087,6 +1087,18 @@ pub fn crash_test_with(
     } else {
         total
     };
+    if let (Some(pat), true) = (&opts.cut_only, cands.is_empty() && total > 0) {
+        let present: std::collections::BTreeSet<String> = log.iter().map(|&c| op_name(c)).collect();
+        return Err(NandlabError::Config(crate::config::ConfigError::Invalid {
+            key: "cut_only".into(),
+            value: format!("{pat:?}"),
+            msg: format!(
+                "no flash operation in the cut window is of a class containing it; the \
+                 window has {}",
+                present.into_iter().collect::<Vec<_>>().join(", ")
+            ),
+        }));
+    }
     if rep.cut_candidates == 0 {
         return Ok(rep);
     }
