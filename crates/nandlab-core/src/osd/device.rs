@@ -620,8 +620,14 @@ struct Obj {
     touched: bool,
     touched_host: bool,
     pend_mark: bool,
-    /// SN of the last onode version written to flash (the LCS, §4.4.5.1); 0 = none yet.
+    /// SN of the last onode version written to flash; 0 = none yet.
     onode_csn: u64,
+    /// The object's last consistent state (LCS, §4.4.5.1) as the SN up to which flash holds
+    /// its committed metadata: its last committed onode's, or later, under the virtual tree,
+    /// the SN at the end of a flush that left its tree clean without an onode write (the root
+    /// VA is in the onode and does not change: §4.4.3.1 "updates to onode can be also
+    /// reduced"). The capacitor flush records it in IC_OBJ.
+    lcs: u64,
     /// The onode is being moved (OBFS survivor, MLGC eviction) from this page: its flash
     /// version is copied, not the DRAM one.
     move_from: u32,
@@ -668,6 +674,7 @@ impl Obj {
             touched_host: false,
             pend_mark: false,
             onode_csn: 0,
+            lcs: 0,
             move_from: NONE,
             tail_segs: Vec::new(),
             uncommitted: false,
@@ -1024,7 +1031,7 @@ impl Device {
                     onodes.push(self.onode_rec(s, csn, false));
                 } else {
                     let ob = &self.objs[s as usize];
-                    ic_list.push((ob.oid, ob.onode_csn));
+                    ic_list.push((ob.oid, ob.lcs));
                 }
                 k += 1;
             }
@@ -2075,6 +2082,7 @@ impl Device {
                     ob.onode_ppn = ppn;
                     ob.onode_idx = k as u32;
                     ob.onode_csn = new_csn;
+                    ob.lcs = new_csn;
                     self.unpin_all(s);
                     let ob = &mut self.objs[s as usize];
                     if ob.tail_page != u64::MAX {
@@ -2122,6 +2130,7 @@ impl Device {
                     ob.commit_req = false;
                     if committed {
                         ob.onode_csn = new_csn;
+                        ob.lcs = new_csn;
                         if ob.tail_page == u64::MAX && !ob.onode_dirty {
                             let nodes = &self.nodes;
                             clean = ob.dirty.iter().all(|&id| {
@@ -2633,6 +2642,29 @@ impl Device {
                 self.set_onode_dirty(s, false);
                 self.objs[s as usize].commit_req = true;
                 self.pending.push((s, src, false));
+            } else if self.o.virtual_tree {
+                // The virtual tree's root VA is in the onode and does not change when nodes
+                // move (§4.4.3.1): a flush that leaves the tree clean, with no onode change and
+                // no buffered data, is a consistent state without an onode write. Without
+                // this, the object would stay uncommitted until its next onode write (rare
+                // when the size does not change), its superseded index pages pinned from GC
+                // all that time (issue 17: GC starved, Fig. 43's virtual tree wrote more).
+                let ob = &self.objs[s as usize];
+                let nodes = &self.nodes;
+                let clean = ob.live
+                    && ob.onode_ppn != NONE
+                    && ob.tail_page == u64::MAX
+                    && !ob.commit_req
+                    && !self.pending.iter().any(|&(p, _, _)| p == s)
+                    && ob.dirty.iter().all(|&id| {
+                        let n = &nodes.nodes[id as usize];
+                        n.free || n.dirty == 0 || n.obj != s
+                    });
+                if clean {
+                    self.objs[s as usize].lcs = self.sn;
+                    self.unpin_all(s);
+                    self.set_uncommitted(s, false);
+                }
             }
         }
         Ok(())
@@ -3273,6 +3305,7 @@ impl Device {
                 ob.onode_ppn = ppn;
                 ob.onode_idx = k;
                 ob.onode_csn = csn;
+                ob.lcs = csn;
                 onode_pages.entry(ppn).or_default().push((k, s));
             }
             d.objs.push(ob);
@@ -3306,6 +3339,7 @@ impl Device {
             ob.onode_ppn = ppn;
             ob.onode_idx = k;
             ob.onode_csn = csn;
+            ob.lcs = csn;
             d.objs.push(ob);
             onode_pages.entry(ppn).or_default().push((k, s));
         }
