@@ -50,6 +50,8 @@ def test_quick_reproduction(tmp_path: Path) -> None:
         assert (out / f"{fig}.png").is_file(), fig
     names = {c["check"] for c in r["checks"]}
     assert "write response falls 4 -> 8 -> 16 channels (F41)" in names
+    bands = [c for c in r["checks"] if c["check"].startswith("OBFS ")]
+    assert len(bands) == 3 and all(c["pass"] in (True, False) for c in bands), bands
     # a second run takes every report from the cache
     res = run_cli("reproduce", "dmm", "--quick", "--out", out, "--json", "-", timeout=300)
     assert res.returncode == 0, res.stderr

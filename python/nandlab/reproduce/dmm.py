@@ -686,6 +686,33 @@ def direction_checks(bench: dict[str, Any], trace_res: dict[str, Any]) -> list[d
         w[4] is not None and w[8] is not None and w[16] is not None and w[4] > w[8] > w[16],
         " > ".join(f"{w[c]:.3f} ms" for c in (4, 8, 16) if w[c] is not None),
     )
+
+    # Spec §7.4's bands on the ONFD baseline (OBFS: §4.6.2 validates ObjNandSim before any
+    # DMM piece is switched on).
+    def resp(pattern: str, req: int) -> float | None:
+        try:
+            v = _bench_row(bench, "obfs", pattern, req)["response_ms"]
+        except StopIteration:
+            return None
+        return None if v is None else float(v)
+
+    w4, r4 = resp("seq_write", 4 * KIB), resp("seq_read", 4 * KIB)
+    r32, r1m = resp("seq_read", 32 * KIB), resp("seq_read", 1024 * KIB)
+    add(
+        "OBFS 4 KiB sequential write in [1.8, 2.7] ms (F39a: 2.24 ms)",
+        None if w4 is None else 1.8 <= w4 <= 2.7,
+        "—" if w4 is None else f"{w4:.3f} ms",
+    )
+    add(
+        "OBFS 4 KiB read within 150 us +- 30 % (F40a: 3 page reads)",
+        None if r4 is None else 0.105 <= r4 <= 0.195,
+        "—" if r4 is None else f"{r4 * 1000:.0f} us",
+    )
+    add(
+        "OBFS 1 MiB / 32 KiB read within 32 +- 30 % (F40a)",
+        None if r1m is None or not r32 else 22.4 <= r1m / r32 <= 41.6,
+        "—" if r1m is None or not r32 else f"{r1m:.3f} / {r32:.3f} ms = {r1m / r32:.1f}",
+    )
     sw = [r for r in bench["rows"] if r["pattern"] == "seq_write"]
     add(
         "no GC page writes for sequential writes (F39b)",

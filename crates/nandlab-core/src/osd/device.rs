@@ -2183,10 +2183,11 @@ impl Device {
     }
 
     /// Index page `ppn` of object `s` was superseded (rewritten elsewhere, or its node
-    /// freed): it is invalid, but the object's last committed onode on flash may still reach
-    /// it (the extent tree by PA; the virtual tree through the LCS version of a VA that
-    /// recovery rolls back to) until the object's next onode write. Its chunk is not a GC
-    /// victim until then, so a cut before that write finds the committed tree whole.
+    /// freed): it is invalid, but the object's last committed state on flash may still reach
+    /// it (the extent tree by PA from the committed onode; the virtual tree through the LCS
+    /// version of a VA that recovery rolls back to) until the object's next commit (an onode
+    /// write, or under the virtual tree a flush leaving its tree clean). Its chunk is not a GC
+    /// victim until then, so a cut before that commit finds the committed tree whole.
     fn pin(&mut self, s: u32, ppn: u32) {
         if ppn == NONE {
             return;
@@ -2196,7 +2197,8 @@ impl Device {
         self.objs[s as usize].pins.push(ppn);
     }
 
-    /// The onode of `s` was written: its superseded index pages are free to go.
+    /// `s` was committed (its onode written, or its virtual tree flushed clean): its
+    /// superseded index pages are free to go.
     fn unpin_all(&mut self, s: u32) {
         let mut pins = std::mem::take(&mut self.objs[s as usize].pins);
         for &p in &pins {

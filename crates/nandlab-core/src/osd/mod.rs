@@ -151,8 +151,12 @@
 //!   back each IC_OBJ object's index and onode; the capacitor flush stays valid until that is
 //!   done and an object whose newest onode is newer than its LCS leaves IC_OBJ, so an
 //!   interrupted recovery is simply redone. An index page superseded after an object's
-//!   last onode write stays on flash (its chunk is not a GC victim) until the next onode
-//!   write of the object, so the committed tree a cut falls back to is whole; a commit
+//!   last commit stays on flash (its chunk is not a GC victim) until its next commit, so the
+//!   committed tree a cut falls back to is whole. A commit is an onode write or, under the
+//!   virtual tree (the root VA in the onode does not change), a flush that leaves the
+//!   object's tree clean with no onode change and no buffered data; IC_OBJ records the SN
+//!   of the last commit as the LCS (issue 17: before, such objects stayed uncommitted until
+//!   a rare onode write, their old index pages pinned from GC). A commit
 //!   (A2's flush, a GC commit, a diff-cache eviction) writes every dirty node of the object
 //!   first, again if a GC inside the flush dirtied some; a GC move that finds no clean chunk
 //!   uses another stream's open chunk of the die (issue 17). YAFFS2-like recovery is a tag
