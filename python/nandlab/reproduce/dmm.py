@@ -464,7 +464,7 @@ THESIS_BENCH = {
     ("rand_write", 4 * KIB): "+20 % vs seq 4 KiB",
     ("seq_read", 4 * KIB): "≈ 0.15 ms (3 reads)",
     ("seq_read", 32 * KIB): "≈ 4 KiB's",
-    ("seq_read", 1024 * KIB): "≈ 32x the 32 KiB read (≈ 1.5 ms)",
+    ("seq_read", 1024 * KIB): '≈ 1.5 ms ("32x the 32 KB read")',
     ("rand_read", 4 * KIB): "= seq 4 KiB",
 }
 
@@ -708,10 +708,16 @@ def direction_checks(bench: dict[str, Any], trace_res: dict[str, Any]) -> list[d
         None if r4 is None else 0.105 <= r4 <= 0.195,
         "—" if r4 is None else f"{r4 * 1000:.0f} us",
     )
+    # §4.6.2 says the 1 MB read is "32 times that of 32KB" and "reaches up to 1500 us"; with
+    # its 4 KB (and 32 KB) read at ≈ 150 us those contradict each other (32 x 150 us = 4.8 ms).
+    # 1500 us is 32 page reads (512 pages over 16 dies, 50 us each), so the check takes the
+    # absolute figure (the spec's band reads "32x the 32 KB read"; the ratio is shown).
     add(
-        "OBFS 1 MiB / 32 KiB read within 32 +- 30 % (F40a)",
-        None if r1m is None or not r32 else 22.4 <= r1m / r32 <= 41.6,
-        "—" if r1m is None or not r32 else f"{r1m:.3f} / {r32:.3f} ms = {r1m / r32:.1f}",
+        "OBFS 1 MiB read within 1.5 ms +- 30 % (F40a: 1500 us, 32 reads per die)",
+        None if r1m is None else 1.05 <= r1m <= 1.95,
+        "—"
+        if r1m is None or not r32
+        else f"{r1m:.3f} ms ({r1m / r32:.1f} x the 32 KiB read, spec band 32 +- 30 %)",
     )
     sw = [r for r in bench["rows"] if r["pattern"] == "seq_write"]
     add(
