@@ -1158,6 +1158,15 @@ impl Device {
         dense + rows * 36
     }
 
+    /// Objects with state newer than their last commit (what IC_OBJ would list at a power
+    /// loss), and chunks GC may not take because they hold superseded index pages an
+    /// uncommitted object's last consistent state may still reach ([`Device::pin`]). Without
+    /// the diff cache both are 0 between commands. Tests and diagnostics.
+    pub fn uncommitted(&self) -> (u64, usize) {
+        let pinned = self.chunks.iter().filter(|m| m.pins > 0).count();
+        (self.uncommitted_objs, pinned)
+    }
+
     /// Full chunks kept sparse, and the rows they hold (tests and diagnostics).
     pub fn sparse_chunks(&self) -> (usize, usize) {
         self.sparse
@@ -1338,6 +1347,11 @@ impl Device {
             if c != NONE {
                 self.chunks[c as usize].state = C_FULL;
                 self.trim_page_state(c as usize);
+                // A full chunk is no longer the stream's open chunk: GC may erase it, and it
+                // must not be written again as if still open (issue 17: with no clean chunk
+                // left, `open` kept pointing at it, GC erased it, and a later program wrote
+                // into the erased chunk, which the free list also held).
+                self.open[die as usize][stream] = NONE;
             }
             if let Some(f) = self.free[die as usize].pop() {
                 c = f;
