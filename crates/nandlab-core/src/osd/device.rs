@@ -1146,7 +1146,7 @@ impl Device {
     }
 
     /// Bytes of per-page state held (dense chunks at 38 B per page, sparse rows at 36 B):
-    /// what [`SparsePages`] keeps proportional to [`Device::valid_pages`].
+    /// what the sparse state of full chunks keeps proportional to [`Device::valid_pages`].
     pub fn page_state_bytes(&self) -> u64 {
         let dense = self.pages.iter().flatten().count() as u64 * self.ppc as u64 * 38;
         let rows: u64 = self
@@ -1160,7 +1160,7 @@ impl Device {
 
     /// Objects with state newer than their last commit (what IC_OBJ would list at a power
     /// loss), and chunks GC may not take because they hold superseded index pages an
-    /// uncommitted object's last consistent state may still reach ([`Device::pin`]). Without
+    /// uncommitted object's last consistent state may still reach. Without
     /// the diff cache both are 0 between commands. Tests and diagnostics.
     pub fn uncommitted(&self) -> (u64, usize) {
         let pinned = self.chunks.iter().filter(|m| m.pins > 0).count();
