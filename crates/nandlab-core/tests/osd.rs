@@ -285,6 +285,16 @@ fn random_ops(seed: u64, n: usize, objects: u64, page: u64) -> Vec<OsdOp> {
     out
 }
 
+/// [`cfg`] with 512 B pages and `blocks` blocks per die for the `[osd]` lines `osd` (e.g. a
+/// design of [`DESIGNS`]) plus `extra`: 2-block chunks and 4 tail buffers, so that GC runs soon.
+fn design_cfg(blocks: u32, osd: &str, extra: &str) -> nandlab_core::config::Config {
+    cfg(
+        512,
+        blocks,
+        &format!("{osd}\nchunk_blocks = 2\ntail_buffers = 4\n{extra}"),
+    )
+}
+
 const DESIGNS: [(&str, &str); 6] = [
     ("obfs", ""),
     ("mlgc", "mlgc = true\nmlgc_table_bytes = 256"),
@@ -302,11 +312,7 @@ const DESIGNS: [(&str, &str); 6] = [
 #[test]
 fn random_commands_keep_the_space_accounting_and_dram_bounds() {
     for (name, osd) in DESIGNS {
-        let c = cfg(
-            512,
-            24,
-            &format!("{osd}\nchunk_blocks = 2\ntail_buffers = 4"),
-        );
+        let c = design_cfg(24, osd, "");
         let mut d = Device::new(&c).unwrap();
         d.record_contents();
         let ops = random_ops(7, 10000, 24, 512);
@@ -344,15 +350,7 @@ fn random_commands_keep_the_space_accounting_and_dram_bounds() {
 #[test]
 fn sparse_page_state_changes_nothing_and_follows_the_valid_pages() {
     for (name, osd) in DESIGNS {
-        let c = cfg(
-            512,
-            24,
-            &format!(
-                "{osd}
-chunk_blocks = 2
-tail_buffers = 4"
-            ),
-        );
+        let c = design_cfg(24, osd, "");
         let mut whole = Device::new(&c).unwrap();
         whole.record_contents();
         let mut sparse = Device::new(&c).unwrap();
@@ -699,11 +697,7 @@ fn crash_recovery_keeps_every_acknowledged_write() {
     // YAFFS2-like included: a truncate writes a shrink header, which its scan applies to
     // every older data page and GC keeps while older discarded pages exist (issue 17).
     for (name, osd) in DESIGNS.iter() {
-        let c = cfg(
-            512,
-            16,
-            &format!("{osd}\nchunk_blocks = 2\ntail_buffers = 4\nbackup_flush_pages = 16"),
-        );
+        let c = design_cfg(16, osd, "backup_flush_pages = 16");
         let cmds = as_commands(&random_ops(5, 4000, 12, 512));
         let r = crash_test(&c, &cmds, 60, 1, Variant::FULL).unwrap();
         eprintln!(
@@ -781,11 +775,7 @@ fn crash_test_catches_the_broken_variants() {
     // Small nodes (8 entries): leaves split and merge often, also inside evictions.
     let osd = "mlgc = true\nmlgc_table_bytes = 256\nvirtual_tree = true\ndiff_cache_bytes = 4096\n\
                leaf_entry_bytes = 64\ninternal_entry_va_bytes = 64";
-    let c = cfg(
-        512,
-        24,
-        &format!("{osd}\nchunk_blocks = 2\ntail_buffers = 4\nbackup_flush_pages = 16"),
-    );
+    let c = design_cfg(24, osd, "backup_flush_pages = 16");
     let cmds = as_commands(&random_ops(5, 1500, 12, 512));
     for v in [
         Variant {

@@ -247,13 +247,14 @@ where
 /// # Errors
 /// [`NandlabError::Config`] for an unknown pattern or a size of 0 / a total below one request;
 /// otherwise as [`osd_run_trace`].
-pub fn osd_run_bench(
+/// DMMbench `pattern` with `request_bytes` per access and `total_bytes` moved, seeded by the
+/// config's seed; a config error naming the key for an unknown pattern or impossible sizes.
+fn dmm_bench(
     cfg: &Config,
     pattern: &str,
     request_bytes: u64,
     total_bytes: u64,
-    file_bytes: u64,
-) -> Result<Value, NandlabError> {
+) -> Result<crate::osd::bench::DmmBench, NandlabError> {
     use crate::config::ConfigError;
     use crate::osd::bench::{DmmBench, Pattern};
     let bad = |key: &str, value: String, msg: &str| {
@@ -284,14 +285,24 @@ pub fn osd_run_bench(
             &format!("must be at least one request ({request_bytes} B)"),
         ));
     }
-    let mut b = DmmBench::new(pat, request_bytes, total_bytes, cfg.seed);
+    Ok(DmmBench::new(pat, request_bytes, total_bytes, cfg.seed))
+}
+
+pub fn osd_run_bench(
+    cfg: &Config,
+    pattern: &str,
+    request_bytes: u64,
+    total_bytes: u64,
+    file_bytes: u64,
+) -> Result<Value, NandlabError> {
+    let mut b = dmm_bench(cfg, pattern, request_bytes, total_bytes)?;
     b.file_bytes = file_bytes;
     let mut v = osd_run_commands(cfg, b.commands().map(Ok), 0)?;
     if let Value::Object(m) = &mut v {
         m.insert(
             "bench".into(),
             json!({
-                "pattern": pat.name(),
+                "pattern": b.pattern.name(),
                 "request_bytes": request_bytes,
                 "total_bytes": total_bytes,
                 "file_bytes": if file_bytes > 0 { file_bytes } else { total_bytes },
@@ -364,6 +375,32 @@ pub struct CrashSpec<'a> {
     pub cut_only: Option<&'a str>,
 }
 
+impl CrashSpec<'_> {
+    /// The crash test on `cmds` with cuts from command `window_start` on, as a JSON report
+    /// (`t0`: when the caller started, for `wall_s`).
+    fn run(
+        &self,
+        cfg: &Config,
+        cmds: &[OsdCommand],
+        window_start: usize,
+        t0: Instant,
+    ) -> Result<Value, NandlabError> {
+        let opts = crate::osd::CrashOpts {
+            window_start,
+            cut_only: self.cut_only.map(String::from),
+            ..Default::default()
+        };
+        let v = crash_variant(self.variant)?;
+        let rep = crate::osd::crash_test_with(cfg, cmds, self.cuts, self.seed, v, &opts)?;
+        crash_json(
+            &rep,
+            self.variant,
+            self.cut_only,
+            t0.elapsed().as_secs_f64(),
+        )
+    }
+}
+
 fn crash_json(
     rep: &crate::osd::CrashReport,
     variant: &str,
@@ -398,14 +435,8 @@ pub fn osd_crash_test_trace(
     max_commands: u64,
     spec: &CrashSpec<'_>,
 ) -> Result<Value, NandlabError> {
-    let CrashSpec {
-        cuts,
-        seed,
-        variant,
-        cut_only,
-    } = *spec;
     let t0 = Instant::now();
-    let v = crash_variant(variant)?;
+    crash_variant(spec.variant)?; // before reading the trace
     let mut src = ObjfsSource::open(trace, &cfg.objfs)?;
     let mut cmds = Vec::new();
     let mut measured = 0u64;
@@ -419,13 +450,8 @@ pub fn osd_crash_test_trace(
         cmds.push(c);
     }
     // The preconditioning runs once; every cut starts from a clone of the device after it.
-    let opts = crate::osd::CrashOpts {
-        window_start: cmds.iter().take_while(|c| c.precondition).count(),
-        cut_only: cut_only.map(String::from),
-        ..Default::default()
-    };
-    let rep = crate::osd::crash_test_with(cfg, &cmds, cuts, seed, v, &opts)?;
-    let mut out = crash_json(&rep, variant, cut_only, t0.elapsed().as_secs_f64())?;
+    let window_start = cmds.iter().take_while(|c| c.precondition).count();
+    let mut out = spec.run(cfg, &cmds, window_start, t0)?;
     if let Value::Object(m) = &mut out {
         m.insert(
             "objfs".into(),
@@ -454,43 +480,15 @@ pub fn osd_crash_test_bench(
     total_bytes: u64,
     spec: &CrashSpec<'_>,
 ) -> Result<Value, NandlabError> {
-    let CrashSpec {
-        cuts,
-        seed,
-        variant,
-        cut_only,
-    } = *spec;
-    use crate::osd::bench::{DmmBench, Pattern};
     let t0 = Instant::now();
-    let v = crash_variant(variant)?;
-    let pat = Pattern::parse(pattern).ok_or_else(|| {
-        NandlabError::Config(crate::config::ConfigError::Invalid {
-            key: "bench.pattern".into(),
-            value: format!("{pattern:?}"),
-            msg: "unknown DMMbench pattern (use seq_write, seq_read, rand_write or rand_read)"
-                .into(),
-        })
-    })?;
-    if request_bytes == 0 || total_bytes < request_bytes {
-        return Err(NandlabError::Config(crate::config::ConfigError::Invalid {
-            key: "bench.total_bytes".into(),
-            value: total_bytes.to_string(),
-            msg: format!("must be at least one request of ≥ 1 byte (request {request_bytes} B)"),
-        }));
-    }
-    let cmds: Vec<OsdCommand> = DmmBench::new(pat, request_bytes, total_bytes, cfg.seed)
-        .commands()
-        .collect();
-    let opts = crate::osd::CrashOpts {
-        cut_only: cut_only.map(String::from),
-        ..Default::default()
-    };
-    let rep = crate::osd::crash_test_with(cfg, &cmds, cuts, seed, v, &opts)?;
-    let mut out = crash_json(&rep, variant, cut_only, t0.elapsed().as_secs_f64())?;
+    crash_variant(spec.variant)?;
+    let b = dmm_bench(cfg, pattern, request_bytes, total_bytes)?;
+    let cmds: Vec<OsdCommand> = b.commands().collect();
+    let mut out = spec.run(cfg, &cmds, 0, t0)?;
     if let Value::Object(m) = &mut out {
         m.insert(
             "bench".into(),
-            json!({"pattern": pat.name(), "request_bytes": request_bytes, "total_bytes": total_bytes}),
+            json!({"pattern": b.pattern.name(), "request_bytes": request_bytes, "total_bytes": total_bytes}),
         );
     }
     Ok(out)

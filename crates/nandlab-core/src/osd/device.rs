@@ -264,20 +264,8 @@ impl FlashImage {
             .flat_map(move |(c, p)| {
                 let cont = self.contents.chunks.get(c).and_then(|x| x.as_deref());
                 (0..ppc as usize).filter_map(move |off| {
-                    let st = p.state[off];
-                    if st != VALID && st != INVALID {
-                        return None;
-                    }
-                    Some(FlashPage {
-                        ppn: c as u32 * ppc + off as u32,
-                        ptype: p.ptype[off] as usize,
-                        oid: p.oid[off],
-                        sn: p.sn[off],
-                        csn: p.csn[off],
-                        aux: p.aux[off],
-                        len: p.len[off],
-                        content: cont.and_then(|v| v[off].as_ref()),
-                    })
+                    let content = cont.and_then(|v| v[off].as_ref());
+                    p.flash_page(off, c as u32 * ppc + off as u32, content)
                 })
             })
     }
@@ -312,20 +300,7 @@ impl FlashImage {
             (ppn % self.pages_per_chunk) as usize,
         );
         let p = self.pages.get(c)?.as_ref()?;
-        let st = p.state[off];
-        if st != VALID && st != INVALID {
-            return None;
-        }
-        Some(FlashPage {
-            ppn,
-            ptype: p.ptype[off] as usize,
-            oid: p.oid[off],
-            sn: p.sn[off],
-            csn: p.csn[off],
-            aux: p.aux[off],
-            len: p.len[off],
-            content: self.contents.get(ppn),
-        })
+        p.flash_page(off, ppn, self.contents.get(ppn))
     }
 
     /// Pages programmed or torn (what a full recovery scan reads).
@@ -475,6 +450,30 @@ struct PageRec {
 }
 
 impl ChunkPages {
+    /// Page `off` (PPN `ppn`) as a readable [`FlashPage`]: `None` if erased or torn.
+    #[inline]
+    fn flash_page<'a>(
+        &self,
+        off: usize,
+        ppn: u32,
+        content: Option<&'a PageContent>,
+    ) -> Option<FlashPage<'a>> {
+        let st = self.state[off];
+        if st != VALID && st != INVALID {
+            return None;
+        }
+        Some(FlashPage {
+            ppn,
+            ptype: self.ptype[off] as usize,
+            oid: self.oid[off],
+            sn: self.sn[off],
+            csn: self.csn[off],
+            aux: self.aux[off],
+            len: self.len[off],
+            content,
+        })
+    }
+
     #[inline]
     fn rec(&self, off: usize) -> PageRec {
         PageRec {
@@ -1127,7 +1126,11 @@ impl Device {
     /// Whether page `ppn` is valid.
     pub fn page_valid(&self, ppn: u32) -> bool {
         let (c, off) = self.split(ppn);
-        self.page_at(c, off).is_some_and(|p| p.state == VALID)
+        match (self.pages[c].as_deref(), self.sparse[c].as_deref()) {
+            (Some(p), _) => p.state[off] == VALID,
+            (None, Some(sp)) => sp.rec(off).state == VALID,
+            (None, None) => false,
+        }
     }
 
     /// Page `off` of chunk `c` (dense or [`SparsePages`]); `None` for a chunk without
@@ -1943,7 +1946,11 @@ impl Device {
 
     fn rec_of(&self, ppn: u32) -> u32 {
         let (c, off) = self.split(ppn);
-        self.page_at(c, off).map_or(NONE, |p| p.back)
+        match (self.pages[c].as_deref(), self.sparse[c].as_deref()) {
+            (Some(p), _) => p.back[off],
+            (None, Some(sp)) => sp.rec(off).back,
+            (None, None) => NONE,
+        }
     }
 
     fn gct_drop(&mut self, ppn: u32) {
