@@ -491,15 +491,17 @@ impl ChunkPages {
 /// The per-page state of a full chunk in a performance run (no recorded contents), kept for
 /// its valid pages only: nothing reads an invalid page of such a chunk again (no recovery
 /// scan runs; GC moves valid pages only), so memory follows the live data rather than the
-/// pages ever written (issue 17: memory flat in trace length). Rows are sorted by offset; a
-/// page invalidated since the last compaction keeps its row with `state = INVALID`, and an
-/// offset without a row is an invalid page. A dense chunk becomes sparse once its valid
-/// pages are at most 7/8 of it (a row takes 36 B, a dense page 38 B); a sparse chunk is
-/// compacted when more than 1/8 of its rows are invalid. So a full chunk costs at most
-/// ≈ 43 B per valid page. Chunks holding a shrink header stay dense (GC copies superseded
-/// shrink headers); the crash harness records contents and never makes a chunk sparse.
+/// pages ever written (issue 17: memory flat in trace length). A bitmap says which pages are
+/// valid (an invalidation is one bit, as in the dense form); rows, sorted by offset, hold the
+/// valid pages' fields, and a row whose page was invalidated since the last compaction stays
+/// until more than 1/8 of the rows are such. A dense chunk becomes sparse once its valid
+/// pages are at most 7/8 of it (a row takes 36 B, a dense page 38 B), so a full chunk costs
+/// at most ≈ 43 B per valid page plus 1 bit per page. Chunks holding a shrink header stay
+/// dense (GC copies superseded shrink headers); the crash harness records contents and never
+/// makes a chunk sparse.
 #[derive(Clone, Debug, Default)]
 struct SparsePages {
+    valid: Vec<u64>,
     offs: Vec<u32>,
     recs: Vec<PageRec>,
     dead: u32,
@@ -510,12 +512,14 @@ impl SparsePages {
     fn from_dense(p: &ChunkPages) -> SparsePages {
         let n = p.state.iter().filter(|&&st| st == VALID).count();
         let mut s = SparsePages {
+            valid: vec![0; p.state.len().div_ceil(64)],
             offs: Vec::with_capacity(n),
             recs: Vec::with_capacity(n),
             dead: 0,
         };
         for off in 0..p.state.len() {
             if p.state[off] == VALID {
+                s.valid[off / 64] |= 1 << (off % 64);
                 s.offs.push(off as u32);
                 s.recs.push(p.rec(off));
             }
@@ -524,53 +528,60 @@ impl SparsePages {
     }
 
     #[inline]
-    fn find(&self, off: usize) -> Option<usize> {
-        self.offs.binary_search(&(off as u32)).ok()
+    fn is_valid(&self, off: usize) -> bool {
+        self.valid[off / 64] & (1 << (off % 64)) != 0
     }
 
     /// The page at `off`: its row, or an invalid page without OOB fields.
     #[inline]
     fn rec(&self, off: usize) -> PageRec {
-        match self.find(off) {
-            Some(i) => self.recs[i],
-            None => PageRec {
-                oid: 0,
-                csn: 0,
-                aux: 0,
-                len: 0,
-                back: NONE,
-                ptype: 0,
-                state: INVALID,
-            },
+        if self.is_valid(off) {
+            if let Ok(i) = self.offs.binary_search(&(off as u32)) {
+                return self.recs[i];
+            }
+        }
+        PageRec {
+            oid: 0,
+            csn: 0,
+            aux: 0,
+            len: 0,
+            back: NONE,
+            ptype: 0,
+            state: INVALID,
         }
     }
 
-    /// Invalidate the valid page at `off`; returns whether it was valid.
+    /// Invalidate the page at `off`; returns whether it was valid.
+    #[inline]
     fn invalidate(&mut self, off: usize) -> bool {
-        let Some(i) = self.find(off) else {
-            return false;
-        };
-        if self.recs[i].state != VALID {
+        if !self.is_valid(off) {
             return false;
         }
-        self.recs[i].state = INVALID;
+        self.valid[off / 64] &= !(1 << (off % 64));
         self.dead += 1;
         if self.dead as usize * 8 > self.recs.len() {
-            let mut k = 0;
-            for j in 0..self.recs.len() {
-                if self.recs[j].state == VALID {
-                    self.recs[k] = self.recs[j];
-                    self.offs[k] = self.offs[j];
-                    k += 1;
-                }
-            }
-            self.recs.truncate(k);
-            self.offs.truncate(k);
-            self.recs.shrink_to_fit();
-            self.offs.shrink_to_fit();
-            self.dead = 0;
+            self.compact();
         }
         true
+    }
+
+    /// Drop the rows of invalidated pages.
+    fn compact(&mut self) {
+        let mut k = 0;
+        for j in 0..self.recs.len() {
+            if self.is_valid(self.offs[j] as usize) {
+                self.recs[k] = self.recs[j];
+                self.offs[k] = self.offs[j];
+                k += 1;
+            }
+        }
+        self.recs.truncate(k);
+        self.offs.truncate(k);
+        if self.recs.capacity() > k + k / 8 {
+            self.recs.shrink_to_fit();
+            self.offs.shrink_to_fit();
+        }
+        self.dead = 0;
     }
 }
 
@@ -1128,7 +1139,7 @@ impl Device {
         let (c, off) = self.split(ppn);
         match (self.pages[c].as_deref(), self.sparse[c].as_deref()) {
             (Some(p), _) => p.state[off] == VALID,
-            (None, Some(sp)) => sp.rec(off).state == VALID,
+            (None, Some(sp)) => sp.is_valid(off),
             (None, None) => false,
         }
     }
@@ -1148,17 +1159,18 @@ impl Device {
         self.chunks.iter().map(|m| m.valid as u64).sum()
     }
 
-    /// Bytes of per-page state held (dense chunks at 38 B per page, sparse rows at 36 B):
+    /// Bytes of per-page state held (dense chunks at 38 B per page, sparse rows at 36 B plus
+    /// their validity bitmaps):
     /// what the sparse state of full chunks keeps proportional to [`Device::valid_pages`].
     pub fn page_state_bytes(&self) -> u64 {
         let dense = self.pages.iter().flatten().count() as u64 * self.ppc as u64 * 38;
-        let rows: u64 = self
+        let sparse: u64 = self
             .sparse
             .iter()
             .flatten()
-            .map(|s| s.recs.capacity() as u64)
+            .map(|s| s.recs.capacity() as u64 * 36 + s.valid.len() as u64 * 8)
             .sum();
-        dense + rows * 36
+        dense + sparse
     }
 
     /// Objects with state newer than their last commit (what IC_OBJ would list at a power
@@ -1212,7 +1224,7 @@ impl Device {
         for (c, m) in self.chunks.iter().enumerate() {
             let n = match (self.pages[c].as_ref(), self.sparse[c].as_ref()) {
                 (Some(p), _) => p.state.iter().filter(|&&s| s == VALID).count(),
-                (None, Some(sp)) => sp.recs.iter().filter(|r| r.state == VALID).count(),
+                (None, Some(sp)) => sp.valid.iter().map(|w| w.count_ones() as usize).sum(),
                 (None, None) => 0,
             };
             if n as u32 != m.valid {
