@@ -102,6 +102,9 @@ pub struct GcReport {
     pub survivor_onodes_moved: u64,
     pub read_modify_writes: u64,
     pub tail_buffer_flushes: u64,
+    /// Superseded index pages GC copied because an uncommitted object's last consistent
+    /// state may still reach them (virtual tree; issue 30).
+    pub pinned_index_pages_moved: u64,
 }
 
 /// Diff cache.
@@ -509,6 +512,7 @@ where
             survivor_onodes_moved: c.survivor_onodes,
             read_modify_writes: c.rmw,
             tail_buffer_flushes: c.tail_flushes,
+            pinned_index_pages_moved: c.pinned_moves,
         },
         response,
         diff_cache: CacheReport {

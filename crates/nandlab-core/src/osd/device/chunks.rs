@@ -430,7 +430,8 @@ pub(super) struct ChunkMeta {
     pub(super) valid: u32,
     pub(super) wp: u32,
     /// Superseded index pages in it that an object's last committed onode may still reach
-    /// (see [`Device::pin`]): GC does not take the chunk while any is left.
+    /// (see [`Device::pin`]): GC moves them with the chunk under the virtual tree and does
+    /// not take the chunk under the extent tree.
     pub(super) pins: u32,
     /// YAFFS2-like: it holds a shrink header (a truncate's object header), valid or not
     /// (YAFFS2's `has_shrink_hdr`); see [`Device::carry_shrink_headers`].
@@ -532,7 +533,7 @@ impl Device {
         if m.state != C_FULL || m.shrink || self.contents.is_some() {
             return;
         }
-        if m.valid == 0 && m.pins == 0 && !self.in_gc {
+        if m.valid == 0 && !self.in_gc {
             self.pages[c] = None;
             self.sparse[c] = None;
         } else if m.valid as u64 * 8 <= self.ppc as u64 * 7 {

@@ -17,16 +17,20 @@ impl Device {
     pub(super) fn gc(&mut self, die: u32) -> Result<bool, OsdError> {
         let base = die * self.cpd;
         let mut best: Option<(u32, u32)> = None;
+        let vt = self.o.virtual_tree;
         for c in base..base + self.cpd {
             let m = &self.chunks[c as usize];
-            if m.state == C_FULL && m.pins == 0 && best.is_none_or(|(v, _)| m.valid < v) {
-                best = Some((m.valid, c));
+            // The pages GC must move: the valid ones and, under the virtual tree, the pinned
+            // ones ([`Device::relocate_pins`]); the extent tree leaves a pinned chunk alone.
+            let cost = m.valid + m.pins;
+            if m.state == C_FULL && (vt || m.pins == 0) && best.is_none_or(|(v, _)| cost < v) {
+                best = Some((cost, c));
             }
         }
-        let Some((valid, victim)) = best else {
+        let Some((cost, victim)) = best else {
             return Ok(false);
         };
-        if valid >= self.ppc {
+        if cost >= self.ppc {
             return Ok(false);
         }
         self.in_gc = true;
@@ -263,6 +267,9 @@ impl Device {
             let dmm = self.cache_on && self.o.virtual_tree;
             self.commit_moved(&mut moved_objs, dmm)?;
         }
+        if self.chunks[victim as usize].pins > 0 {
+            self.relocate_pins(die, victim)?;
+        }
         if self.yaffs {
             self.carry_shrink_headers(die, victim)?;
         }
@@ -317,6 +324,36 @@ impl Device {
             }
         }
         self.free[die as usize].push(victim);
+        Ok(())
+    }
+
+    /// Virtual tree: copy the victim's pinned pages (superseded index pages that an
+    /// uncommitted object's last consistent state may still reach, [`Device::pin`]) to the
+    /// die's open index chunk before the erase. A copy keeps the page's VA and content SN, so
+    /// recovery's rollback (A1 l.8–11) finds it as the same version; it is not valid (no node
+    /// reads it) and stays pinned, at its new place, until the object's commit (issue 30:
+    /// before, GC did not take such a chunk, a rule the thesis does not have).
+    pub(super) fn relocate_pins(&mut self, die: u32, victim: u32) -> Result<(), OsdError> {
+        let lo = victim * self.ppc;
+        let list: Vec<(u32, Pin)> = self
+            .pinned
+            .range(lo..lo + self.ppc)
+            .map(|(&p, &q)| (p, q))
+            .collect();
+        for (old, q) in list {
+            self.read(INDEX, old, Src::Gc);
+            self.next_content = self.content_of(old).cloned();
+            self.next_csn = q.csn;
+            let oid = self.objs[q.slot as usize].oid;
+            let new = self.program(INDEX, die, Src::Gc, oid, q.aux, 0, NONE)?;
+            self.invalidate(new);
+            self.pinned.remove(&old);
+            self.chunks[victim as usize].pins -= 1;
+            self.chunks[(new / self.ppc) as usize].pins += 1;
+            self.pinned.insert(new, q);
+            self.objs[q.slot as usize].pins.push(new);
+            self.counters.pinned_moves += 1;
+        }
         Ok(())
     }
 

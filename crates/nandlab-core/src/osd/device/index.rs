@@ -101,9 +101,10 @@ impl Device {
 
     pub(super) fn drain_freed(&mut self) {
         while let Some((id, ppn, va)) = self.nodes.freed.pop() {
-            self.invalidate(ppn);
             let obj = self.nodes.nodes[id as usize].obj;
-            self.pin(obj, ppn);
+            let aux = if self.o.virtual_tree { va } else { id };
+            self.pin(obj, ppn, aux);
+            self.invalidate(ppn);
             self.free_va(va);
         }
     }
@@ -112,15 +113,22 @@ impl Device {
     /// freed): it is invalid, but the object's last committed state on flash may still reach
     /// it (the extent tree by PA from the committed onode; the virtual tree through the LCS
     /// version of a VA that recovery rolls back to) until the object's next commit (an onode
-    /// write, or under the virtual tree a flush leaving its tree clean). Its chunk is not a GC
-    /// victim until then, so a cut before that commit finds the committed tree whole.
-    pub(super) fn pin(&mut self, s: u32, ppn: u32) {
+    /// write, or under the virtual tree a flush leaving its tree clean). Until then GC moves
+    /// it with its chunk under the virtual tree ([`Device::relocate_pins`]; the thesis has no
+    /// rule that keeps a chunk from GC) and, under the extent tree, whose committed tree
+    /// reaches it by PA, does not take its chunk (issue 30: see `gc`). `aux` is its OOB VA
+    /// (virtual tree) or node id; called before the page is invalidated (its content SN is
+    /// read here).
+    pub(super) fn pin(&mut self, s: u32, ppn: u32, aux: u32) {
         if ppn == NONE {
             return;
         }
+        let csn = self.csn_of(ppn);
         let c = (ppn / self.ppc) as usize;
         self.chunks[c].pins += 1;
         self.objs[s as usize].pins.push(ppn);
+        let prev = self.pinned.insert(ppn, Pin { slot: s, aux, csn });
+        debug_assert!(prev.is_none(), "page {ppn} pinned twice");
     }
 
     /// `s` was committed (its onode written, or its virtual tree flushed clean): its
@@ -128,7 +136,12 @@ impl Device {
     pub(super) fn unpin_all(&mut self, s: u32) {
         let mut pins = std::mem::take(&mut self.objs[s as usize].pins);
         for &p in &pins {
-            self.chunks[(p / self.ppc) as usize].pins -= 1;
+            // A page GC relocated stays in the list at its old address (and that address may
+            // be pinned again by another object since): only the object's current pins count.
+            if self.pinned.get(&p).is_some_and(|q| q.slot == s) {
+                self.pinned.remove(&p);
+                self.chunks[(p / self.ppc) as usize].pins -= 1;
+            }
         }
         pins.clear();
         self.objs[s as usize].pins = pins;
@@ -306,8 +319,8 @@ impl Device {
         let (old, va, parent) = (n.ppn, n.va, n.parent);
         n.ppn = ppn;
         self.nodes.clean(id);
+        self.pin(obj, old, aux);
         self.invalidate(old);
-        self.pin(obj, old);
         if vt {
             self.pt_set(va, ppn);
             if parent == NONE && new_va {

@@ -23,7 +23,7 @@
 //! | `scan` | Algorithm 1's scan of a flash image | §4.4.5.1, A1 |
 //! | `check` | read-back and the consistency checks | spec §7 item 6 |
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 
 use serde::Serialize;
 
@@ -181,6 +181,8 @@ pub struct Counters {
     /// Partial-page writes: read-before-write, and tail buffers flushed.
     pub rmw: u64,
     pub tail_flushes: u64,
+    /// Pinned index pages GC copied before erasing their chunk ([`Device::relocate_pins`]).
+    pub pinned_moves: u64,
 }
 
 /// Peak DRAM use of each table, bytes.
@@ -198,6 +200,16 @@ pub struct DramUse {
     pub ram_index_bytes: u64,
     /// Tail buffers in use × page size.
     pub tail_buffer_bytes: u64,
+}
+
+/// A pinned page ([`Device::pin`]): its object, and the OOB fields a relocated copy keeps
+/// (VA or node id, content SN), held apart from the chunk's per-page state (which a full
+/// chunk in a performance run keeps for valid pages only).
+#[derive(Clone, Copy, Debug)]
+struct Pin {
+    slot: u32,
+    aux: u32,
+    csn: u64,
 }
 
 /// An onode page's contents: the object slot of each onode in it.
@@ -350,6 +362,8 @@ pub struct Device {
     /// Erase count per block.
     pub erase_count: Vec<u32>,
     sn: u64,
+    /// Pinned pages by PPN ([`Device::pin`]).
+    pinned: BTreeMap<u32, Pin>,
     // objects
     objs: Vec<Obj>,
     index: IdMap<ObjectId, u32>,
@@ -491,6 +505,7 @@ impl Device {
             rr: [0; 3],
             erase_count: vec![0; (dies * d.blocks_per_plane) as usize],
             sn: 0,
+            pinned: BTreeMap::new(),
             objs: Vec::new(),
             index: IdMap::default(),
             nodes,

@@ -13,8 +13,9 @@ use super::*;
 
 impl Device {
     /// Objects with state newer than their last commit (what IC_OBJ would list at a power
-    /// loss), and chunks GC may not take because they hold superseded index pages an
-    /// uncommitted object's last consistent state may still reach. Without
+    /// loss), and chunks holding superseded index pages an uncommitted object's last
+    /// consistent state may still reach (pinned: moved by GC under the virtual tree, not
+    /// taken under the extent tree). Without
     /// the diff cache both are 0 between commands. Tests and diagnostics.
     pub fn uncommitted(&self) -> (u64, usize) {
         let pinned = self.chunks.iter().filter(|m| m.pins > 0).count();
