@@ -775,7 +775,7 @@ pub fn crash_test_with(
             }
         }
         let mark = mark.unwrap_or_else(|| r.mark());
-        let bk = dev.power_loss(variant.capacitor);
+        let bk = dev.power_loss_with(variant.capacitor, variant.onode_buffer);
         rep.backup_pages_max = rep.backup_pages_max.max(bk.pages);
         rep.backup_over_budget += bk.over_budget as u32;
         let img = dev.into_image();

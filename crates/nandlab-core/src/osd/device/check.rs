@@ -289,7 +289,7 @@ impl Device {
                 return Err(format!("object {}: not in the global index", ob.oid));
             }
             if ob.onode_ppn == NONE {
-                if !ob.uncommitted && !ob.onode_dirty {
+                if !ob.uncommitted && !ob.onode_dirty && ob.obuf_seq == 0 {
                     return Err(format!("object {}: committed without an onode", ob.oid));
                 }
                 continue;

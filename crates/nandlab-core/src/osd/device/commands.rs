@@ -154,6 +154,12 @@ impl Device {
                 self.touch_obj(s, false);
                 self.flush_tail(s)?;
                 self.close_stage();
+                // The object's buffered state goes to flash: its onode too, when a version of
+                // it waits in the onode write buffer (reading [N], issue 30).
+                if self.objs[s as usize].obuf_seq != 0 {
+                    self.program_obuf(None)?;
+                    self.close_stage();
+                }
             }
             OsdOp::Read {
                 oid,

@@ -27,6 +27,35 @@ impl Device {
                 best = Some((cost, c));
             }
         }
+        if !vt && !self.obuf.is_empty() {
+            // Extent tree: the best victim holds pages pinned until onode versions waiting in
+            // the onode write buffer are on flash: program it, then look again (issue 30).
+            let mut any: Option<(u32, u32)> = None;
+            for c in base..base + self.cpd {
+                let m = &self.chunks[c as usize];
+                if m.state == C_FULL && any.is_none_or(|(v, _)| m.valid < v) {
+                    any = Some((m.valid, c));
+                }
+            }
+            if let Some((v, c)) = any {
+                if self.chunks[c as usize].pins > 0 && best.is_none_or(|(b, _)| v < b) {
+                    self.in_gc = true;
+                    let r = self.program_obuf(Some(die));
+                    self.in_gc = false;
+                    r?;
+                    self.counters.onode_buffer_gc += 1;
+                    self.plan.push_stage(&mut self.gc_progs);
+                    best = None;
+                    for c in base..base + self.cpd {
+                        let m = &self.chunks[c as usize];
+                        if m.state == C_FULL && m.pins == 0 && best.is_none_or(|(b, _)| m.valid < b)
+                        {
+                            best = Some((m.valid, c));
+                        }
+                    }
+                }
+            }
+        }
         let Some((cost, victim)) = best else {
             return Ok(false);
         };

@@ -147,6 +147,21 @@ impl Device {
         self.objs[s as usize].pins = pins;
     }
 
+    /// Release the pins `s` took before its `mark`-th (those its onode version buffered then
+    /// no longer reaches); later ones stay until a later version is programmed.
+    pub(super) fn unpin_to(&mut self, s: u32, mark: u32) {
+        let mut pins = std::mem::take(&mut self.objs[s as usize].pins);
+        let m = (mark as usize).min(pins.len());
+        for &p in &pins[..m] {
+            if self.pinned.get(&p).is_some_and(|q| q.slot == s) {
+                self.pinned.remove(&p);
+                self.chunks[(p / self.ppc) as usize].pins -= 1;
+            }
+        }
+        pins.drain(..m);
+        self.objs[s as usize].pins = pins;
+    }
+
     pub(super) fn after_tree_op(&mut self, s: u32, root: u32, ch: Change) {
         self.objs[s as usize].root = root;
         if self.yaffs {
@@ -274,6 +289,7 @@ impl Device {
                     && ob.onode_ppn != NONE
                     && ob.tail_page == u64::MAX
                     && !ob.commit_req
+                    && ob.obuf_seq == 0
                     && !self.pending.iter().any(|&(p, _, _)| p == s)
                     && ob.dirty.iter().all(|&id| {
                         let n = &nodes.nodes[id as usize];

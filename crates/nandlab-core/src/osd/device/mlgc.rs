@@ -31,7 +31,8 @@ impl Device {
         self.gct_entries
     }
 
-    /// The flash versions of the onodes of `slots` held in onode page `ppn`.
+    /// The flash versions of the onodes of `slots` held in onode page `ppn` (each at its
+    /// object's `onode_idx`).
     pub(super) fn onode_recs_from(&self, ppn: u32, slots: &[u32]) -> Vec<OnodeRec> {
         let Some(PageContent::Onode(recs)) = self.content_of(ppn) else {
             return Vec::new();
@@ -39,11 +40,16 @@ impl Device {
         slots
             .iter()
             .filter_map(|&s| {
-                let oid = self.objs[s as usize].oid;
+                let ob = &self.objs[s as usize];
+                let oid = ob.oid;
                 // a removed object's record there is its tombstone
-                let tomb = !self.objs[s as usize].live;
-                recs.iter()
-                    .find(|r| r.oid == oid && r.tomb == tomb)
+                let tomb = !ob.live;
+                let mine = |r: &&OnodeRec| r.oid == oid && r.tomb == tomb;
+                // Its own slot: a page of the onode write buffer may hold older versions of
+                // the object in earlier slots (issue 30).
+                recs.get(ob.onode_idx as usize)
+                    .filter(mine)
+                    .or_else(|| recs.iter().rev().find(mine))
                     .copied()
             })
             .collect()
@@ -180,8 +186,11 @@ impl Device {
         moved
     }
 
-    /// Write the pending onodes (A2 l.40–48), packed `page / onode_bytes` to a page (one per
-    /// page in YAFFS2: the object header).
+    /// Write the pending onodes (A2 l.40–48): their old locations are released first (OBFS
+    /// survivors and MLGC evictions join the queue), then each version goes to the onode
+    /// write buffer ([`Device::obuf_append`]), and every full buffer is programmed
+    /// ([`Device::program_obuf`]). YAFFS2-like: one object header per page, programmed at
+    /// once.
     pub(super) fn write_pending_onodes(&mut self) -> Result<(), OsdError> {
         if self.pending.is_empty() {
             return Ok(());
@@ -213,6 +222,19 @@ impl Device {
             for &(s, _, _) in list.iter() {
                 objs[s as usize].pend_mark = false;
             }
+        }
+        if !self.yaffs {
+            // ONFD: every onode version goes to the onode write buffer, programmed when full.
+            for &(s, src, tomb) in list.iter() {
+                self.obuf_append(s, src, tomb);
+            }
+            list.clear();
+            self.pend_scratch = list;
+            while self.obuf.len() >= self.onodes_per_page as usize {
+                self.program_obuf(None)?;
+            }
+            self.close_stage();
+            return Ok(());
         }
         let per = self.onodes_per_page as usize;
         for group in list.chunks(per) {
@@ -325,6 +347,167 @@ impl Device {
         list.clear();
         self.pend_scratch = list;
         self.close_stage();
+        Ok(())
+    }
+
+    /// Put a version of the onode of `s` into the onode write buffer (§4.5.4.1: new
+    /// partial-page data is staged in a page-size buffer; §4.6.2: "several write operations
+    /// to onodes ... incur one page write"; spec §2 "the new onode is packed into the onode
+    /// write buffer"). Every version takes a slot, even when an older version of the same
+    /// object waits in the buffer (that slot is then stale: written, but garbage from birth),
+    /// so onode page writes follow the number of onode updates as Fig. 39(c) and 40(c) show
+    /// (reading \[N\], issue 30). A new version is the DRAM onode as it is now, with the SN of
+    /// the newest page programmed as its content SN (what it covers: data programmed later is
+    /// re-applied at recovery); a move (OBFS survivor, MLGC eviction) keeps its flash
+    /// version.
+    pub(super) fn obuf_append(&mut self, s: u32, src: Src, tomb: bool) {
+        let ob = &self.objs[s as usize];
+        let commit = tomb || ob.move_from == NONE || ob.commit_req;
+        let csn = if commit { self.sn } else { ob.onode_csn };
+        let rec = if self.contents.is_none() {
+            None
+        } else if commit {
+            Some(self.onode_rec(s, csn, tomb))
+        } else {
+            Some(
+                self.onode_recs_from(ob.move_from, &[s])
+                    .first()
+                    .copied()
+                    .unwrap_or_else(|| self.onode_rec(s, ob.onode_csn, !ob.live)),
+            )
+        };
+        self.obuf_seq += 1;
+        let seq = self.obuf_seq;
+        let ob = &mut self.objs[s as usize];
+        ob.commit_req = false;
+        ob.move_from = NONE;
+        ob.obuf_seq = seq;
+        let pin_mark = ob.pins.len() as u32;
+        self.obuf.push(OEnt {
+            slot: s,
+            src,
+            tomb,
+            commit,
+            csn,
+            pin_mark,
+            seq,
+            rec,
+        });
+        self.counters.onodes_buffered += 1;
+        // The capacitor programs the buffer first at power loss: an object this version
+        // covers wholly leaves IC_OBJ now (the back-up set counts the buffer as one page).
+        let ob = &self.objs[s as usize];
+        let clean = tomb
+            || (commit && ob.live && ob.tail_page == u64::MAX && !ob.onode_dirty && {
+                let nodes = &self.nodes;
+                ob.dirty.iter().all(|&id| {
+                    let n = &nodes.nodes[id as usize];
+                    n.free || n.dirty == 0 || n.obj != s
+                })
+            });
+        if clean {
+            self.set_uncommitted(s, false);
+        }
+    }
+
+    /// The negative control of [`Device::power_loss_with`]: the buffer is lost, but the objects
+    /// whose newest version it held are taken as committed (none of them goes to IC_OBJ).
+    pub(super) fn drop_obuf(&mut self) {
+        for e in std::mem::take(&mut self.obuf) {
+            let s = e.slot;
+            if self.objs[s as usize].obuf_seq != e.seq {
+                continue;
+            }
+            self.objs[s as usize].obuf_seq = 0;
+            if e.commit || e.tomb {
+                self.set_uncommitted(s, false);
+            }
+        }
+    }
+
+    /// Program the onode write buffer (up to a page of it, in buffer order) on `die`, or on
+    /// the onode stream's next die after GC made room there. A version still the object's
+    /// newest becomes its onode on flash; a committed one (not a move) makes its content SN
+    /// the object's LCS and releases the index pages it pinned before the version was
+    /// buffered. Besides when it is full,
+    /// the buffer is programmed by a FLUSH of an object with a version in it, when GC under
+    /// the extent tree needs the pins it holds released, at the end of recovery, and by the
+    /// capacitor at power loss (readings \[N\], issue 30).
+    pub(super) fn program_obuf(&mut self, die: Option<u32>) -> Result<(), OsdError> {
+        if self.obuf.is_empty() {
+            return Ok(());
+        }
+        let die = match die {
+            Some(d) => d,
+            None => self.next_die(ONODE)?,
+        };
+        if self.obuf.is_empty() {
+            // GC on the way programmed it.
+            return Ok(());
+        }
+        let n = self.obuf.len().min(self.onodes_per_page as usize);
+        // Taken out only once programmed: a cut in the program leaves it to the capacitor.
+        let group: Vec<OEnt> = self.obuf[..n].to_vec();
+        if self.contents.is_some() {
+            let recs = group.iter().filter_map(|e| e.rec).collect();
+            self.next_content = Some(PageContent::Onode(recs));
+        }
+        let rec = self.alloc_opage();
+        let oid = self.objs[group[0].slot as usize].oid;
+        let n = n as u32;
+        let bytes = n * self.o.onode_bytes;
+        let ppn = match self.program(ONODE, die, group[0].src, oid, n, bytes, rec) {
+            Ok(p) => p,
+            Err(e) => {
+                self.free_opage(rec);
+                return Err(e);
+            }
+        };
+        self.obuf.drain(..n as usize);
+        if n < self.onodes_per_page {
+            self.counters.onode_buffer_early += 1;
+        }
+        let mut live = 0;
+        for (k, e) in group.iter().enumerate() {
+            let s = e.slot;
+            self.opages[rec as usize].slots.push(s);
+            if self.objs[s as usize].obuf_seq != e.seq {
+                // A newer version of the object was buffered after this one.
+                continue;
+            }
+            live += 1;
+            let ob = &mut self.objs[s as usize];
+            ob.obuf_seq = 0;
+            debug_assert!(ob.onode_ppn == NONE, "a buffered onode is also on flash");
+            ob.onode_ppn = ppn;
+            ob.onode_idx = k as u32;
+            if e.tomb {
+                // A tombstone stays valid (GC moves it) so that no older onode of the
+                // removed object can come back at recovery (spec §2 gap 4).
+                ob.onode_csn = e.csn;
+                ob.lcs = e.csn;
+                self.unpin_all(s);
+                let ob = &mut self.objs[s as usize];
+                if ob.tail_page != u64::MAX {
+                    ob.tail_page = u64::MAX;
+                    ob.tail_segs.clear();
+                    self.tails_used -= 1;
+                }
+                self.set_uncommitted(s, false);
+            } else if e.commit {
+                // Whether the object is committed was settled when the version was buffered
+                // ([`Device::obuf_append`]): what changed since keeps it uncommitted, and this
+                // version (a snapshot) does not cover that.
+                ob.onode_csn = e.csn;
+                ob.lcs = e.csn;
+                self.unpin_to(s, e.pin_mark);
+            }
+        }
+        self.opages[rec as usize].live = live;
+        if live == 0 {
+            self.invalidate(ppn);
+            self.free_opage(rec);
+        }
         Ok(())
     }
 }

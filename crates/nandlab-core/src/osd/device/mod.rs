@@ -181,8 +181,14 @@ pub struct Counters {
     /// Partial-page writes: read-before-write, and tail buffers flushed.
     pub rmw: u64,
     pub tail_flushes: u64,
-    /// Pinned index pages GC copied before erasing their chunk ([`Device::relocate_pins`]).
+    /// Pinned index pages GC copied before erasing their chunk (virtual tree; issue 30).
     pub pinned_moves: u64,
+    /// Onode versions put into the onode write buffer, and buffer pages programmed before
+    /// they were full (FLUSH, GC under the extent tree, recovery, power loss).
+    pub onodes_buffered: u64,
+    pub onode_buffer_early: u64,
+    /// Of those, programmed because GC under the extent tree needed the pins they hold.
+    pub onode_buffer_gc: u64,
 }
 
 /// Peak DRAM use of each table, bytes.
@@ -210,6 +216,25 @@ struct Pin {
     slot: u32,
     aux: u32,
     csn: u64,
+}
+
+/// An onode version in the onode write buffer ([`Device::obuf_append`]).
+#[derive(Clone, Copy, Debug)]
+struct OEnt {
+    slot: u32,
+    src: Src,
+    tomb: bool,
+    /// A new version of the DRAM onode; else a move of its flash version (OBFS survivor,
+    /// MLGC eviction).
+    commit: bool,
+    /// Its content SN.
+    csn: u64,
+    /// The object's pins taken before it was buffered.
+    pin_mark: u32,
+    /// Which append it is (the object's newest is `Obj::obuf_seq`).
+    seq: u64,
+    /// Record mode: the onode as written.
+    rec: Option<OnodeRec>,
 }
 
 /// An onode page's contents: the object slot of each onode in it.
@@ -269,6 +294,8 @@ struct Obj {
     shrink_pending: bool,
     /// YAFFS2-like: its object header on flash is a shrink header (kept when GC moves it).
     onode_shrink: bool,
+    /// Its newest onode version waits in the onode write buffer: that entry's `seq` (0: none).
+    obuf_seq: u64,
 }
 
 impl Obj {
@@ -304,6 +331,7 @@ impl Obj {
             commit_req: false,
             shrink_pending: false,
             onode_shrink: false,
+            obuf_seq: 0,
         }
     }
 }
@@ -380,6 +408,9 @@ pub struct Device {
     gct_order: BTreeSet<(u32, u32)>,
     gct_entries: u64,
     gct_max_entries: u64,
+    /// The onode write buffer: onode versions waiting for a page ([`Device::obuf_append`]).
+    obuf: Vec<OEnt>,
+    obuf_seq: u64,
     // diff cache
     lru_head: u32,
     lru_tail: u32,
@@ -519,6 +550,8 @@ impl Device {
             gct_order: BTreeSet::new(),
             gct_entries: 0,
             gct_max_entries: o.mlgc_table_bytes / 8,
+            obuf: Vec::new(),
+            obuf_seq: 0,
             lru_head: NONE,
             lru_tail: NONE,
             clean_pages: 0,

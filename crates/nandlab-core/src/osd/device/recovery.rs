@@ -29,6 +29,13 @@ impl Device {
     /// metadata only in DRAM, with their dirty onodes. `capacitor = false` writes nothing
     /// (the negative control).
     pub fn power_loss(&mut self, capacitor: bool) -> BackupStats {
+        self.power_loss_with(capacitor, true)
+    }
+
+    /// [`Device::power_loss`]; `onode_buffer = false` is the negative control of the onode
+    /// write buffer: the capacitor flush leaves it out, yet counts its onodes as written
+    /// (the objects it would commit do not go to IC_OBJ).
+    pub fn power_loss_with(&mut self, capacitor: bool, onode_buffer: bool) -> BackupStats {
         self.cut_at = u64::MAX;
         self.cur.clear();
         self.gc_reads.clear();
@@ -43,6 +50,26 @@ impl Device {
         // No GC on back-up power: the flush goes to the open chunks' free pages.
         self.in_gc = true;
         let budget = self.o.backup_flush_pages;
+        // The onode write buffer first: what it commits leaves IC_OBJ.
+        while !self.obuf.is_empty() {
+            if st.pages >= budget {
+                st.over_budget = true;
+                break;
+            }
+            let die = self.rr[ONODE] % self.dies;
+            self.rr[ONODE] = (die + 1) % self.dies;
+            let ok = if onode_buffer {
+                self.program_obuf(Some(die)).is_ok()
+            } else {
+                self.drop_obuf();
+                true
+            };
+            if !ok {
+                st.over_budget = true;
+                break;
+            }
+            st.pages += onode_buffer as u32;
+        }
         let ic: Vec<u32> = (0..self.objs.len() as u32)
             .filter(|&s| {
                 let ob = &self.objs[s as usize];
@@ -158,7 +185,7 @@ impl Device {
     /// than `page − max(16, onode_bytes)` bytes.
     pub(super) fn backup_pages_bound(&self) -> u64 {
         let n = self.uncommitted_objs;
-        let mut p = self.tails_used as u64;
+        let mut p = self.tails_used as u64 + !self.obuf.is_empty() as u64;
         if n > 0 {
             let ob = self.o.onode_bytes as u64;
             let per = self.page as u64 - ob.max(16) + 1;
@@ -609,7 +636,14 @@ impl Device {
         }
         let r = self
             .flush_objects(&ic, |_| Src::Recovery)
-            .and_then(|_| self.write_pending_onodes());
+            .and_then(|_| self.write_pending_onodes())
+            .and_then(|_| {
+                // The written-back onodes must be on flash before the capacitor flush goes.
+                while !self.obuf.is_empty() {
+                    self.program_obuf(None)?;
+                }
+                Ok(())
+            });
         for &s in &self.touched {
             let ob = &mut self.objs[s as usize];
             ob.touched = false;

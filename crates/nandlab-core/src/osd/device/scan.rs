@@ -51,6 +51,9 @@ pub struct Variant {
     /// metadata (spec §2 gap 5); off: the page states and every VA the scan found are kept
     /// as flash left them (the negative control of the table checks).
     pub reachability: bool,
+    /// The onode write buffer programmed by the capacitor at power loss (off: left out,
+    /// yet its onodes taken as written — the negative control of issue 30).
+    pub onode_buffer: bool,
 }
 
 impl Variant {
@@ -60,6 +63,7 @@ impl Variant {
         rollback: true,
         reapply: true,
         reachability: true,
+        onode_buffer: true,
     };
 }
 
@@ -161,7 +165,9 @@ pub fn recover(img: &FlashImage, v: Variant, leaf_cap: usize) -> Recovered {
                 }
                 let key = (r.csn, p.sn);
                 match glb.get(&r.oid) {
-                    Some(&(old, sn, _, _)) if !newer(key, (old.csn, sn)) => {}
+                    // Within one page a later slot is a later version (the onode write
+                    // buffer holds every version of an object until it is programmed).
+                    Some(&(old, sn, _, _)) if !newer(key, (old.csn, sn)) && sn != p.sn => {}
                     _ => {
                         glb.insert(r.oid, (*r, p.sn, p.ppn, k as u32));
                     }
