@@ -89,6 +89,192 @@ pub fn leaf_parts(v: u64) -> (u32, u32) {
     (v as u32, (v >> 32) as u32)
 }
 
+/// Where the pages of a multi-page extent are: the PA of page `j` of an extent whose first
+/// page is at `pa` (`None`: no such page). The device numbers data pages across the dies of
+/// a stripe ([`crate::osd::device::Stripes`]).
+pub trait Geo {
+    fn nth(&self, pa: u32, j: u64) -> Option<u32>;
+}
+
+/// Pages of an extent of `len` bytes (a leaf value's length; at least one page).
+#[inline]
+pub fn ext_pages(len: u32, page: u64) -> u64 {
+    (len as u64).div_ceil(page).max(1)
+}
+
+/// Valid bytes of page `j` of an extent of `len` bytes and `n` pages: whole pages but the
+/// last.
+#[inline]
+pub fn ext_page_len(len: u32, j: u64, n: u64, page: u64) -> u32 {
+    if j + 1 < n {
+        page as u32
+    } else {
+        (len as u64 - (n - 1) * page) as u32
+    }
+}
+
+/// Page `k` in the sorted extent list `keys`/`vals`: its leaf value (PA, valid bytes).
+#[inline]
+pub fn ext_get<G: Geo>(keys: &[u64], vals: &[u64], k: u64, page: u64, geo: &G) -> Option<u64> {
+    let i = match keys.binary_search(&k) {
+        Ok(i) => i,
+        Err(0) => return None,
+        Err(i) => i - 1,
+    };
+    let (pa, len) = leaf_parts(vals[i]);
+    let n = ext_pages(len, page);
+    let j = k - keys[i];
+    if j >= n {
+        return None;
+    }
+    Some(leaf_val(
+        geo.nth(pa, j).unwrap_or(NONE),
+        ext_page_len(len, j, n, page),
+    ))
+}
+
+/// Map page `k` to `new` (a one-page leaf value) in the sorted extent list `keys`/`vals`:
+/// the extent covering `k` is cut around it (up to three entries), and the new page joins
+/// the extent ending just before it, or the one starting just after it, when its PA is
+/// where that extent continues (`geo`) and the pages between are whole. Returns the old
+/// value of page `k` and the entries written (the diff cache's count).
+pub fn ext_set<G: Geo>(
+    keys: &mut Vec<u64>,
+    vals: &mut Vec<u64>,
+    k: u64,
+    new: u64,
+    page: u64,
+    geo: &G,
+) -> (Option<u64>, u32) {
+    let (npa, nlen) = leaf_parts(new);
+    let mut changed = 0u32;
+    let mut old = None;
+    let at = match keys.binary_search(&k) {
+        Ok(i) => Some(i),
+        Err(0) => None,
+        Err(i) => Some(i - 1),
+    };
+    let covering = at.filter(|&i| k < keys[i] + ext_pages(leaf_parts(vals[i]).1, page));
+    let pos = if let Some(i) = covering {
+        let (spa, slen) = leaf_parts(vals[i]);
+        let n = ext_pages(slen, page);
+        let j = k - keys[i];
+        old = Some(leaf_val(
+            geo.nth(spa, j).unwrap_or(NONE),
+            ext_page_len(slen, j, n, page),
+        ));
+        let right = (j + 1 < n).then(|| {
+            leaf_val(
+                geo.nth(spa, j + 1).unwrap_or(NONE),
+                (slen as u64 - (j + 1) * page) as u32,
+            )
+        });
+        let pos = if j > 0 {
+            vals[i] = leaf_val(spa, (j * page) as u32);
+            keys.insert(i + 1, k);
+            vals.insert(i + 1, new);
+            changed += 2;
+            i + 1
+        } else {
+            vals[i] = new;
+            changed += 1;
+            i
+        };
+        if let Some(r) = right {
+            keys.insert(pos + 1, k + 1);
+            vals.insert(pos + 1, r);
+            changed += 1;
+        }
+        pos
+    } else {
+        let pos = at.map_or(0, |i| i + 1);
+        keys.insert(pos, k);
+        vals.insert(pos, new);
+        changed += 1;
+        pos
+    };
+    // Join the extent starting right after it.
+    if nlen as u64 == page && pos + 1 < keys.len() && keys[pos + 1] == k + 1 {
+        let (rpa, rlen) = leaf_parts(vals[pos + 1]);
+        if geo.nth(npa, 1) == Some(rpa) && rlen as u64 + page <= u32::MAX as u64 {
+            vals[pos] = leaf_val(npa, (page + rlen as u64) as u32);
+            keys.remove(pos + 1);
+            vals.remove(pos + 1);
+            changed += 1;
+        }
+    }
+    // Join the extent ending right before it.
+    if pos > 0 {
+        let (lpa, llen) = leaf_parts(vals[pos - 1]);
+        let ln = ext_pages(llen, page);
+        if llen > 0 && llen as u64 % page == 0 && keys[pos - 1] + ln == k {
+            let (cpa, clen) = leaf_parts(vals[pos]);
+            if geo.nth(lpa, ln) == Some(cpa) && llen as u64 + clen as u64 <= u32::MAX as u64 {
+                vals[pos - 1] = leaf_val(lpa, llen + clen);
+                keys.remove(pos);
+                vals.remove(pos);
+                changed += 1;
+            }
+        }
+    }
+    (old, changed)
+}
+
+/// Unmap page `k` in the sorted extent list: the extent covering it is cut (up to two
+/// entries). Returns the old value of page `k` and the entries written.
+pub fn ext_remove<G: Geo>(
+    keys: &mut Vec<u64>,
+    vals: &mut Vec<u64>,
+    k: u64,
+    page: u64,
+    geo: &G,
+) -> Option<(u64, u32)> {
+    let i = match keys.binary_search(&k) {
+        Ok(i) => i,
+        Err(0) => return None,
+        Err(i) => i - 1,
+    };
+    let (spa, slen) = leaf_parts(vals[i]);
+    let n = ext_pages(slen, page);
+    let j = k - keys[i];
+    if j >= n {
+        return None;
+    }
+    let old = leaf_val(
+        geo.nth(spa, j).unwrap_or(NONE),
+        ext_page_len(slen, j, n, page),
+    );
+    let right = (j + 1 < n).then(|| {
+        leaf_val(
+            geo.nth(spa, j + 1).unwrap_or(NONE),
+            (slen as u64 - (j + 1) * page) as u32,
+        )
+    });
+    let changed = match (j > 0, right) {
+        (false, None) => {
+            keys.remove(i);
+            vals.remove(i);
+            1
+        }
+        (false, Some(r)) => {
+            keys[i] = k + 1;
+            vals[i] = r;
+            1
+        }
+        (true, r) => {
+            vals[i] = leaf_val(spa, (j * page) as u32);
+            if let Some(r) = r {
+                keys.insert(i + 1, k + 1);
+                vals.insert(i + 1, r);
+                2
+            } else {
+                1
+            }
+        }
+    };
+    Some((old, changed))
+}
+
 impl Nodes {
     /// An arena with the given node capacities.
     pub fn new(leaf_cap: usize, internal_cap: usize) -> Nodes {
@@ -237,6 +423,77 @@ impl Nodes {
             }
             id = self.child_for(id, key).1;
         }
+    }
+
+    /// The leaf value (PA, valid bytes) of data page `key` (leaf entries are extents).
+    pub fn get_page<G: Geo>(&self, root: u32, key: u64, geo: &G) -> Option<u64> {
+        let mut id = root;
+        loop {
+            let n = &self.nodes[id as usize];
+            if n.level == 0 {
+                return ext_get(&n.keys, &n.vals, key, self.page_bytes, geo);
+            }
+            id = self.child_for(id, key).1;
+        }
+    }
+
+    /// Map data page `key` to `val` (one page) in the extent tree at `*root` ([`ext_set`]
+    /// in the leaf that routes `key`: an extent never reaches past its leaf's key range, so
+    /// the leaf that routes a page holds the extent covering it); returns its old value.
+    pub fn set_page<G: Geo>(
+        &mut self,
+        root: &mut u32,
+        key: u64,
+        val: u64,
+        geo: &G,
+        ch: &mut Change,
+    ) -> Option<u64> {
+        let mut id = *root;
+        while self.nodes[id as usize].level > 0 {
+            id = self.child_for(id, key).1;
+        }
+        let pb = self.page_bytes;
+        let n = &mut self.nodes[id as usize];
+        let first = n.keys.first().copied();
+        let (old, changed) = ext_set(&mut n.keys, &mut n.vals, key, val, pb, geo);
+        let moved_first = n.keys.first().copied() != first;
+        if moved_first {
+            self.fix_min_key(id);
+        }
+        self.touch(id, changed);
+        // Joined extents can leave a leaf under half full.
+        if self.nodes[id as usize].keys.len() > self.leaf_cap {
+            self.split_up(root, id, ch);
+        } else {
+            self.merge_up(root, id, ch);
+        }
+        old
+    }
+
+    /// Unmap data page `key` in the extent tree at `*root`; returns its old value. Merges
+    /// as [`Nodes::remove`].
+    pub fn remove_page<G: Geo>(
+        &mut self,
+        root: &mut u32,
+        key: u64,
+        geo: &G,
+        ch: &mut Change,
+    ) -> Option<u64> {
+        let mut id = *root;
+        while self.nodes[id as usize].level > 0 {
+            id = self.child_for(id, key).1;
+        }
+        let pb = self.page_bytes;
+        let n = &mut self.nodes[id as usize];
+        let first = n.keys.first().copied();
+        let (old, changed) = ext_remove(&mut n.keys, &mut n.vals, key, pb, geo)?;
+        let moved_first = !n.keys.is_empty() && n.keys.first().copied() != first;
+        if moved_first {
+            self.fix_min_key(id);
+        }
+        self.touch(id, changed);
+        self.merge_up(root, id, ch);
+        Some(old)
     }
 
     /// Insert or replace `key` → `val` in the tree at `*root`; returns the old value.
@@ -531,5 +788,88 @@ mod tests {
         t.entries(root, &mut e);
         assert_eq!(e.len(), 50);
         assert!(ch.merges > 0 && ch.splits > 0);
+    }
+
+    /// Pages numbered within one address space: page `j` of an extent at `pa` is `pa + j`.
+    struct Flat;
+    impl Geo for Flat {
+        fn nth(&self, pa: u32, j: u64) -> Option<u32> {
+            Some(pa + j as u32)
+        }
+    }
+
+    fn pages_of(t: &Nodes, root: u32) -> Vec<(u64, u64)> {
+        let mut e = Vec::new();
+        t.entries(root, &mut e);
+        let mut out = Vec::new();
+        for (k, v) in e {
+            let (pa, len) = leaf_parts(v);
+            let n = ext_pages(len, t.page_bytes);
+            for j in 0..n {
+                out.push((
+                    k + j,
+                    leaf_val(pa + j as u32, ext_page_len(len, j, n, t.page_bytes)),
+                ));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn extents_merge_split_and_match_a_page_map() {
+        let mut t = Nodes::new(6, 4);
+        t.page_bytes = 100;
+        let mut root = t.alloc(0, 0);
+        let mut ch = Change::default();
+        // Sequential pages at consecutive PAs: one extent.
+        for k in 0..50u64 {
+            assert_eq!(
+                t.set_page(&mut root, k, leaf_val(1000 + k as u32, 100), &Flat, &mut ch),
+                None
+            );
+        }
+        let mut e = Vec::new();
+        t.entries(root, &mut e);
+        assert_eq!(e, vec![(0, leaf_val(1000, 5000))]);
+        // A reference page map under random updates, removals and short pages.
+        let mut want: std::collections::BTreeMap<u64, u64> =
+            (0..50).map(|k| (k, leaf_val(1000 + k as u32, 100))).collect();
+        let mut x = 12345u64;
+        let mut next_pa = 5000u32;
+        for step in 0..4000 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let k = (x >> 33) % 300;
+            if step % 7 == 3 {
+                let got = t.remove_page(&mut root, k, &Flat, &mut ch);
+                assert_eq!(got, want.remove(&k), "remove {k}");
+            } else {
+                // Runs of sequential PAs, sometimes broken.
+                if (x >> 20) % 5 == 0 {
+                    next_pa += 7;
+                }
+                let len = if (x >> 40) % 9 == 0 { 37 } else { 100 };
+                let v = leaf_val(next_pa, len);
+                next_pa += 1;
+                let got = t.set_page(&mut root, k, v, &Flat, &mut ch);
+                assert_eq!(got, want.insert(k, v), "set {k}");
+            }
+            if step % 500 == 0 {
+                check(&t, root);
+                assert_eq!(pages_of(&t, root), want.iter().map(|(&k, &v)| (k, v)).collect::<Vec<_>>());
+                for k in 0..300 {
+                    assert_eq!(t.get_page(root, k, &Flat), want.get(&k).copied());
+                }
+            }
+        }
+        check(&t, root);
+        assert_eq!(pages_of(&t, root), want.iter().map(|(&k, &v)| (k, v)).collect::<Vec<_>>());
+        // Sequential rewrites merge again.
+        for k in 0..300u64 {
+            t.set_page(&mut root, k, leaf_val(90_000 + k as u32, 100), &Flat, &mut ch);
+        }
+        t.entries(root, &mut e);
+        // Extents join within a leaf (never across a separator).
+        assert!(e.len() * 5 < 300, "{} extents", e.len());
+        assert_eq!(pages_of(&t, root).len(), 300);
     }
 }

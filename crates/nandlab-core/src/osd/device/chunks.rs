@@ -150,6 +150,8 @@ pub struct FlashImage {
     pub(super) contents: Contents,
     /// Erase count per block (kept on flash by real devices).
     pub(super) erase_count: Vec<u32>,
+    /// The stripe table as the OOB of the readable pages gives it ([`Stripes`]).
+    pub(super) stripes: Stripes,
 }
 
 /// One readable page of a [`FlashImage`].
@@ -577,6 +579,9 @@ impl Device {
             0
         } else if ty == BACKUP {
             ONODE
+        } else if ty == DATA && self.in_gc {
+            // GC's data moves keep out of the host stripes (their rows stay in lockstep).
+            GC_DATA
         } else {
             ty
         };
@@ -603,6 +608,9 @@ impl Device {
                     self.pages[c as usize] = Some(Box::new(ChunkPages::new(self.ppc as usize)));
                 }
                 self.open[die as usize][stream] = c;
+                if stream == DATA && self.separate {
+                    self.stripes.join(c);
+                }
             } else {
                 // No clean chunk left: a GC move (or the capacitor flush) goes to another
                 // stream's open chunk on the die rather than fail (streams separate page

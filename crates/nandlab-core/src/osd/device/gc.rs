@@ -352,6 +352,7 @@ impl Device {
                 self.shrink_ppns.remove(&q);
             }
         }
+        self.stripes.leave(victim);
         self.free[die as usize].push(victim);
         Ok(())
     }

@@ -311,8 +311,7 @@ pub fn recover(img: &FlashImage, v: Variant, leaf_cap: usize) -> Recovered {
             obj.inline = b.inline[..b.n_inline as usize].to_vec();
             obj.root = b.root;
             for &(k, val) in &obj.inline {
-                let (p, l) = leaf_parts(val);
-                pages.push((k, (p, l)));
+                expand(img, k, val, &mut pages);
             }
             if b.root != NONE {
                 walk(img, &vb, b.root, &mut pages, &mut out.broken_refs);
@@ -377,10 +376,23 @@ fn walk(
         };
         if *level == 0 {
             for (&k, &val) in keys.iter().zip(vals) {
-                pages.push((k, leaf_parts(val)));
+                expand(img, k, val, pages);
             }
         } else {
             stack.extend(vals.iter().map(|&c| c as u32));
+        }
+    }
+}
+
+/// The pages of the extent ⟨`k`, `val`⟩ (the stripe table rebuilt from OOB says where each
+/// is); a page whose chunk no readable page names any more is left out (its data is gone).
+fn expand(img: &FlashImage, k: u64, val: u64, pages: &mut Vec<(u64, (u32, u32))>) {
+    let pb = img.page_bytes as u64;
+    let (pa, len) = leaf_parts(val);
+    let n = ext_pages(len, pb);
+    for j in 0..n {
+        if let Some(p) = img.stripes.nth(pa, j) {
+            pages.push((k + j, (p, ext_page_len(len, j, n, pb))));
         }
     }
 }
