@@ -70,7 +70,7 @@ def simulate(
         from nandlab._progress import progress_bar
 
         with progress_bar(f"replaying {trace_path.name}", make_console(stderr=True)) as cb:
-            out = _core.run(*args, cb)
+            out = _core.run(*args, cb, cb.setup)
     elif callable(progress):
         out = _core.run(*args, progress)
     else:

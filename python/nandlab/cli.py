@@ -424,11 +424,6 @@ def summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
         vals = [_first(report, _latency_candidates("response", cls, st)) for st in stats]
         if isinstance(section, dict) or any(v is not None for v in vals):
             text = " / ".join(_fmt(v) for v in vals)
-            clamped = section.get("clamped") if isinstance(section, dict) else None
-            if isinstance(clamped, int) and clamped > 0:
-                # The histogram stops at 1 hour: percentiles above it read 1 hour (mean and
-                # max are exact).
-                text += f" ({_fmt(clamped)} over 1 h: percentiles capped at 1 h)"
             add(f"response {label} µs ({'/'.join(stats)})", text)
     wait = _first(report, _latency_candidates("wait", "", "mean"))
     service = _first(report, _latency_candidates("service", "", "mean"))
@@ -447,8 +442,8 @@ def summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
             " / ".join(_fmt(ec.get(k)) for k in ("min", "mean", "max")),
         )
     add("simulated span s", _simulated_span_s(report))
-    add("wall time s", lookup(report, "wall_s"))
-    add("host requests/s (wall)", lookup(report, "host_requests_per_s"))
+    add("wall time s", lookup(report, "timing.wall_s"))
+    add("host requests/s (wall)", lookup(report, "timing.host_requests_per_s"))
     return rows
 
 
@@ -464,9 +459,16 @@ def print_summary(res: RunResult, console: Console = _out) -> None:
     for label, value in summary_rows(res.report):
         t.add_row(label, value)
     console.print(t)
-    note = saturation_note(res.report)
-    if note:
-        console.print(note, style="yellow")
+    for note in (address_map_note(res.report), saturation_note(res.report)):
+        if note:
+            console.print(note, style="yellow")
+
+
+def address_map_note(report: dict[str, Any]) -> str | None:
+    """The compact address map's note (issue 28), when the run used it."""
+    am = (report.get("device") or {}).get("address_map") or {}
+    note = am.get("note") if am.get("mode") == "compact" else None
+    return f"note: {note}" if isinstance(note, str) else None
 
 
 def saturation_note(report: dict[str, Any]) -> str | None:

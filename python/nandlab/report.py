@@ -751,9 +751,13 @@ def report_command(directory: Path, output: Path | None, title: str | None) -> N
     if not directory.is_dir():
         click.secho(f"error: {directory}: not a directory", fg="red", err=True)
         raise click.exceptions.Exit(EXIT_USER_ERROR)
+    from nandlab.experiment import ExperimentError
+
     try:
         res = build_report(directory, output, title=title)
-    except ReportError as e:
+    except (ReportError, ExperimentError) as e:
+        # ExperimentError: an unreadable runs.parquet (truncated, not Parquet), named with
+        # the way out.
         click.secho(f"error: {e}", fg="red", err=True)
         raise click.exceptions.Exit(EXIT_USER_ERROR) from None
     err_console.print(

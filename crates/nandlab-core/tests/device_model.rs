@@ -61,7 +61,7 @@ fn a_scheme_the_device_cannot_serve_is_a_one_line_error_naming_the_preset() {
                     cfg,
                     &mut open,
                     serde_json::Value::Null,
-                    &mut |_, _| {},
+                    &mut |_, _, _| {},
                 )
                 .err()
             })
@@ -116,7 +116,7 @@ fn run(toml: &str, overrides: &[&str], reqs: Vec<HostRequest>) -> Value {
     let ov: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
     let cfg = load(toml, "<test>", &ov).expect("config");
     let mut open = || Ok(VecSource::new(reqs.clone()));
-    simulate_source(cfg, &mut open, Value::Null, &mut |_, _| {}).expect("run")
+    simulate_source(cfg, &mut open, Value::Null, &mut |_, _, _| {}).expect("run")
 }
 
 fn f(v: &Value, path: &str) -> f64 {

@@ -27,7 +27,7 @@ fn run_trace(path: &Path, overrides: &[&str]) -> Result<String, String> {
         trace_path: path.to_path_buf(),
         trace_options: TraceOptions::default(),
     };
-    run(&req, &mut |_, _| {}).map_err(|e| e.to_string())
+    run(&req, &mut |_, _, _| {}).map_err(|e| e.to_string())
 }
 
 fn requests(path: &Path) -> Result<Vec<(u64, u64)>, String> {
@@ -170,19 +170,29 @@ fn msr_without_response_time_is_msr() {
     assert_eq!(requests(&p).unwrap(), vec![(3154464768, 4096), (0, 512)]);
 }
 
-/// Item 5: a response above the histogram's 1-hour range keeps its true value in the max and
-/// the mean (the max used to be clamped below the mean); the clamp is counted.
+/// Item 5 (issue 20) and issue 28: a response above the histogram's initial 1-hour range keeps
+/// its true value in the max, the mean and the percentiles (the histogram grows; before issue
+/// 28 p50 and p99 of a saturated run read the 1-hour ceiling while the mean was above it).
 #[test]
-fn latencies_beyond_an_hour_keep_their_true_max() {
+fn latencies_beyond_an_hour_keep_their_true_percentiles() {
     let mut l = nandlab_core::stats::Latency::default();
     let hour_ns = 3_600_000_000_000u64;
     l.record(1_000);
-    l.record(2 * hour_ns);
+    for k in 0..100u64 {
+        l.record(2 * hour_ns + k * 1_000_000_000);
+    }
     let s = l.summary();
-    assert_eq!(s.clamped, 1);
-    assert_eq!(s.max_us, Some(2.0 * hour_ns as f64 / 1000.0));
+    let max = (2 * hour_ns + 99 * 1_000_000_000) as f64 / 1000.0;
+    assert_eq!(s.max_us, Some(max));
     assert!(s.mean_us.unwrap() <= s.max_us.unwrap());
-    assert!(s.p99_us.unwrap() <= hour_ns as f64 / 1000.0 * 1.001);
+    // p50 of the 101 samples is the 51st: 2 h + 49 s, exact within the histogram's 0.1 %.
+    let p50 = (2 * hour_ns + 49 * 1_000_000_000) as f64 / 1000.0;
+    let got = s.p50_us.unwrap();
+    assert!((got - p50).abs() <= p50 * 0.001, "p50 {got} vs {p50}");
+    assert!(s.p50_us <= s.p99_us && s.p99_us <= s.max_us);
+    // Merging keeps the grown range.
+    let m = nandlab_core::stats::Latency::merged(&l, &nandlab_core::stats::Latency::default());
+    assert_eq!(m.summary(), s);
 }
 
 /// Item 2: a blkparse `D` line with a missing field is an error naming its line, not a
@@ -218,4 +228,49 @@ fn out_of_range_settings_are_config_errors() {
         let e = r.expect_err(set).to_string();
         assert!(e.contains(key) && !e.contains('\n'), "{set}: {e}");
     }
+}
+
+/// Issue 28: a request 10^19 ns after the first used to end a `[cache]` run (time scale 100)
+/// in "simulation stalled" (its scaled time saturated to the event queue's empty marker); any
+/// arrival beyond 2^62 ns is now an error naming the request.
+#[test]
+fn an_arrival_beyond_the_time_range_is_an_error_not_a_stall() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(
+        &dir,
+        "far.csv",
+        b"0,W,0,4096\n10000000000000000000,R,0,4096\n",
+    );
+    for preset in ["default", "flexecc"] {
+        let cfg = root().join(format!("python/nandlab/configs/{preset}.toml"));
+        let req = RunRequest {
+            config_toml: std::fs::read_to_string(&cfg).unwrap(),
+            config_path: Some(cfg),
+            overrides: vec!["scheme.name=\"baseline\"".into()],
+            scheme: None,
+            trace_path: p.clone(),
+            trace_options: TraceOptions::default(),
+        };
+        let e = run(&req, &mut |_, _, _| {}).unwrap_err().to_string();
+        assert!(
+            e.contains("host request 2") && e.contains("2^62"),
+            "{preset}: {e}"
+        );
+    }
+}
+
+/// Issue 28: error messages name the key the user set, as written.
+#[test]
+fn a_too_small_block_count_blames_the_block_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(&dir, "one.csv", b"0,W,0,4096\n");
+    let e = run_trace(&p, &["device.blocks_per_plane=1"]).unwrap_err();
+    assert!(
+        e.contains("device.blocks_per_plane") && e.contains("= 1"),
+        "{e}"
+    );
+    assert!(!e.contains("op_percent"), "{e}");
+    let e = run_trace(&p, &["reliability.model=\"vth\"", "reliability.pe_grid=[]"]).unwrap_err();
+    assert!(e.contains("reliability.pe_grid"), "{e}");
+    assert!(!e.contains("cache"), "{e}");
 }

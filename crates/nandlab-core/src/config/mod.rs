@@ -556,7 +556,32 @@ pub struct DeviceConfig {
     pub op_percent_of_physical: Option<f64>,
     /// Page-to-word-line order.
     pub page_order: PageOrder,
+    /// How the trace's addresses map onto the modelled logical space
+    /// ([`crate::host::address_map`]): `auto` (compact when the span is sparse and a device
+    /// sized from it would need more than [`DENSE_MAP_MAX_TABLE_BYTES`] of FTL tables),
+    /// `dense` (offsets as they are) or `compact` (only the touched chunks, in order).
+    pub address_map: AddressMapMode,
 }
+
+/// `device.address_map`: see [`DeviceConfig::address_map`].
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum AddressMapMode {
+    /// Compact when the trace touches at most half of its span and a device sized from the
+    /// span would need more than [`DENSE_MAP_MAX_TABLE_BYTES`] of FTL tables; dense otherwise.
+    #[default]
+    Auto,
+    /// The trace's offsets as they are.
+    Dense,
+    /// Only the touched chunks, packed in address order.
+    Compact,
+}
+
+/// With `device.address_map = "auto"`, the FTL table size above which a sparse trace (one
+/// touching at most half of its span) is replayed on the compact map: 1 GiB, about a
+/// 700 GiB device at 8 KiB pages. Below it a dense device costs little memory and keeps every
+/// address as the trace wrote it.
+pub const DENSE_MAP_MAX_TABLE_BYTES: u64 = 1 << 30;
 
 impl Default for DeviceConfig {
     fn default() -> Self {
@@ -574,6 +599,7 @@ impl Default for DeviceConfig {
             op_percent_of_logical: None,
             op_percent_of_physical: None,
             page_order: PageOrder::Sequential,
+            address_map: AddressMapMode::Auto,
         }
     }
 }
@@ -964,14 +990,34 @@ impl StatsConfig {
 /// [`ConfigError::Syntax`] for TOML errors and unknown keys, [`ConfigError::Invalid`] for
 /// out-of-range values.
 pub fn load(text: &str, origin: &str, overrides: &[String]) -> Result<Config, ConfigError> {
+    load_table(&parse_table(text, origin)?, origin, overrides)
+}
+
+/// The TOML table of a configuration's text, before overrides and validation (parse once,
+/// [`load_table`] many times: a sweep's grid checks thousands of override sets on one file).
+///
+/// # Errors
+/// [`ConfigError::Syntax`] naming `origin`.
+pub fn parse_table(text: &str, origin: &str) -> Result<toml::Table, ConfigError> {
     // A TOML syntax error keeps its line breaks: the quoted line and the caret under the
     // column are the useful part.
-    let mut table: toml::Table =
-        text.parse()
-            .map_err(|e: toml::de::Error| ConfigError::Syntax {
-                file: origin.to_string(),
-                msg: e.to_string().trim_end().to_string(),
-            })?;
+    text.parse()
+        .map_err(|e: toml::de::Error| ConfigError::Syntax {
+            file: origin.to_string(),
+            msg: e.to_string().trim_end().to_string(),
+        })
+}
+
+/// [`load`] from a table [`parse_table`] returned.
+///
+/// # Errors
+/// As [`load`].
+pub fn load_table(
+    table: &toml::Table,
+    origin: &str,
+    overrides: &[String],
+) -> Result<Config, ConfigError> {
+    let mut table = table.clone();
     drop_replaced_alternatives(&mut table, overrides);
     let base = table.clone();
     for o in overrides {
@@ -1813,16 +1859,32 @@ impl Config {
         let thr = (((bpp as f64) * self.ftl.gc_threshold_pct / 100.0).ceil() as u64).max(2);
         let needed = lbpp + thr + self.ftl.streams as u64;
         if bpp < needed {
-            return Err(invalid(
-                "device.op_percent_of_logical",
-                rho * 100.0,
-                format!(
-                    "{bpp} blocks per plane for {lbpp} logical blocks leave no room for GC: it \
-                     keeps {thr} free blocks and {} open; at least {needed} blocks per plane \
-                     are needed (raise over-provisioning or the device size)",
-                    self.ftl.streams
-                ),
-            ));
+            let why = format!(
+                "{bpp} blocks per plane for {lbpp} logical blocks leave no room for GC: it keeps \
+                 {thr} free blocks and {} open; at least {needed} blocks per plane are needed",
+                self.ftl.streams
+            );
+            // Blame the key the user set: the block count when given, else the
+            // over-provisioning in the definition the config uses, as written.
+            return Err(if d.blocks_per_plane > 0 {
+                invalid(
+                    "device.blocks_per_plane",
+                    d.blocks_per_plane,
+                    format!("{why} (raise device.blocks_per_plane)"),
+                )
+            } else if let (None, Some(p)) = (d.op_percent_of_logical, d.op_percent_of_physical) {
+                invalid(
+                    "device.op_percent_of_physical",
+                    p,
+                    format!("{why} (raise over-provisioning or the device size)"),
+                )
+            } else {
+                invalid(
+                    "device.op_percent_of_logical",
+                    d.op_percent_of_logical.unwrap_or(15.0),
+                    format!("{why} (raise over-provisioning or the device size)"),
+                )
+            });
         }
         if !self.regions.bits_per_cell.is_empty() {
             // Reduced-state regions hold fewer pages per block: the logical data and every
@@ -1900,7 +1962,8 @@ impl Config {
                         human_bytes(trace_max_end_bytes)
                     ),
                     format!(
-                        "{fits}. Replay part of the address space (set \
+                        "{fits}. Pack what the trace touches (device.address_map = \"compact\" \
+                         or \"auto\"), replay part of the address space (set \
                          device.logical_capacity_bytes and ftl.wrap_offsets = true), use larger \
                          pages (device.page_size_bytes), or for a multi-device trace one device \
                          (--device ID; `nandlab trace stats` lists them)"

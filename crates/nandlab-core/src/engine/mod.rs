@@ -89,6 +89,9 @@ const ID_MASK: u64 = (1 << 32) - 1;
 const PROGRESS_EVERY: u64 = 1 << 16;
 /// Requests read ahead of the one arriving next (prefetch distance).
 const LOOKAHEAD: usize = 4;
+/// The latest arrival a replay accepts, ns (2^62, 146 years): event times must stay far below
+/// 2^64 (the event queue's empty marker) with every latency added.
+pub const MAX_ARRIVAL_NS: u64 = 1 << 62;
 
 /// The host request stream of a replay: reads ahead of arrival so that what the next requests
 /// touch can be prefetched. A trace error met while reading ahead is held until the requests
@@ -115,8 +118,21 @@ impl Feed {
         match src.next_request()? {
             Some(mut r) => {
                 self.pulled += 1;
+                let t = if self.scale != 1.0 {
+                    r.arrival_ns as f64 * self.scale
+                } else {
+                    r.arrival_ns as f64
+                };
+                if t >= MAX_ARRIVAL_NS as f64 {
+                    return Err(NandlabError::Sim(format!(
+                        "host request {} arrives {} ns after the first (× host.time_scale = {}: \
+                         {t:.3e} ns), beyond the simulated time range of 2^62 ns (146 years); \
+                         check the trace's timestamps (unit, a corrupt line) or the time scale",
+                        self.pulled, r.arrival_ns, self.scale
+                    )));
+                }
                 if self.scale != 1.0 {
-                    r.arrival_ns = (r.arrival_ns as f64 * self.scale).round() as u64;
+                    r.arrival_ns = t.round() as u64;
                 }
                 Ok(Some((r, src.tag())))
             }
@@ -269,6 +285,56 @@ pub struct Engine {
     fetches: Vec<(u32, u32, u8)>,
     fetch_free: Vec<u32>,
 }
+/// Refuse a device whose FTL tables would not fit in the memory this process may use
+/// ([`crate::mem::budget_bytes`]: half of the machine's, within any address-space limit) with a
+/// one-line error, before anything is allocated.
+pub(crate) fn check_model_memory(
+    cfg: &Config,
+    geo: &crate::flash::Geometry,
+    logical_pages: u64,
+) -> Result<(), NandlabError> {
+    // The FTL's tables, and the DRAM cache's per-LPN index when the cache is on.
+    let dram = if cfg.dram.capacity_bytes >= geo.page_size_bytes as u64 {
+        logical_pages * 4
+    } else {
+        0
+    };
+    let need = crate::ftl::Ftl::table_bytes(geo, logical_pages) + dram;
+    crate::mem::check_budget(need).map_err(|why| {
+        NandlabError::Config(crate::config::ConfigError::Invalid {
+            key: "device".into(),
+            value: format!(
+                "{} logical, {} physical",
+                crate::config::human_bytes(logical_pages * geo.page_size_bytes as u64),
+                crate::config::human_bytes(geo.pages() * geo.page_size_bytes as u64)
+            ),
+            msg: format!(
+                "{why}; model a smaller device (device.logical_capacity_bytes, with \
+                 ftl.wrap_offsets = true to fold a large address space onto it; \
+                 device.address_map = \"compact\" for a trace that touches little of its span) \
+                 or larger pages (device.page_size_bytes)"
+            ),
+        })
+    })
+}
+
+/// The error for a device table that cannot be allocated: its size and the ways to a smaller
+/// model.
+fn table_error(
+    e: crate::mem::AllocError,
+    geo: &crate::flash::Geometry,
+    logical_pages: u64,
+) -> NandlabError {
+    NandlabError::Sim(format!(
+        "{e}, for a device of {} logical / {} physical; model a smaller device \
+         (device.logical_capacity_bytes, with ftl.wrap_offsets = true to fold a large address \
+         space onto it; device.address_map = \"compact\" for a trace that touches little of \
+         its span) or larger pages (device.page_size_bytes)",
+        crate::config::human_bytes(logical_pages * geo.page_size_bytes as u64),
+        crate::config::human_bytes(geo.physical_bytes()),
+    ))
+}
+
 impl Engine {
     /// Build an engine for a sized device. `logical_pages` is the host-visible capacity.
     pub fn new(
@@ -287,10 +353,11 @@ impl Engine {
             }
             .into());
         }
+        check_model_memory(&cfg, &geo, logical_pages)?;
         let timing = cfg.timing()?;
         let layout = cfg.layout();
         let read_model = crate::reliability::runtime::ReadModel::new(&cfg, &timing)?;
-        let mut ftl = Ftl::with_regions(
+        let mut ftl = Ftl::try_with_regions(
             geo.clone(),
             logical_pages,
             cfg.ftl.streams,
@@ -298,7 +365,8 @@ impl Engine {
             cfg.ftl.gc_victim,
             cfg.ftl.gc_threshold_pct,
             &cfg.regions.blocks_per_plane(geo.blocks_per_plane),
-        );
+        )
+        .map_err(|e| table_error(e, &geo, logical_pages))?;
         ftl.set_wear_stages(&cfg.regions.stage_pe);
         ftl.set_layout(layout.clone());
         ftl.set_region_pages(
@@ -373,8 +441,24 @@ impl Engine {
                     scheme.name()
                 )));
             }
-            ftl.extend_hidden(hidden);
+            ftl.extend_hidden(hidden)
+                .map_err(|e| table_error(e, &geo, logical_pages))?;
         }
+        let dram = if cfg.dram.capacity_bytes >= geo.page_size_bytes as u64 {
+            let entries = (cfg.dram.capacity_bytes / geo.page_size_bytes as u64)
+                .min(logical_pages)
+                .min(u32::MAX as u64 >> 2) as u32;
+            Some(Box::new(
+                dram::Dram::new(
+                    entries,
+                    logical_pages,
+                    (cfg.dram.access_us * 1000.0).round() as u64,
+                )
+                .map_err(|e| table_error(e, &geo, logical_pages))?,
+            ))
+        } else {
+            None
+        };
         let mut e = Engine {
             placement_limit: Placement {
                 stream: cfg.ftl.streams.min(255) as u8,
@@ -462,16 +546,7 @@ impl Engine {
             ],
             susp_cap: cfg.sched.max_suspends_per_op.min(255) as u8,
             susp_prefix_ns: 0,
-            dram: (cfg.dram.capacity_bytes >= geo.page_size_bytes as u64).then(|| {
-                let entries = (cfg.dram.capacity_bytes / geo.page_size_bytes as u64)
-                    .min(logical_pages)
-                    .min(u32::MAX as u64 >> 2) as u32;
-                Box::new(dram::Dram::new(
-                    entries,
-                    logical_pages,
-                    (cfg.dram.access_us * 1000.0).round() as u64,
-                ))
-            }),
+            dram,
             disk_ns: cfg.cache.as_ref().map_or(0, |c| c.disk_ns()),
             idle_threshold_ns: None,
             scheme_prefetch: false,
@@ -558,7 +633,8 @@ impl Engine {
 
     // ----- replay loop -----------------------------------------------------------------
 
-    /// Replay every request of `src`. `total_hint` (0 = unknown) feeds `progress(done, total)`,
+    /// Replay every request of `src`. `total_hint` (0 = unknown) feeds
+    /// `progress(Stage::Replay, done, total)`,
     /// called every 65,536 completed requests and once at the end.
     ///
     /// # Errors
@@ -606,7 +682,7 @@ impl Engine {
                         return Err(e);
                     }
                     if self.completed >= next_progress {
-                        progress(self.completed, total_hint);
+                        progress(crate::error::Stage::Replay, self.completed, total_hint);
                         next_progress += PROGRESS_EVERY;
                     }
                     let ev_t = self.exec.events.next_time();
@@ -664,7 +740,7 @@ impl Engine {
                         return Err(e);
                     }
                     if self.completed >= next_progress {
-                        progress(self.completed, total_hint);
+                        progress(crate::error::Stage::Replay, self.completed, total_hint);
                         next_progress += PROGRESS_EVERY;
                     }
                     while self.to_issue > 0 && !self.input_done {
@@ -690,7 +766,7 @@ impl Engine {
         if let Some(e) = self.error.take() {
             return Err(e);
         }
-        progress(self.completed, total_hint);
+        progress(crate::error::Stage::Replay, self.completed, total_hint);
         if self.sched.queued() > 0 || self.in_flight > 0 || self.exec.any_busy() {
             return Err(NandlabError::Sim(format!(
                 "simulation stalled at t = {} ns with {} queued flash transactions and {} host \

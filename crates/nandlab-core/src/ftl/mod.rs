@@ -55,6 +55,7 @@ use std::collections::VecDeque;
 
 use crate::config::{Allocation, VictimPolicy};
 use crate::flash::{BlockLayout, DivU32, Geometry, PageOrder, PageType};
+use crate::mem::{filled, zeroed, AllocError};
 
 /// L2P / page-LPN sentinel: not mapped.
 pub const UNMAPPED: u32 = u32::MAX;
@@ -237,9 +238,13 @@ impl Ftl {
     /// [`crate::scheme::Scheme::hidden_pages`]); `logical_pages` stays the host's capacity.
     /// Called before anything is programmed: the L2P is allocated anew, zeroed (so the OS backs
     /// it lazily, as the logical part).
-    pub fn extend_hidden(&mut self, n: u64) {
+    ///
+    /// # Errors
+    /// [`AllocError`] when the larger table cannot be allocated.
+    pub fn extend_hidden(&mut self, n: u64) -> Result<(), AllocError> {
         debug_assert_eq!(self.mapped_pages(), 0);
-        self.l2p = vec![0u32; self.logical_pages as usize + n as usize];
+        self.l2p = zeroed(self.logical_pages as usize + n as usize, "the L2P table")?;
+        Ok(())
     }
 
     /// Bytes the FTL's tables take for `geo` and `logical_pages` (L2P 4 B per logical page;
@@ -250,8 +255,10 @@ impl Ftl {
     }
 
     /// Build an empty FTL whose planes are split into regions of `region_blocks[r]` blocks
-    /// each (they must sum to `blocks_per_plane`; checked by the config). Region `r` holds the
-    /// plane's blocks from `Σ_{i<r} region_blocks[i]` on.
+    /// each; see [`Ftl::try_with_regions`].
+    ///
+    /// # Panics
+    /// When the tables cannot be allocated (use [`Ftl::try_with_regions`] on user input).
     pub fn with_regions(
         geo: Geometry,
         logical_pages: u64,
@@ -261,13 +268,37 @@ impl Ftl {
         gc_threshold_pct: f64,
         region_blocks: &[u32],
     ) -> Ftl {
+        Ftl::try_with_regions(
+            geo,
+            logical_pages,
+            streams,
+            allocation,
+            victim_policy,
+            gc_threshold_pct,
+            region_blocks,
+        )
+        .expect("FTL tables")
+    }
+
+    /// Build an empty FTL whose planes are split into regions of `region_blocks[r]` blocks
+    /// each (they must sum to `blocks_per_plane`; checked by the config). Region `r` holds the
+    /// plane's blocks from `Σ_{i<r} region_blocks[i]` on.
+    pub fn try_with_regions(
+        geo: Geometry,
+        logical_pages: u64,
+        streams: u32,
+        allocation: Allocation,
+        victim_policy: VictimPolicy,
+        gc_threshold_pct: f64,
+        region_blocks: &[u32],
+    ) -> Result<Ftl, AllocError> {
         let pages = geo.pages() as usize;
         let blocks = geo.blocks() as usize;
         let planes = geo.planes() as usize;
         let ppb = geo.pages_per_block as usize;
         let bpp = geo.blocks_per_plane as usize;
         let nr = region_blocks.len().max(1);
-        let mut blk_region = vec![0u8; blocks];
+        let mut blk_region: Vec<u8> = zeroed(blocks, "the per-block regions")?;
         let mut free = Vec::with_capacity(planes * nr);
         for p in 0..planes {
             let mut start = p * bpp;
@@ -290,30 +321,33 @@ impl Ftl {
             .iter()
             .map(|&t| (t / 2).max(HOST_RESERVE_BLOCKS))
             .collect();
-        Ftl {
+        Ok(Ftl {
             logical_pages: logical_pages as u32,
-            l2p: vec![0u32; logical_pages as usize],
-            state: vec![0u64; pages.div_ceil(STATE_PER_WORD as usize)],
-            p2l: vec![0u32; pages],
-            ecc: vec![0u8; pages],
-            mode: vec![0u8; pages],
-            flags: vec![0u8; pages],
-            program_s: vec![0i32; pages],
+            l2p: zeroed(logical_pages as usize, "the L2P table")?,
+            state: zeroed(
+                pages.div_ceil(STATE_PER_WORD as usize),
+                "the page-state bitmap",
+            )?,
+            p2l: zeroed(pages, "the per-page LPN table (P2L)")?,
+            ecc: zeroed(pages, "the per-page ECC table")?,
+            mode: zeroed(pages, "the per-page program-mode table")?,
+            flags: zeroed(pages, "the per-page flags")?,
+            program_s: zeroed(pages, "the per-page program times")?,
             any_read_type: false,
             any_ecc: false,
             any_mode: false,
-            blk_valid: vec![0; blocks],
-            blk_wp: vec![0; blocks],
-            blk_erase: vec![0; blocks],
-            blk_state: vec![BlockState::Free as u8; blocks],
-            blk_stream: vec![0; blocks],
-            blk_full_ns: vec![0; blocks],
-            blk_reads: vec![0; blocks],
-            blk_data_s: vec![0; blocks],
-            blk_kind: vec![0; blocks],
-            bkt_head: vec![NONE; planes * nr * (ppb + 1)],
-            bkt_next: vec![NONE; blocks],
-            bkt_prev: vec![NONE; blocks],
+            blk_valid: zeroed(blocks, "the per-block valid counts")?,
+            blk_wp: zeroed(blocks, "the per-block write pointers")?,
+            blk_erase: zeroed(blocks, "the per-block erase counts")?,
+            blk_state: zeroed(blocks, "the per-block states")?,
+            blk_stream: zeroed(blocks, "the per-block streams")?,
+            blk_full_ns: zeroed(blocks, "the per-block fill times")?,
+            blk_reads: zeroed(blocks, "the per-block read counts")?,
+            blk_data_s: zeroed(blocks, "the per-block data ages")?,
+            blk_kind: zeroed(blocks, "the per-block kinds")?,
+            bkt_head: filled(planes * nr * (ppb + 1), NONE, "the GC victim buckets")?,
+            bkt_next: filled(blocks, NONE, "the GC victim lists")?,
+            bkt_prev: filled(blocks, NONE, "the GC victim lists")?,
             fifo: (0..planes * nr)
                 .map(|_| VecDeque::with_capacity(bpp / nr))
                 .collect(),
@@ -341,7 +375,7 @@ impl Ftl {
             regions_div: DivU32::new(nr as u32),
             cwdp: (0..geo.planes()).map(|l| geo.cwdp_plane(l)).collect(),
             geo,
-        }
+        })
     }
 
     /// Use `layout` (the device's page order; [`crate::config::Config::layout`]) for page types
