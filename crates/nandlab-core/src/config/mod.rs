@@ -708,6 +708,13 @@ pub enum Allocation {
     Static,
     /// Dynamic: each page program goes to the next plane round-robin.
     Dynamic,
+    /// Super-pages, as firmware writes (issue 29): LPNs are striped over dies as with
+    /// `static`; within a die the planes are allocated in lockstep — a superblock is the block
+    /// of the same index on every plane, filled super-page by super-page (the same page offset
+    /// on every plane; with one-shot programming the word line's pages on every plane) — so
+    /// every program and GC copy is plane-parallel by construction, and GC collects whole
+    /// superblocks. See [`crate::ftl`].
+    Superpage,
 }
 
 /// GC victim selection policy.
@@ -752,6 +759,12 @@ pub struct FtlConfig {
     /// SYSTOR) unmap the pages they cover whole; `false`: readers skip them and count them in
     /// `trace.non_request_skipped`, as before.
     pub trim: bool,
+    /// With `allocation = "superpage"`: how long a die holds host writes that do not fill its
+    /// super-page yet, µs (firmware keeps them in its write buffer until a super-page is
+    /// full); after it, or at the end of the trace, the super-page is programmed padded. 0 =
+    /// never hold (program what is queued, padded). Our reading: no public source gives a
+    /// controller's flush timeout.
+    pub superpage_wait_us: f64,
 }
 
 impl Default for FtlConfig {
@@ -766,6 +779,7 @@ impl Default for FtlConfig {
             streams: 2,
             read_modify_write: false,
             trim: false,
+            superpage_wait_us: 1000.0,
         }
     }
 }
@@ -790,6 +804,11 @@ pub struct SchedConfig {
     /// offset and erases on different planes of a die run as one operation (one array time,
     /// the transfers back to back); `false` (every paper preset): one plane at a time.
     pub multi_plane: bool,
+    /// With `multi_plane`: host reads of *any* page offsets on different planes of a die run
+    /// together (independent plane reads: Micron's 176-tier parts read "four independent
+    /// multiplane page read addresses", Pekny et al., ISSCC 2022); `false`: only reads of the
+    /// same page offset pair up (MQSim's multi-plane rule).
+    pub independent_plane_reads: bool,
     /// Program/erase suspension: a host read queued at a die busy programming or erasing
     /// suspends the operation (after `suspend_program_us` / `suspend_erase_us`), runs, and the
     /// operation resumes (`resume_us`) with the array time it had left. Needs `read_first`.
@@ -809,6 +828,7 @@ impl Default for SchedConfig {
         SchedConfig {
             priority: Priority::ReadFirst,
             multi_plane: false,
+            independent_plane_reads: false,
             suspension: false,
             max_suspends_per_op: 1,
             suspend_program_us: 0.0,
@@ -1429,6 +1449,7 @@ impl Config {
                 ),
             ));
         }
+        self.validate_superpage()?;
         let s = &self.sched;
         check_range("sched.max_suspends_per_op", s.max_suspends_per_op, 1, 255)?;
         for (k, v) in [
@@ -1765,6 +1786,59 @@ impl Config {
             }
             (None, None) => 0.15,
         }
+    }
+
+    /// `ftl.allocation = "superpage"`: the features it does not combine with, each an error
+    /// naming the way out.
+    fn validate_superpage(&self) -> Result<(), ConfigError> {
+        let w = self.ftl.superpage_wait_us;
+        if !(w.is_finite() && (0.0..=1e9).contains(&w)) {
+            return Err(invalid(
+                "ftl.superpage_wait_us",
+                w,
+                "must be between 0 and 1e9 µs (0 = never hold host writes)",
+            ));
+        }
+        if self.ftl.allocation != Allocation::Superpage {
+            return Ok(());
+        }
+        let no = |key: &str, value: String, why: &str| {
+            Err(invalid(
+                key,
+                value,
+                format!("{why}; with it use ftl.allocation = \"static\""),
+            ))
+        };
+        if !self.regions.is_off() {
+            return no(
+                "regions",
+                "[regions]".into(),
+                "superpage allocation does not combine with block pools (a superblock spans \
+                 the planes of a die, a region's pools are per plane)",
+            );
+        }
+        if self.ftl.copyback {
+            return no(
+                "ftl.copyback",
+                "true".into(),
+                "a superpage GC copy may change plane, which copyback cannot",
+            );
+        }
+        if self.device.page_order != PageOrder::Sequential {
+            return no(
+                "device.page_order",
+                format!("{:?}", self.device.page_order),
+                "superpage allocation fills word lines in page order",
+            );
+        }
+        if !self.refresh.is_off() {
+            return no(
+                "refresh.period_s",
+                self.refresh.period_s.to_string(),
+                "data refresh relocates within a plane (IDA), not by super-page",
+            );
+        }
+        Ok(())
     }
 
     /// Resolve the timing in ns for the core.

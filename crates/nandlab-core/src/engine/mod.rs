@@ -85,6 +85,8 @@ const EV_BACKEND: u64 = 5 << 32;
 const EV_FAULT: u64 = 6 << 32;
 /// A host page served from the backend disk is done (id = host request slot).
 const EV_DISK_READ: u64 = 7 << 32;
+/// A die's hold on its host writes expires (superpage allocation; id = die).
+const EV_SP_HOLD: u64 = 8 << 32;
 const ID_MASK: u64 = (1 << 32) - 1;
 const PROGRESS_EVERY: u64 = 1 << 16;
 /// Requests read ahead of the one arriving next (prefetch distance).
@@ -244,6 +246,14 @@ pub struct Engine {
     rmw: Vec<RmwReads>,
     /// `sched.multi_plane` on a device with more than one plane per die.
     mp_on: bool,
+    /// `ftl.allocation = "superpage"`.
+    sp_on: bool,
+    /// `ftl.superpage_wait_us` in ns (0: never hold host writes).
+    sp_wait_ns: u64,
+    /// Per die: since when its queued host writes have waited for a full super-page
+    /// (`u64::MAX`: no wait under way), and whether the expiry timer is set.
+    sp_since: Vec<u64>,
+    sp_armed: Vec<bool>,
     /// `timing.one_shot_program`: programs and GC moves run a word line at a time.
     os_on: bool,
     /// One-shot run scratch, one entry per plane of a die: pages taken, whether the plane
@@ -373,6 +383,14 @@ impl Engine {
             &cfg.regions
                 .pages_per_block(geo.pages_per_block, geo.cell.bits()),
         );
+        if cfg.ftl.allocation == Allocation::Superpage {
+            // A super-page holds a word line of every plane with one-shot programming.
+            ftl.set_superpage_unit(if cfg.timing.one_shot_program {
+                geo.cell.bits() as u32
+            } else {
+                1
+            });
+        }
         let rg = RegionRuntime::new(&cfg.regions, &timing);
         let dies = geo.dies();
         let planes = geo.planes() as usize;
@@ -532,6 +550,10 @@ impl Engine {
             rmw_on: cfg.ftl.read_modify_write,
             rmw: Vec::new(),
             mp_on: cfg.sched.multi_plane && geo.planes_per_die > 1,
+            sp_on: cfg.ftl.allocation == Allocation::Superpage,
+            sp_wait_ns: (cfg.ftl.superpage_wait_us * 1000.0).round() as u64,
+            sp_since: vec![u64::MAX; dies as usize],
+            sp_armed: vec![false; dies as usize],
             os_on: cfg.timing.one_shot_program,
             os_taken: vec![0; geo.planes_per_die as usize],
             os_join: vec![0; geo.planes_per_die as usize],
@@ -720,7 +742,7 @@ impl Engine {
                                         }
                                     }
                                 }
-                                None => self.input_done = true,
+                                None => self.input_ended(),
                             }
                         }
                         (_, Some(_)) => {
@@ -750,7 +772,7 @@ impl Engine {
                                 r.arrival_ns = self.now;
                                 self.on_arrival(r, tag)?;
                             }
-                            None => self.input_done = true,
+                            None => self.input_ended(),
                         }
                     }
                     match self.exec.events.pop() {
@@ -812,6 +834,10 @@ impl Engine {
             EV_DISK_READ => {
                 let d = self.disk_ns;
                 self.host_page_done(id, self.now, d);
+            }
+            EV_SP_HOLD => {
+                self.sp_armed[id as usize] = false;
+                self.dispatch(id);
             }
             EV_TICK => {
                 self.actions.clear();
@@ -896,6 +922,48 @@ impl Engine {
                 self.scheme.prefetch_mapped(lpn, read, &self.ftl);
             }
         }
+    }
+
+    /// The host's requests have all arrived: no die holds its writes for a fuller super-page
+    /// any more.
+    fn input_ended(&mut self) {
+        self.input_done = true;
+        if self.sp_on && self.sp_wait_ns > 0 {
+            for d in 0..self.exec.dies() {
+                self.dispatch(d);
+            }
+        }
+    }
+
+    /// Superpage allocation: whether `die` holds its queued host writes now — fewer than the
+    /// super-page's free slots are queued, they have waited less than `ftl.superpage_wait_us`,
+    /// and more may come — so that they fill a super-page instead of a padded one (firmware
+    /// keeps them in its write buffer). Sets the expiry timer of a new wait.
+    fn superpage_hold(&mut self, die: u32) -> bool {
+        let d = die as usize;
+        let q = self.sched.writes_queued(die);
+        if q == 0 {
+            self.sp_since[d] = u64::MAX;
+            return false;
+        }
+        if self.input_done {
+            return false;
+        }
+        if self.sp_since[d] == u64::MAX {
+            self.sp_since[d] = self.now;
+        }
+        let pool = self.ftl.pool(die * self.ftl.geo.planes_per_die, 0);
+        let room = self.ftl.superpage_room(pool, 0, false) as usize;
+        let deadline = self.sp_since[d].saturating_add(self.sp_wait_ns);
+        if q >= room || self.now >= deadline {
+            return false;
+        }
+        if !self.sp_armed[d] {
+            self.sp_armed[d] = true;
+            self.stats.device.superpage_holds += 1;
+            self.push(deadline, EV_SP_HOLD | die as u64);
+        }
+        true
     }
 
     /// Prefetch the L2P entries of a request read ahead (its reads look them up on arrival,
@@ -1092,7 +1160,9 @@ impl Engine {
     #[inline]
     fn queue_host_program(&mut self, lpn: u32, slot: u32, pl: Placement, skip: u32) {
         let plane = match self.cfg.ftl.allocation {
-            Allocation::Static => self.ftl.plane_for_write_in(lpn, pl.region),
+            Allocation::Static | Allocation::Superpage => {
+                self.ftl.plane_for_write_in(lpn, pl.region)
+            }
             Allocation::Dynamic => NONE,
         };
         let die = self

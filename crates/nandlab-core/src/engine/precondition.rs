@@ -474,7 +474,7 @@ impl Engine {
         let plane = self.ftl.plane_of_pool(pool);
         let region = self.ftl.block_region(victim);
         self.scratch.clear();
-        self.ftl.valid_pages(victim, &mut self.scratch);
+        self.ftl.victim_valid_pages(victim, &mut self.scratch);
         // The moved pages' LPNs are scattered over the L2P: fetch their entries a few moves
         // ahead (the move writes them).
         const AHEAD: usize = 8;
@@ -515,7 +515,7 @@ impl Engine {
             self.ftl.relocate(src, dst, mode, pl.ecc, 0);
             *moves += 1;
         }
-        self.ftl.erase(victim);
+        self.ftl.erase_victim(victim);
         Ok(true)
     }
 }

@@ -255,6 +255,16 @@ pub struct DeviceStats {
     pub trim_bytes: u64,
     /// Mapped pages they unmapped.
     pub trimmed_pages: u64,
+    /// Superpage runs (`ftl.allocation = "superpage"`) of host-side programs and of GC moves.
+    pub superpage_runs: [u64; 2],
+    /// Data pages those runs programmed (host-side programs, GC moves).
+    pub superpage_pages: [u64; 2],
+    /// Of those, the pages programmed in runs over two planes or more.
+    pub superpage_multi_plane_pages: [u64; 2],
+    /// Pages padded (programmed with no data) to complete super-pages (host-side, GC).
+    pub superpage_padded_pages: [u64; 2],
+    /// Times a die held its host programs to fill a super-page (`ftl.superpage_wait_us`).
+    pub superpage_holds: u64,
 }
 
 /// Counters the engine keeps while replaying.
