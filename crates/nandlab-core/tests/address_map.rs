@@ -106,7 +106,8 @@ fn a_sparse_trace_replays_as_its_packed_twin_on_every_fill() {
         let a = run_json(&sparse, config, &extra).unwrap();
         let am = &a["device"]["address_map"];
         assert_eq!(am["mode"], "compact", "{config}: {am}");
-        assert_eq!(am["trace_span_bytes"], 40 * TIB + 3 * MIB);
+        let span = am["trace_span_bytes"].as_u64().unwrap();
+        assert!((40 * TIB..40 * TIB + 4 * MIB).contains(&span), "{span}");
         let chunks = am["touched_chunks"].as_u64().unwrap();
         assert!((9..=12).contains(&chunks), "{chunks}");
         let b = run_json(&twin, config, &extra).unwrap();
@@ -149,6 +150,7 @@ fn the_map_can_be_asked_for_or_refused() {
         "xia-diffecc",
         &[
             "device.address_map=\"compact\"",
+            "device.pages_per_block=16",
             "device.logical_capacity_bytes=\"4MiB\"",
             "device.op_percent_of_logical=400.0",
         ],

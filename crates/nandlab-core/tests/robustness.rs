@@ -67,28 +67,35 @@ fn huge_offsets_and_sizes_are_parse_errors() {
     }
 }
 
-/// Item 1: an address the 32-bit page numbers cannot reach at the configured page size stops
-/// the pre-pass at that request (it used to allocate a bitmap sized by the offset first), and
-/// a multi-TiB address space that fits the page numbers but not the machine is refused before
-/// allocation.
+/// Item 1 (issue 20), revised by issue 28: an address the 32-bit page numbers cannot reach
+/// on a dense device is refused before allocation, naming the compact map as a way out; the
+/// compact map (the default `auto`) replays it in little memory.
 #[test]
-fn addresses_beyond_the_page_numbers_or_the_memory_are_errors() {
+fn addresses_beyond_the_page_numbers_are_packed_or_refused() {
     let dir = tempfile::tempdir().unwrap();
     // 100 TiB with 8 KiB pages: page 1.3e10 > 2^32.
     let p = write(&dir, "t100.csv", b"0,W,0,4096\n1,W,109951162777600,4096\n");
-    // The touched-page pre-pass (fill = "touched") meets it at the request.
     let e = run_trace(
         &p,
         &[
             "device.page_size_bytes=8192",
             "precondition.fill=\"touched\"",
+            "device.address_map=\"dense\"",
         ],
     )
     .unwrap_err();
     assert!(
-        e.contains("t100.csv") && e.contains("request 2") && e.contains("2^32 pages"),
+        e.contains("32-bit PPN") && e.contains("device.address_map") && !e.contains('\n'),
         "{e}"
     );
+    let r = run_trace(
+        &p,
+        &["device.page_size_bytes=8192", "precondition.fill=\"touched\""],
+    )
+    .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&r).unwrap();
+    assert_eq!(v["device"]["address_map"]["mode"], "compact");
+    assert_eq!(v["host"]["requests"], 2);
 }
 
 /// A touched-page set costs memory where pages are touched, not up to the highest one.
