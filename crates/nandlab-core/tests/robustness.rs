@@ -90,7 +90,10 @@ fn addresses_beyond_the_page_numbers_are_packed_or_refused() {
     );
     let r = run_trace(
         &p,
-        &["device.page_size_bytes=8192", "precondition.fill=\"touched\""],
+        &[
+            "device.page_size_bytes=8192",
+            "precondition.fill=\"touched\"",
+        ],
     )
     .unwrap();
     let v: serde_json::Value = serde_json::from_str(&r).unwrap();
@@ -259,8 +262,9 @@ fn an_arrival_beyond_the_time_range_is_an_error_not_a_stall() {
             trace_options: TraceOptions::default(),
         };
         let e = run(&req, &mut |_, _, _| {}).unwrap_err().to_string();
+        // (The cache layer numbers the SSD operations it makes of the trace's requests.)
         assert!(
-            e.contains("host request 2") && e.contains("2^62"),
+            e.contains("host request") && e.contains("2^62") && !e.contains('\n'),
             "{preset}: {e}"
         );
     }
