@@ -438,9 +438,22 @@ fn an_unterminated_line_that_cannot_be_a_cut_number_is_read_and_counted() {
     let mq = format!("{}\n{}\n{}", MQSIM[0], MQSIM[1], MQSIM[2]);
     let (v, c) = read(&dir.file("ws.trace", mq.as_bytes()), TraceFormat::Mqsim).unwrap();
     assert_eq!((v.len(), c.unterminated_last_line), (3, 1));
-    // A trailing comment or blank text without a line ending.
+    // A trailing comment without a line ending.
     let s = format!("{}\n{}\n# end", CANONICAL[0], CANONICAL[1]);
     let (v, c) = read(&dir.file("c.csv", s.as_bytes()), TraceFormat::Canonical).unwrap();
+    assert_eq!((v.len(), c.unterminated_last_line), (2, 1));
+    // Blanks without a line ending: a blkparse file cut after the indentation of its last
+    // event. An error, unless asked for.
+    let s = format!("{}\n{}\n  ", BLKPARSE[0], BLKPARSE[1]);
+    let p = dir.file("b.txt", s.as_bytes());
+    let e = expect_error(read(&p, TraceFormat::Blkparse), &p, 3, "blanks");
+    assert!(e.contains("only blanks"), "{e}");
+    let allow = TraceOptions {
+        format: Some(TraceFormat::Blkparse),
+        allow_unterminated: true,
+        ..TraceOptions::default()
+    };
+    let (v, c) = read_opts(&p, &allow).unwrap();
     assert_eq!((v.len(), c.unterminated_last_line), (2, 1));
 }
 

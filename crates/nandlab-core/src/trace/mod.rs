@@ -64,7 +64,8 @@
 //!   `Response`, vSCSI `version`, blkparse `cpu`, `seq`, `pid`); MSR's `ResponseTime` is
 //!   optional (6 or 7 columns); every other format has exactly the columns of the table;
 //! * **a last line without a line ending whose last field may be a cut number** (the line
-//!   ends in a digit or `.`: `1000,W,8192,16` may have been `…,16384`), unless
+//!   ends in a digit or `.`: `1000,W,8192,16` may have been `…,16384`), or that holds only
+//!   blanks (cut after the indentation of a record), unless
 //!   [`TraceOptions::allow_unterminated`] (`--allow-unterminated`). A last line without a line
 //!   ending is always counted in [`ReaderCounters::unterminated_last_line`] (and `nandlab run`
 //!   / `trace stats` print a one-line warning); it is read when it cannot be a cut number:

@@ -807,21 +807,28 @@ pub(crate) fn cut_risk(format: TraceFormat, line: &[u8]) -> bool {
     format != TraceFormat::Mqsim && matches!(line.last(), Some(b'0'..=b'9' | b'.'))
 }
 
-/// The error for a last line without a line ending whose last field may be a cut number.
+/// The error for a last line without a line ending whose last field may be a cut number (or
+/// that holds only blanks: the file cut after the indentation of a record).
 #[cold]
 pub(crate) fn cut_error(format: TraceFormat, line: &[u8]) -> FieldError {
     let start = line
         .iter()
         .rposition(|&c| matches!(c, b',' | b' ' | b'\t'))
         .map_or(0, |i| i + 1);
+    let what = if line.trim_ascii().is_empty() {
+        "holds only blanks: the file may have been cut at the start of a record".to_string()
+    } else {
+        format!(
+            "ends in the number {}, which may have been cut short with the file",
+            show(&line[start..])
+        )
+    };
     FieldError {
         field: END_FIELD,
         msg: format!(
-            "the last line has no line ending and ends in the number {}, which may have been \
-             cut short with the file (format {format}); expected a line ending after it: \
-             complete the file, or accept the line as written with --allow-unterminated \
-             (allow_unterminated = true)",
-            show(&line[start..])
+            "the last line has no line ending and {what} (format {format}); expected a line \
+             ending after it: complete the file, or accept the line as written with \
+             --allow-unterminated (allow_unterminated = true)"
         ),
     }
 }

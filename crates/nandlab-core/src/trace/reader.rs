@@ -152,6 +152,11 @@ impl RawReader {
             let line_no = self.lines.lines;
             let line = &self.lines.buf[s..e];
             let Some(first) = line.iter().position(|&c| c != b' ' && c != b'\t') else {
+                if self.lines.unterminated && !self.allow_unterminated {
+                    // Blanks and no line ending: a file cut right after the indentation of
+                    // its last record (blkparse's events start with blanks).
+                    return Err(self.parse_error(line_no, line, cut_error(self.format, line)));
+                }
                 self.counters.blank_lines_skipped += 1;
                 continue;
             };
