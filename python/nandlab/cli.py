@@ -57,6 +57,13 @@ _STATS_FIRST = (
 #: The declared unit of every `trace stats` field: values are formatted by it (a fraction as a
 #: percentage, bytes in binary units), never by what the key's name happens to contain.
 #: A field the core adds must be declared here (test_trace_stats checks every key).
+#: The keys of `counters.non_request_by_action` (blkparse's actions and its own text lines;
+#: the core's `trace::BLK_ACTIONS`).
+BLKPARSE_ACTIONS = (
+    "A", "B", "C", "D", "F", "G", "I", "M", "P", "Q", "R", "S", "U", "UT", "X", "m", "ZP", "ZU",
+    "text",
+)  # fmt: skip
+
 TRACE_STATS_UNITS: dict[str, str] = {
     "file": "text",
     "format": "text",
@@ -96,6 +103,8 @@ TRACE_STATS_UNITS: dict[str, str] = {
     "counters.requests_reordered": "count",
     "counters.requests_clamped": "count",
     "counters.dropped_device_filter": "count",
+    "counters.unterminated_last_line": "count",
+    **{f"counters.non_request_by_action.{a}": "count" for a in BLKPARSE_ACTIONS},
     "devices": "table",
 }
 
@@ -272,6 +281,26 @@ _device_opt = click.option(
     default=None,
     help="Keep only this device/ASU of a multi-device trace (default: merge all).",
 )
+_unterminated_opt = click.option(
+    "--allow-unterminated",
+    is_flag=True,
+    help="Read a last line without a line ending as written even when its last field is a "
+    "number that may have been cut short with the file (default: an error).",
+)
+
+
+def warn_unterminated(trace: Path, counters: dict[str, Any]) -> None:
+    """One line on stderr when the trace's last line had no line ending (the reader counted
+    it in ``unterminated_last_line``): the file may have been cut short."""
+    if counters.get("unterminated_last_line"):
+        click.secho(
+            f"warning: {trace}: the last line (line {counters.get('lines_read', '?')}) has no "
+            "line ending: the file may have been cut short; it was read as written "
+            "(trace.counters.unterminated_last_line = 1)",
+            fg="yellow",
+            err=True,
+        )
+
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGTP]i?B?|B)?\s*$", re.IGNORECASE)
 _SIZE_MULT = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
@@ -521,6 +550,7 @@ def cli() -> None:
 )
 @_format_opt
 @_device_opt
+@_unterminated_opt
 @click.option("--scheme", "-s", default=None, help="Scheme name (overrides scheme.name).")
 @click.option(
     "--set",
@@ -542,6 +572,7 @@ def run(
     trace: Path | None,
     trace_format: str | None,
     device: int | None,
+    allow_unterminated: bool,
     scheme: str | None,
     sets: tuple[str, ...],
     json_out: str | None,
@@ -564,8 +595,10 @@ def run(
         overrides=overrides,
         trace_format=trace_format,
         device=device,
+        allow_unterminated=allow_unterminated,
         progress=show_progress,
     )
+    warn_unterminated(trace_path, res.report.get("trace", {}).get("counters", {}))
     _write_json(json_out, res.report)
     if not quiet and json_out != "-":
         print_summary(res)
@@ -580,6 +613,7 @@ def trace() -> None:
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @_format_opt
 @_device_opt
+@_unterminated_opt
 @click.option(
     "--page-size-bytes",
     type=ByteSize(),
@@ -592,16 +626,15 @@ def trace_stats(
     file: Path,
     trace_format: str | None,
     device: int | None,
+    allow_unterminated: bool,
     page_size_bytes: int,
     json_out: str | None,
 ) -> None:
     """Workload characteristics (Xia & Xiao Table II) and page overlap ratios."""
     _require_file(file, "trace file")
-    stats = json.loads(
-        _interruptible(
-            _core.trace_stats, str(file), trace_options_json(trace_format, device), page_size_bytes
-        )
-    )
+    opts = trace_options_json(trace_format, device, allow_unterminated=allow_unterminated or None)
+    stats = json.loads(_interruptible(_core.trace_stats, str(file), opts, page_size_bytes))
+    warn_unterminated(file, stats.get("counters", {}))
     _write_json(json_out, stats)
     if json_out == "-":
         return
@@ -651,12 +684,14 @@ def print_devices(devices: list[dict[str, Any]], file: Path) -> None:
 @click.argument("output", type=click.Path(dir_okay=False, path_type=Path))
 @_format_opt
 @_device_opt
+@_unterminated_opt
 @_json_opt
 def trace_convert(
     input: Path,
     output: Path,
     trace_format: str | None,
     device: int | None,
+    allow_unterminated: bool,
     json_out: str | None,
 ) -> None:
     """Convert a trace to nandlab's canonical CSV (gzip if OUTPUT ends in .gz)."""
@@ -664,7 +699,7 @@ def trace_convert(
     n = _interruptible(
         _core.trace_convert,
         str(input),
-        trace_options_json(trace_format, device),
+        trace_options_json(trace_format, device, allow_unterminated=allow_unterminated or None),
         str(output),
         partial=output,
     )

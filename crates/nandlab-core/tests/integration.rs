@@ -57,6 +57,8 @@ mod timeseries;
 mod trace_errors;
 #[path = "trace_formats.rs"]
 mod trace_formats;
+#[path = "trace_framing.rs"]
+mod trace_framing;
 #[path = "trace_reorder.rs"]
 mod trace_reorder;
 #[path = "trace_throughput.rs"]

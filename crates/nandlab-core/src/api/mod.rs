@@ -240,7 +240,7 @@ pub fn simulate_source<S: RequestSource>(
         let mut n = 0u64;
         let pre = prepass_with(&mut src, opts, |r| {
             n += 1;
-            if n % PROGRESS_EVERY == 0 {
+            if n.is_multiple_of(PROGRESS_EVERY) {
                 progress(Stage::Prepass, n, 0);
             }
             match &mut keep {

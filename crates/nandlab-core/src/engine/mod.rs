@@ -693,8 +693,12 @@ impl Engine {
         match self.cfg.host.mode {
             ReplayMode::Open => {
                 feed.fill(src, |r| self.prefetch_request(r));
-                if let (None, Some(e)) = (feed.ahead.front(), feed.err.take()) {
-                    return Err(e);
+                // The error of a request read ahead, once the requests before it have arrived
+                // (a tuple pattern would take it, and drop it, while they are still ahead).
+                if feed.ahead.is_empty() {
+                    if let Some(e) = feed.err.take() {
+                        return Err(e);
+                    }
                 }
                 let mut next = feed.ahead.front().copied();
                 let idle = self.idle_threshold_ns;
@@ -726,8 +730,10 @@ impl Engine {
                             self.now = self.now.max(r.arrival_ns);
                             self.on_arrival(r, tag)?;
                             feed.ahead.pop_front();
-                            if let (None, Some(e)) = (feed.ahead.front(), feed.err.take()) {
-                                return Err(e);
+                            if feed.ahead.is_empty() {
+                                if let Some(e) = feed.err.take() {
+                                    return Err(e);
+                                }
                             }
                             feed.fill(src, |r| self.prefetch_request(r));
                             next = feed.ahead.front().copied();

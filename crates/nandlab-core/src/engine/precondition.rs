@@ -127,7 +127,7 @@ impl Engine {
         let total = n_filled + aging_cap;
         for (i, &lpn) in filled.iter().enumerate() {
             self.untimed_write(lpn, &mut 0)?;
-            if (i as u64 + 1) % EVERY == 0 {
+            if (i as u64 + 1).is_multiple_of(EVERY) {
                 progress(Stage::Precondition, i as u64 + 1, total);
             }
         }
