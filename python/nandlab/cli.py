@@ -1361,6 +1361,11 @@ from nandlab.osd.cli import osd as _osd_cli  # noqa: E402
 
 cli.add_command(_osd_cli)
 
+# `nandlab characterize` (issue 29: the drive's datasheet from synthetic workloads)
+from nandlab.characterize import characterize_command as _characterize  # noqa: E402
+
+cli.add_command(_characterize)
+
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point."""

@@ -35,6 +35,7 @@ COMMANDS = [
     ["osd", "run"],
     ["osd", "crash-test"],
     ["osd", "stats"],
+    ["characterize"],
 ]
 
 
