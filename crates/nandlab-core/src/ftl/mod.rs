@@ -1714,8 +1714,9 @@ mod tests {
         assert_eq!(f.superpage_room(pool, 0, true), 12);
         let bpp = 12;
         let mut got = Vec::new();
-        for _ in 0..12 {
+        for lpn in 0..12 {
             let (ppn, _) = f.allocate_tracked(0, 0, 0, true, 0).unwrap();
+            f.program(ppn, lpn, 0, 0, 0);
             got.push((f.plane_of_ppn(ppn), f.page_index(ppn), f.block_of(ppn) % bpp));
             if got.len() == 5 {
                 assert_eq!(f.superpage_room(pool, 0, true), 7);
@@ -1727,7 +1728,8 @@ mod tests {
         assert_eq!(got, want);
         assert_eq!(f.superpage_room(pool, 0, true), 12);
         // Padding completes a super-page with invalid pages.
-        f.allocate_tracked(0, 0, 0, true, 0).unwrap();
+        let (ppn, _) = f.allocate_tracked(0, 0, 0, true, 0).unwrap();
+        f.program(ppn, 12, 0, 0, 0);
         for _ in 0..11 {
             let (ppn, _) = f.allocate_pad(pool, 0, 0).unwrap();
             assert_eq!(f.page_state(ppn), PageState::Invalid);
