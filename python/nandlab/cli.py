@@ -748,7 +748,7 @@ def _parse_sizes_kib(ctx: click.Context, param: click.Parameter, value: str) -> 
 @click.option(
     "--iops", type=click.FloatRange(min=0.0, min_open=True), default=2000.0, show_default=True
 )
-@click.option("--seed", type=int, default=42, show_default=True)
+@click.option("--seed", type=click.IntRange(0, 2**64 - 1), default=42, show_default=True)
 @click.option("--align-bytes", type=ByteSize(), default=4096, show_default=True)
 @click.option(
     "--zipf",
