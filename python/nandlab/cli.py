@@ -560,7 +560,12 @@ def cli() -> None:
     help="Override a config key (dotted path, TOML value); repeatable.",
 )
 @_json_opt
-@click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary table.")
+@click.option(
+    "--quiet",
+    "-q",
+    is_flag=True,
+    help="No progress bar and no summary table (notes qualifying the numbers still go to stderr).",
+)
 @click.option(
     "--progress/--no-progress",
     default=None,
@@ -602,6 +607,10 @@ def run(
     _write_json(json_out, res.report)
     if not quiet and json_out != "-":
         print_summary(res)
+    else:  # no summary: the notes that qualify the numbers still reach the user, on stderr
+        for note in (address_map_note(res.report), saturation_note(res.report)):
+            if note:
+                _err.print(note, style="yellow")
 
 
 @cli.group(cls=_Group)
@@ -739,7 +748,7 @@ def _parse_sizes_kib(ctx: click.Context, param: click.Parameter, value: str) -> 
 @click.option(
     "--iops", type=click.FloatRange(min=0.0, min_open=True), default=2000.0, show_default=True
 )
-@click.option("--seed", type=int, default=42, show_default=True)
+@click.option("--seed", type=click.IntRange(0, 2**64 - 1), default=42, show_default=True)
 @click.option("--align-bytes", type=ByteSize(), default=4096, show_default=True)
 @click.option(
     "--zipf",

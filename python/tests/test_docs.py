@@ -186,6 +186,8 @@ def _real_reports() -> tuple[dict[str, Any], ...]:
         ),
         # the trace reader's counters of issue 28, reported only when not 0
         nandlab.simulate("default", _blkparse_without_final_line_ending(), overrides=cut),
+        # the compact address map of issue 28 (its `device.address_map` block)
+        nandlab.simulate("default", overrides={**cut, "device.address_map": "compact"}),
     ]
     return tuple(r.report for r in runs)
 

@@ -29,8 +29,10 @@ def _lines(text: str) -> list[str]:
 
 @pytest.mark.parametrize("cmd", [["run", "--trace"], ["trace", "stats"]])
 def test_a_cut_last_number_is_one_error_line(cmd: list[str], cut_trace: Path) -> None:
-    res = run_cli(*cmd, cut_trace, "--no-progress" if cmd[0] == "run" else "--json", "-")
+    extra = ["--no-progress"] if cmd[0] == "run" else ["--json", "-"]
+    res = run_cli(*cmd, cut_trace, *extra)
     assert res.returncode == 2, res.stderr
+    assert len(_lines(res.stderr)) == 1, res.stderr
     (line,) = _lines(res.stderr)
     assert line.startswith("error:")
     for part in ("cut.csv", "line 3", '"16"', "no line ending", "--allow-unterminated"):
@@ -43,6 +45,7 @@ def test_allow_unterminated_reads_it_as_written_with_a_warning(
     out = tmp_path / "r.json"
     res = run_cli("run", "--trace", cut_trace, "--allow-unterminated", "--json", out, "-q")
     assert res.returncode == 0, res.stderr
+    assert len(_lines(res.stderr)) == 1, res.stderr
     (line,) = _lines(res.stderr)
     assert line.startswith("warning:") and "cut.csv" in line and "line 3" in line, line
     report = json.loads(out.read_text())

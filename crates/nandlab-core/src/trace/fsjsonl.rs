@@ -191,11 +191,22 @@ impl FsJsonlReader {
     ///
     /// # Errors
     /// [`TraceError::Parse`] for a malformed line (file, line, field), [`TraceError::Io`] for
-    /// a read failure or a truncated compressed stream.
+    /// a read failure or a truncated compressed stream, [`TraceError::NoRequests`] at the end
+    /// of a file without a single record (as a block trace: a run that replays nothing is an
+    /// error, not an empty result; issue 28).
     pub fn next_record(&mut self) -> Result<Option<FsRecord<'_>>, TraceError> {
         loop {
             let Some((s, e)) = self.lines.next_line(&self.file)? else {
                 self.counters.unterminated_last_line = u64::from(self.lines.unterminated);
+                if self.counters.records == 0 {
+                    return Err(TraceError::NoRequests {
+                        file: self.file.clone(),
+                        detail: format!(
+                            "the file has {} lines, none of them a record (empty or blank only)",
+                            self.lines.lines
+                        ),
+                    });
+                }
                 return Ok(None);
             };
             let line_no = self.lines.lines;
