@@ -687,7 +687,7 @@ fn superpage(extra: &str) -> String {
         )
         .replace("pages_per_block = 64\n", "")
         .replace("[timing]\n", "[timing]\none_shot_program = true\n")
-        + "[ftl]\nallocation = \"superpage\"\n"
+        + "[ftl]\nallocation = \"superpage\"\n[sched]\nmulti_plane = true\n"
 }
 
 #[test]
@@ -730,7 +730,12 @@ fn a_partial_super_page_waits_then_is_padded() {
     );
     // A second write to the same die within the hold joins the super-page: both wait for the
     // hold to end (room 12 > 2 queued), then one run of 2 pages + 10 pads.
-    let two = vec![rq(0, Op::Write, 0, PS), rq(200_000, Op::Write, 4 * PS, PS)];
+    // (A read of die 1 later keeps the input open: at its end no die holds writes.)
+    let two = vec![
+        rq(0, Op::Write, 0, PS),
+        rq(200_000, Op::Write, 4 * PS, PS),
+        rq(50_000_000, Op::Read, PS, PS),
+    ];
     let r2 = run(&superpage(""), &[], two);
     assert_eq!(f(&r2, "sim.superpage_program_runs"), 1.0);
     assert_eq!(f(&r2, "sim.superpage_program_padded_pages"), 10.0);
@@ -743,10 +748,11 @@ fn a_partial_super_page_waits_then_is_padded() {
 #[test]
 fn gc_copies_whole_super_pages_and_erases_superblocks() {
     // A small drive filled, then overwritten at random: GC runs on superblocks.
-    // 12 superblocks per die (logical: 12 × 12 MiB / 1.15 = 125 MiB = 16,027 pages).
+    // 16 superblocks per die, 50 % over-provisioning: 10 logical superblocks of 4 planes ×
+    // 96 pages on each of 4 dies = 15,360 logical pages.
     let toml = superpage("").replace(
         "logical_capacity_bytes = 268435456\n",
-        "blocks_per_plane = 12\n",
+        "blocks_per_plane = 16\nop_percent_of_logical = 50.0\n",
     );
     let reqs = fill_then_overwrites(15_000, 4000, 7, 5_000_000_000);
     let r = run(&toml, &["ftl.superpage_wait_us=0"], reqs.clone());
@@ -770,6 +776,7 @@ fn superpages_refuse_what_they_cannot_model() {
         ("ftl.copyback=true", "ftl.copyback"),
         ("device.page_order=\"staggered\"", "device.page_order"),
         ("refresh.period_s=60.0", "refresh.period_s"),
+        ("sched.multi_plane=false", "sched.multi_plane"),
     ] {
         let e = check_config(&superpage(""), None, &[ov.to_string()], None).unwrap_err();
         let msg = e.to_string();
@@ -786,8 +793,8 @@ fn independent_plane_reads_overlap_reads_of_any_offsets() {
     // allocation), then read together.
     let toml = format!("{TWO_PLANES}\n");
     let reqs = vec![
-        rq(0, Op::Write, 0, PS),          // plane 0, offset 0
-        rq(10_000_000, Op::Write, 0, PS), // plane 0, offset 1 (rewrite)
+        rq(0, Op::Write, 0, PS),           // plane 0, offset 0
+        rq(10_000_000, Op::Write, 0, PS),  // plane 0, offset 1 (rewrite)
         rq(20_000_000, Op::Write, PS, PS), // plane 1, offset 0
         rq(100_000_000, Op::Read, 0, 2 * PS),
     ];
@@ -795,7 +802,10 @@ fn independent_plane_reads_overlap_reads_of_any_offsets() {
     assert_eq!(f(&same, "sim.multi_plane_reads"), 0.0);
     let ind = run(
         &toml,
-        &["sched.multi_plane=true", "sched.independent_plane_reads=true"],
+        &[
+            "sched.multi_plane=true",
+            "sched.independent_plane_reads=true",
+        ],
         reqs,
     );
     assert_eq!(f(&ind, "sim.multi_plane_reads"), 1.0);

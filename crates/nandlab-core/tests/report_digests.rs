@@ -341,6 +341,7 @@ const CASES: &[Case] = &[
             "precondition.fill=\"fraction\"",
             "precondition.age_overwrites=0.5",
             "ftl.copyback=true",
+            "ftl.allocation=\"static\"",
             "ftl.gc_victim=\"fifo\"",
         ],
     },

@@ -1817,6 +1817,13 @@ impl Config {
                  the planes of a die, a region's pools are per plane)",
             );
         }
+        if !self.sched.multi_plane {
+            return no(
+                "sched.multi_plane",
+                "false".into(),
+                "a super-page is one multi-plane program over the planes of a die",
+            );
+        }
         if self.ftl.copyback {
             return no(
                 "ftl.copyback",

@@ -283,18 +283,23 @@ impl Engine {
         }
         if self.sp_on {
             let share = |i: usize| {
-                (d.superpage_pages[i] > 0).then(|| {
-                    d.superpage_multi_plane_pages[i] as f64 / d.superpage_pages[i] as f64
-                })
+                (d.superpage_pages[i] > 0)
+                    .then(|| d.superpage_multi_plane_pages[i] as f64 / d.superpage_pages[i] as f64)
             };
             for (k, v) in [
                 ("superpage_program_runs", json!(d.superpage_runs[0])),
                 ("superpage_program_pages", json!(d.superpage_pages[0])),
-                ("superpage_program_padded_pages", json!(d.superpage_padded_pages[0])),
+                (
+                    "superpage_program_padded_pages",
+                    json!(d.superpage_padded_pages[0]),
+                ),
                 ("superpage_program_multi_plane_share", json!(share(0))),
                 ("superpage_move_runs", json!(d.superpage_runs[1])),
                 ("superpage_move_pages", json!(d.superpage_pages[1])),
-                ("superpage_move_padded_pages", json!(d.superpage_padded_pages[1])),
+                (
+                    "superpage_move_padded_pages",
+                    json!(d.superpage_padded_pages[1]),
+                ),
                 ("superpage_move_multi_plane_share", json!(share(1))),
                 ("superpage_holds", json!(d.superpage_holds)),
             ] {

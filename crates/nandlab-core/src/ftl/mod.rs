@@ -323,7 +323,11 @@ impl Ftl {
             // first plane.
             for d in 0..planes / group as usize {
                 let first = d * group as usize * bpp;
-                free.push((first..first + bpp).map(|b| b as u32).collect::<VecDeque<u32>>());
+                free.push(
+                    (first..first + bpp)
+                        .map(|b| b as u32)
+                        .collect::<VecDeque<u32>>(),
+                );
             }
         } else {
             for p in 0..planes {
@@ -1214,7 +1218,9 @@ impl Ftl {
             VictimPolicy::Greedy => {
                 let n = (self.geo.pages_per_block * self.group) as usize;
                 let base = pool as usize * (n + 1);
-                (0..=n).map(|v| self.bkt_head[base + v]).find(|&h| h != NONE)?
+                (0..=n)
+                    .map(|v| self.bkt_head[base + v])
+                    .find(|&h| h != NONE)?
             }
             VictimPolicy::Fifo => *self.fifo[pool as usize].front()?,
             VictimPolicy::CostBenefit => {
@@ -1701,7 +1707,9 @@ mod tests {
             }
             assert_eq!(f.erase_victim(v), 4);
         }
-        let (ppn, _) = f.allocate_tracked(plane, 0, 0, true, 0).expect("host space");
+        let (ppn, _) = f
+            .allocate_tracked(plane, 0, 0, true, 0)
+            .expect("host space");
         f.program(ppn, lpn, 0, 0, 0);
     }
 
@@ -1717,14 +1725,19 @@ mod tests {
         for lpn in 0..12 {
             let (ppn, _) = f.allocate_tracked(0, 0, 0, true, 0).unwrap();
             f.program(ppn, lpn, 0, 0, 0);
-            got.push((f.plane_of_ppn(ppn), f.page_index(ppn), f.block_of(ppn) % bpp));
+            got.push((
+                f.plane_of_ppn(ppn),
+                f.page_index(ppn),
+                f.block_of(ppn) % bpp,
+            ));
             if got.len() == 5 {
                 assert_eq!(f.superpage_room(pool, 0, true), 7);
             }
         }
         // Plane by plane, a word line's three pages each, all in the superblock's blocks.
-        let want: Vec<(u32, u32, u32)> =
-            (0..4).flat_map(|p| (0..3).map(move |i| (p, i, 0))).collect();
+        let want: Vec<(u32, u32, u32)> = (0..4)
+            .flat_map(|p| (0..3).map(move |i| (p, i, 0)))
+            .collect();
         assert_eq!(got, want);
         assert_eq!(f.superpage_room(pool, 0, true), 12);
         // Padding completes a super-page with invalid pages.
