@@ -707,6 +707,9 @@ fn a_full_super_page_is_one_program_of_twelve_pages_over_four_planes() {
     assert_eq!(f(&r, "flash.programs"), 48.0);
 }
 
+/// A 1 ms super-page hold (the default is 1 s).
+const HOLD_1MS: &str = "ftl.superpage_wait_us=1000.0";
+
 #[test]
 fn a_partial_super_page_waits_then_is_padded() {
     // One page on die 0 (LPN 0): no partner comes; after the 1000 µs hold the die programs
@@ -715,12 +718,14 @@ fn a_partial_super_page_waits_then_is_padded() {
         rq(0, Op::Write, 0, PS),
         rq(50_000_000, Op::Read, 4 * PS, PS),
     ];
-    let r = run(&superpage(""), &[], reqs.clone());
+    let r = run(&superpage(""), &[HOLD_1MS], reqs.clone());
     assert_eq!(
         f(&r, "host.write_mean_us") * 1000.0,
         (1_000_000 + 12 * XFER + 1_300_000) as f64
     );
     assert_eq!(f(&r, "sim.superpage_program_padded_pages"), 11.0);
+    // The padding is programmed: 1 host page + 11 pads = 12 page programs.
+    assert_eq!(f(&r, "write_amplification"), 12.0);
     assert_eq!(f(&r, "sim.superpage_holds"), 1.0);
     assert_eq!(f(&r, "sim.superpage_program_multi_plane_share"), 1.0);
     let now = run(&superpage(""), &["ftl.superpage_wait_us=0"], reqs.clone());
@@ -736,7 +741,7 @@ fn a_partial_super_page_waits_then_is_padded() {
         rq(200_000, Op::Write, 4 * PS, PS),
         rq(50_000_000, Op::Read, PS, PS),
     ];
-    let r2 = run(&superpage(""), &[], two);
+    let r2 = run(&superpage(""), &[HOLD_1MS], two);
     assert_eq!(f(&r2, "sim.superpage_program_runs"), 1.0);
     assert_eq!(f(&r2, "sim.superpage_program_padded_pages"), 10.0);
     assert_eq!(

@@ -779,7 +779,7 @@ impl Default for FtlConfig {
             streams: 2,
             read_modify_write: false,
             trim: false,
-            superpage_wait_us: 1000.0,
+            superpage_wait_us: 1_000_000.0,
         }
     }
 }

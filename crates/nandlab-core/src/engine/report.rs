@@ -63,8 +63,11 @@ impl Engine {
         let g = &self.ftl.geo;
         let host = host_report(s);
         // No host page was programmed (a read-only trace): write amplification is undefined.
+        // The padding of partial super-pages is programmed too (cells written, blocks used):
+        // counted with the programs (0 without superpage allocation).
+        let pads: u64 = self.stats.device.superpage_padded_pages.iter().sum();
         let wa = (s.flash_programs.host > 0)
-            .then(|| s.flash_programs.total() as f64 / s.flash_programs.host as f64);
+            .then(|| (s.flash_programs.total() + pads) as f64 / s.flash_programs.host as f64);
         let span_ns = self.now_ns();
         let per_source = |b: &crate::stats::BySource| {
             let mut m = serde_json::Map::new();
