@@ -60,6 +60,22 @@ fn main() {
                 ..full
             },
         ),
+        (
+            "dmm",
+            vec![],
+            Variant {
+                onode_buffer: false,
+                ..full
+            },
+        ),
+        (
+            "obfs",
+            vec![],
+            Variant {
+                onode_buffer: false,
+                ..full
+            },
+        ),
     ];
     println!("{} commands per run, {cuts} cuts each", cmds.len());
     // F44's smallest diff cache, cuts among the index programs: where the LCS rollback

@@ -99,7 +99,14 @@ def bench(
 
 
 #: Recovery variants of the crash test: the design, and the three negative controls.
-CRASH_VARIANTS = ("full", "no_capacitor", "no_rollback", "no_reapply", "no_reachability")
+CRASH_VARIANTS = (
+    "full",
+    "no_capacitor",
+    "no_rollback",
+    "no_reapply",
+    "no_reachability",
+    "no_onode_buffer",
+)
 
 
 def crash_test(

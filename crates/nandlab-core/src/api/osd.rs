@@ -353,11 +353,17 @@ pub fn crash_variant(name: &str) -> Result<crate::osd::Variant, NandlabError> {
             reachability: false,
             ..full
         },
+        "no_onode_buffer" => crate::osd::Variant {
+            onode_buffer: false,
+            ..full
+        },
         other => {
             return Err(NandlabError::Config(crate::config::ConfigError::Invalid {
                 key: "crash.variant".into(),
                 value: format!("{other:?}"),
-                msg: "use full, no_capacitor, no_rollback, no_reapply or no_reachability".into(),
+                msg: "use full, no_capacitor, no_rollback, no_reapply, no_reachability or \
+                      no_onode_buffer"
+                    .into(),
             }))
         }
     })

@@ -47,10 +47,13 @@
 //!     cmd(OsdOp::Write { oid: 7, offset_bytes: 0, len_bytes: 4096 }),
 //! ];
 //! let report = run(&cfg, cmds, &RunOpts::default()).unwrap();
-//! // OBFS (every DMM piece off): CREATE writes the onode; the 4 KiB write programs two data
-//! // pages (in parallel on two dies), then the onode, whose two inline extents map them.
+//! // OBFS (every DMM piece off): CREATE puts an onode version into the onode write buffer;
+//! // the 4 KiB write programs two data pages (in parallel on two dies), then buffers the
+//! // onode again, whose two inline extents map them. The buffer (20 onodes of 100 B to a
+//! // 2 KiB page) is programmed when full, on a FLUSH of the object, and at power loss.
 //! assert_eq!(report.page_writes.data.host, 2);
-//! assert_eq!(report.page_writes.onode.host, 2);
+//! assert_eq!(report.page_writes.onode.host, 0);
+//! assert_eq!(report.gc.onodes_buffered, 2);
 //! assert_eq!(report.page_writes.index.total, 0);
 //! ```
 //!
@@ -86,7 +89,15 @@
 //!    as one operation; addresses are allocated first, so parents hold the new ones): in the
 //!    extent tree every written node dirties its parent and the root its onode (the cascade
 //!    of F27); in the virtual tree only the page table changes (§4.4.3);
-//! 6. program the onodes, packed `page / onode_bytes` to a page (A2 l.40–48).
+//! 6. put the onodes into the onode write buffer, packed `page / onode_bytes` to a page
+//!    (A2 l.40–48; §4.5.4.1's page-size buffer, §4.6.2 "several write operations to onodes
+//!    ... incur one page write"): it is programmed when full, so the onodes of many commands
+//!    share a program; also on a FLUSH of an object with a version in it, when GC under the
+//!    extent tree needs the index pages it pins, and by the capacitor at power loss
+//!    (readings \[N\], issue 30). Every version takes a slot (a newer one of the same object
+//!    leaves a stale slot), so onode writes follow the onode updates, as F39(c) and F40(c)
+//!    show; per-object index pages are whole nodes and are not buffered (their merging is
+//!    the diff cache's, §4.4.4).
 //!
 //! GC runs when the die about to receive a page has fewer clean chunks than
 //! `osd.gc_clean_chunks` (A2 l.10/26/42): greedy (fewest valid pages, §4.5.4.1), its reads,

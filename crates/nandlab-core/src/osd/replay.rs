@@ -102,6 +102,14 @@ pub struct GcReport {
     pub survivor_onodes_moved: u64,
     pub read_modify_writes: u64,
     pub tail_buffer_flushes: u64,
+    /// Superseded index pages GC copied because an uncommitted object's last consistent
+    /// state may still reach them (virtual tree; issue 30).
+    pub pinned_index_pages_moved: u64,
+    /// Onode versions put into the onode write buffer, buffer pages programmed before they
+    /// were full, and of those the ones GC needed (issue 30).
+    pub onodes_buffered: u64,
+    pub onode_buffer_early_pages: u64,
+    pub onode_buffer_gc_pages: u64,
 }
 
 /// Diff cache.
@@ -509,6 +517,10 @@ where
             survivor_onodes_moved: c.survivor_onodes,
             read_modify_writes: c.rmw,
             tail_buffer_flushes: c.tail_flushes,
+            pinned_index_pages_moved: c.pinned_moves,
+            onodes_buffered: c.onodes_buffered,
+            onode_buffer_early_pages: c.onode_buffer_early,
+            onode_buffer_gc_pages: c.onode_buffer_gc,
         },
         response,
         diff_cache: CacheReport {

@@ -1,0 +1,363 @@
+//! Objects: the DRAM onode and its mapping (inline extents or a B+ tree), lookups, the data
+//! path of a WRITE, and the page-size tail buffers of new partial-page data.
+//!
+//! Source: §4.1.2 and F37 (onode = inode + index root), §4.5.4.1 (partial page writes:
+//! read-before-write into existing data, new data staged in a page-size buffer), §4.5.4.2
+//! and A2 (onode → index → data).
+//!
+//! Readings (\[N\], spec §1): at most `osd.inline_extents` extents inline before a B+ tree;
+//! data pages aligned to the object offset; one tail buffer per object, at most
+//! `osd.tail_buffers` in all (the oldest is flushed to make room).
+
+use super::*;
+
+impl Device {
+    /// Objects with state newer than their last commit (what IC_OBJ would list at a power
+    /// loss), and chunks holding superseded index pages an uncommitted object's last
+    /// consistent state may still reach (pinned: moved by GC under the virtual tree, not
+    /// taken under the extent tree). Without
+    /// the diff cache both are 0 between commands. Tests and diagnostics.
+    pub fn uncommitted(&self) -> (u64, usize) {
+        let pinned = self.chunks.iter().filter(|m| m.pins > 0).count();
+        (self.uncommitted_objs, pinned)
+    }
+
+    /// Data bytes of `oid` mapped to flash: (page index, PPN, valid length) per page.
+    pub fn data_map(&mut self, oid: ObjectId) -> Vec<(u64, u32, u32)> {
+        let Some(&s) = self.index.get(&oid) else {
+            return Vec::new();
+        };
+        self.collect_entries(s);
+        self.entries_scratch
+            .iter()
+            .map(|&(k, v)| {
+                let (p, l) = leaf_parts(v);
+                (k, p, l)
+            })
+            .collect()
+    }
+
+    /// Set or clear an object's `uncommitted` flag, keeping [`Device::uncommitted_objs`] and
+    /// [`Device::uncommitted_q`] up to date.
+    pub(super) fn set_uncommitted(&mut self, s: u32, u: bool) {
+        let ob = &mut self.objs[s as usize];
+        if ob.uncommitted == u {
+            return;
+        }
+        ob.uncommitted = u;
+        if u {
+            ob.unc_seq = ob.unc_seq.wrapping_add(1);
+            let seq = ob.unc_seq;
+            self.uncommitted_objs += 1;
+            self.uncommitted_q.push_back((s, seq));
+            if self.uncommitted_q.len() as u64 > 4 * self.uncommitted_objs + 64 {
+                let objs = &self.objs;
+                self.uncommitted_q.retain(|&(t, q)| {
+                    let ob = &objs[t as usize];
+                    ob.uncommitted && ob.unc_seq == q
+                });
+            }
+        } else {
+            self.uncommitted_objs -= 1;
+        }
+    }
+
+    pub(super) fn set_onode_dirty(&mut self, s: u32, d: bool) {
+        if d {
+            self.set_uncommitted(s, true);
+        }
+        let ob = &mut self.objs[s as usize];
+        if ob.onode_dirty != d {
+            ob.onode_dirty = d;
+            if d {
+                self.dirty_onodes += 1;
+            } else {
+                self.dirty_onodes -= 1;
+            }
+        }
+    }
+
+    pub(super) fn map_get(&self, s: u32, key: u64) -> Option<u64> {
+        let ob = &self.objs[s as usize];
+        if ob.root == NONE {
+            ob.inline[..ob.n_inline as usize]
+                .iter()
+                .find(|e| e.0 == key)
+                .map(|e| e.1)
+        } else {
+            self.nodes.get(ob.root, key)
+        }
+    }
+
+    /// Map page `key` of `s` to `val`; returns the old value. Marks what it changed dirty.
+    pub(super) fn map_set(&mut self, s: u32, key: u64, val: u64, _host: bool) -> Option<u64> {
+        let k = self.o.inline_extents as usize;
+        let ob = &mut self.objs[s as usize];
+        if ob.root == NONE {
+            let n = ob.n_inline as usize;
+            if let Some(e) = ob.inline[..n].iter_mut().find(|e| e.0 == key) {
+                let old = e.1;
+                e.1 = val;
+                self.set_onode_dirty(s, true);
+                return Some(old);
+            }
+            if n < k && !self.yaffs {
+                ob.inline[n] = (key, val);
+                ob.n_inline += 1;
+                self.set_onode_dirty(s, true);
+                self.mapped += 1;
+                return None;
+            }
+            // Beyond K inline extents (or YAFFS2's RAM tnodes): a B+ tree.
+            let root = self.nodes.alloc(s, 0);
+            let inl = ob.inline;
+            ob.n_inline = 0;
+            ob.root = root;
+            let mut root = root;
+            let mut ch = Change::default();
+            for &(ik, iv) in &inl[..n] {
+                self.nodes.upsert(&mut root, ik, iv, &mut ch);
+            }
+            self.objs[s as usize].root = root;
+            if !self.yaffs {
+                self.set_onode_dirty(s, true);
+            }
+        }
+        let mut root = self.objs[s as usize].root;
+        let mut ch = Change::default();
+        let old = self.nodes.upsert(&mut root, key, val, &mut ch);
+        self.after_tree_op(s, root, ch);
+        if old.is_none() {
+            self.mapped += 1;
+        }
+        old
+    }
+
+    pub(super) fn map_remove(&mut self, s: u32, key: u64) -> Option<u64> {
+        let ob = &mut self.objs[s as usize];
+        if ob.root == NONE {
+            let n = ob.n_inline as usize;
+            let i = ob.inline[..n].iter().position(|e| e.0 == key)?;
+            let old = ob.inline[i].1;
+            ob.inline[i] = ob.inline[n - 1];
+            ob.n_inline -= 1;
+            self.set_onode_dirty(s, true);
+            self.mapped -= 1;
+            return Some(old);
+        }
+        let mut root = ob.root;
+        let mut ch = Change::default();
+        let old = self.nodes.remove(&mut root, key, &mut ch);
+        self.after_tree_op(s, root, ch);
+        if old.is_some() {
+            self.mapped -= 1;
+        }
+        old
+    }
+
+    pub(super) fn collect_entries(&mut self, s: u32) {
+        let ob = &self.objs[s as usize];
+        if ob.root == NONE {
+            self.entries_scratch.clear();
+            self.entries_scratch
+                .extend_from_slice(&ob.inline[..ob.n_inline as usize]);
+            self.entries_scratch.sort_unstable_by_key(|e| e.0);
+        } else {
+            let mut v = std::mem::take(&mut self.entries_scratch);
+            self.nodes.entries(ob.root, &mut v);
+            self.entries_scratch = v;
+        }
+    }
+
+    pub(super) fn touch_obj(&mut self, s: u32, host: bool) {
+        let ob = &mut self.objs[s as usize];
+        if !ob.touched {
+            ob.touched = true;
+            self.touched.push(s);
+        }
+        ob.touched_host |= host;
+    }
+
+    /// Read the onode unless DRAM holds it (dirty in the diff cache, or read already in
+    /// this command).
+    pub(super) fn need_onode(&mut self, s: u32) {
+        let ob = &self.objs[s as usize];
+        if ob.onode_read || ob.onode_ppn == NONE || (self.cache_on && ob.onode_dirty) {
+            return;
+        }
+        let p = ob.onode_ppn;
+        self.objs[s as usize].onode_read = true;
+        self.read(ONODE, p, Src::Host);
+        self.close_stage();
+    }
+
+    /// Walk the tree of `s` to the leaf of `key`, noting the index pages that must be read
+    /// from flash (root first). `update`: the walk is for an entry update (a diff-cache
+    /// entry needs no leaf read).
+    pub(super) fn lookup(&mut self, s: u32, key: u64, update: bool) {
+        let root = self.objs[s as usize].root;
+        if root == NONE || self.yaffs {
+            return;
+        }
+        self.index_used_cmd = true;
+        let mut path = std::mem::take(&mut self.path);
+        self.nodes.find_leaf(root, key, &mut path);
+        for &id in &path {
+            let n = &self.nodes.nodes[id as usize];
+            if n.ppn == NONE {
+                continue;
+            }
+            let cached = if !self.cache_on {
+                false
+            } else if n.level > 0 {
+                n.dirty > 0 || self.objs[s as usize].clean_cached.contains(&id)
+            } else {
+                self.nodes.whole(id) || (update && n.dirty > 0)
+            };
+            if cached {
+                continue;
+            }
+            self.path_reads.push((n.level, n.ppn));
+            if self.cache_on && n.level > 0 {
+                self.objs[s as usize].clean_cached.push(id);
+                self.clean_pages += 1;
+            }
+        }
+        self.path = path;
+    }
+
+    pub(super) fn emit_path_reads(&mut self) {
+        if self.path_reads.is_empty() {
+            return;
+        }
+        let mut v = std::mem::take(&mut self.path_reads);
+        v.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        v.dedup();
+        let mut level = v[0].0;
+        for &(l, ppn) in &v {
+            if l != level {
+                self.close_stage();
+                level = l;
+            }
+            self.read(INDEX, ppn, Src::Host);
+            self.index_reads_cmd += 1;
+        }
+        self.close_stage();
+        v.clear();
+        self.path_reads = v;
+    }
+
+    pub(super) fn program_data(
+        &mut self,
+        s: u32,
+        i: u64,
+        len: u32,
+        content: Option<PageContent>,
+    ) -> Result<(), OsdError> {
+        let oid = self.objs[s as usize].oid;
+        let die = self.next_die(DATA)?;
+        self.next_content = content;
+        self.next_csn = 0;
+        self.program_data_on(s, i, len, die, oid)
+    }
+
+    /// Data content for page `i` of `s`: the old page's with `[a, b)` written.
+    pub(super) fn data_content(&self, s: u32, i: u64, a: u32, b: u32) -> Option<PageContent> {
+        self.contents.as_ref()?;
+        let mut segs = match self.map_get(s, i) {
+            Some(v) => match self.content_of(leaf_parts(v).0) {
+                // Bytes past the mapped length were cut by a truncate: they read as zeros.
+                Some(PageContent::Data(d)) => clip(d, leaf_parts(v).1),
+                _ => Vec::new(),
+            },
+            None => Vec::new(),
+        };
+        overlay(&mut segs, a, b, self.write_id);
+        Some(PageContent::Data(segs))
+    }
+
+    pub(super) fn program_data_on(
+        &mut self,
+        s: u32,
+        i: u64,
+        len: u32,
+        die: u32,
+        oid: u64,
+    ) -> Result<(), OsdError> {
+        let ppn = self.program(DATA, die, Src::Host, oid, i as u32, len, s)?;
+        if let Some(old) = self.map_set(s, i, leaf_val(ppn, len), true) {
+            self.invalidate(leaf_parts(old).0);
+        }
+        self.touch_obj(s, true);
+        Ok(())
+    }
+
+    pub(super) fn flush_tail(&mut self, s: u32) -> Result<(), OsdError> {
+        let ob = &self.objs[s as usize];
+        if ob.tail_page == u64::MAX {
+            return Ok(());
+        }
+        let (page, fill, oid) = (ob.tail_page, ob.tail_fill, ob.oid);
+        // The buffer stays in DRAM until its page is programmed (a power cut in between
+        // leaves it to the capacitor flush).
+        let die = self.next_die(DATA)?;
+        let segs = self.objs[s as usize].tail_segs.clone();
+        self.next_content = self.contents.is_some().then_some(PageContent::Data(segs));
+        self.next_csn = 0;
+        self.program_data_on(s, page, fill, die, oid)?;
+        let ob = &mut self.objs[s as usize];
+        ob.tail_page = u64::MAX;
+        ob.tail_fill = 0;
+        ob.tail_segs.clear();
+        self.tails_used -= 1;
+        self.counters.tail_flushes += 1;
+        Ok(())
+    }
+
+    pub(super) fn start_tail(
+        &mut self,
+        s: u32,
+        page: u64,
+        start: u32,
+        fill: u32,
+    ) -> Result<(), OsdError> {
+        self.flush_tail(s)?;
+        while self.tails_used >= self.o.tail_buffers {
+            let Some((t, p)) = self.tails.pop_front() else {
+                break;
+            };
+            if self.objs[t as usize].tail_page == p {
+                if self.objs[t as usize].live {
+                    self.flush_tail(t)?;
+                } else {
+                    let ob = &mut self.objs[t as usize];
+                    ob.tail_page = u64::MAX;
+                    ob.tail_segs.clear();
+                    self.tails_used -= 1;
+                }
+            }
+        }
+        let rec = self.contents.is_some();
+        let wid = self.write_id;
+        let ob = &mut self.objs[s as usize];
+        ob.tail_page = page;
+        ob.tail_fill = fill;
+        ob.tail_segs.clear();
+        if rec {
+            ob.tail_segs.push((start, fill, wid));
+        }
+        self.set_uncommitted(s, true);
+        self.tails_used += 1;
+        self.tails.push_back((s, page));
+        if self.tails.len() > 4 * self.o.tail_buffers as usize {
+            // Drop stale queue entries (flushed tails) so the queue stays bounded.
+            let objs = &self.objs;
+            self.tails.retain(|&(t, p)| objs[t as usize].tail_page == p);
+        }
+        self.dram.tail_buffer_bytes = self
+            .dram
+            .tail_buffer_bytes
+            .max(self.tails_used as u64 * self.page as u64);
+        Ok(())
+    }
+}
