@@ -156,6 +156,7 @@ def _real_reports() -> tuple[dict[str, Any], ...]:
                 **cut,
                 "reliability.model": "vth",
                 "refresh.period_s": 3600.0,
+                "ftl.allocation": "static",  # refresh relocates within a plane
                 "stats.latency_cdf": True,
             },
         ),
