@@ -448,7 +448,7 @@ def _e(v: Any) -> str:
 
 
 def _num_cell(v: Any, digits: int = 3) -> str:
-    from nandlab.reproduce.common import fmt_num
+    from nandlab.reproduce.fmt import fmt_num
 
     if isinstance(v, bool) or v is None:
         return f"<td>{_e(fmt_num(v))}</td>"
@@ -522,7 +522,7 @@ def _runs_table(runs: Sequence[_Run]) -> str:
 
 def _compare_table(cmp: Mapping[str, Any]) -> str:
     from nandlab.comparison import METRICS
-    from nandlab.reproduce.common import fmt_num
+    from nandlab.reproduce.fmt import fmt_num
 
     rows = cmp.get("rows") or []
     if not rows:
@@ -648,7 +648,7 @@ def build_report(
         f"<p class=meta>{_e(d.resolve())} · nandlab {_e(__version__)} · generated "
         f"{_e(time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime()))}</p>",
     ]
-    from nandlab.reproduce.common import plural
+    from nandlab.reproduce.fmt import plural
 
     traces = list(dict.fromkeys(r.trace for r in runs))
     schemes = list(dict.fromkeys(str(r.row.get("scheme")) for r in runs))
@@ -746,7 +746,7 @@ def build_report(
 def report_command(directory: Path, output: Path | None, title: str | None) -> None:
     """One self-contained HTML report of a sweep, compare or reproduce output directory:
     runs table (sortable), latency CDFs, time series, paper tables; figures also as PNG/SVG."""
-    from nandlab.reproduce.common import EXIT_USER_ERROR, err_console
+    from nandlab.reproduce.fmt import EXIT_USER_ERROR, err_console
 
     if not directory.is_dir():
         click.secho(f"error: {directory}: not a directory", fg="red", err=True)

@@ -10,11 +10,13 @@ from click.testing import CliRunner
 
 from nandlab.cli import cli
 from nandlab.reproduce import flexlevel as fl
+from nandlab.reproduce import framework as fw
+from nandlab.reproduce.common import TraceChoice
 
 
 def test_plan_covers_every_figure() -> None:
-    sel = fl.Selection([fl.TraceChoice("t", Path("x.csv"), "ours", time_scale=5.0)], [])
-    runs = fl.plan_runs(sel, quick=False)
+    t = TraceChoice("t", Path("x.csv"), "ours", time_scale=5.0)
+    runs = fw.plan_runs(fl.REPRODUCTION, [t], False)
     labels = {r.spec.label for r in runs}
     assert {"baseline", "level_adjust_only", "access_eval", "mbf"} <= labels
     assert {

@@ -9,18 +9,20 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from nandlab.cli import cli
+from nandlab.reproduce import framework as fw
 from nandlab.reproduce import ida
+from nandlab.reproduce.common import TraceChoice
 
 
 def test_plan_covers_every_figure() -> None:
-    sel = ida.Selection([ida.TraceChoice("t", Path("x.csv"), "ours", time_scale=10.0)], [])
-    runs = ida.plan_runs(sel, quick=False)
-    labels = {r.label for r in runs}
+    t = TraceChoice("t", Path("x.csv"), "ours", time_scale=10.0)
+    runs = fw.plan_runs(ida.REPRODUCTION, [t], False)
+    labels = {r.spec.label for r in runs}
     for e in ida.ERROR_FRACTIONS:
         assert f"E{e}" in labels
     assert {"baseline late", "E20 late", "baseline mlc", "E20 mlc", "E20 closed"} <= labels
     assert {f"E20 dtR={d}" for d in ida.DTR_SWEEP if d != 50} <= labels
-    by = {r.label: r.spec.overrides for r in runs}
+    by = {r.spec.label: r.spec.overrides for r in runs}
     # Refresh once before the replay with the paper's 3-day period, ages over one period.
     assert by["baseline"]["refresh.period_s"] == ida.PAPER_PERIOD_S
     assert by["baseline"]["precondition.refresh_before_replay"] is True
@@ -33,9 +35,9 @@ def test_plan_covers_every_figure() -> None:
     assert by["E20 dtR=30"]["timing.read_us"] == [50.0, 80.0, 110.0]
     assert by["E20 late"]["reliability.codes"][0]["level_cost"] == "page_read"
     # At K = 1 the override is omitted (the run's key is that of an unscaled run).
-    sel1 = ida.Selection([ida.TraceChoice("t", Path("x.csv"), "ours")], [])
-    assert "host.time_scale" not in ida.plan_runs(sel1, quick=True)[0].spec.overrides
-    assert "src2_1" in ida.TABLE_III and "src2_0" not in ida.TABLE_III
+    t1 = TraceChoice("t", Path("x.csv"), "ours")
+    assert "host.time_scale" not in fw.plan_runs(ida.REPRODUCTION, [t1], True)[0].spec.overrides
+    assert "src2_1" in ida.TRACES.paper and "src2_0" not in ida.TRACES.paper
 
 
 def test_msb_share() -> None:

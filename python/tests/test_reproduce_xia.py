@@ -22,6 +22,7 @@ from nandlab import experiment
 from nandlab.cli import cli
 from nandlab.data import data_dir
 from nandlab.experiment import TraceDigests, run_key
+from nandlab.reproduce import framework as fw
 from nandlab.reproduce import xia_diffecc as xia
 
 _REAL_EXECUTE = experiment._execute
@@ -80,19 +81,19 @@ def test_select_traces_table_ii_and_ours(tmp_path: Path) -> None:
     (tmp_path / "msr" / "hm_0.csv.gz").write_bytes(b"")
     (tmp_path / "Financial1.spc").write_text("")
     (tmp_path / "CAMRESSDPA03-lvm0.csv").write_text("")  # src2_0, the paper's src0
-    sel = xia.select_traces([tmp_path], quick=False, max_requests=None)
+    sel = xia.TRACES.select([tmp_path], quick=False, max_requests=None)
     names = {t.name: t for t in sel.traces}
     assert names["hm_0"].source == "Table II" and names["hm_0"].path.name == "hm_0.csv.gz"
     assert names["Financial1"].path.name == "Financial1.spc"
     assert names["src2_0"].path.name == "CAMRESSDPA03-lvm0.csv"
     assert names["hm_0"].max_requests is None  # whole traces by default
-    capped = xia.select_traces([tmp_path], quick=False, max_requests=500_000)
+    capped = xia.TRACES.select([tmp_path], quick=False, max_requests=500_000)
     assert {t.name: t.max_requests for t in capped.traces}["hm_0"] == 500_000
     # excerpts of traces found in full are dropped; WebSearch1's is not in Table II and stays
     assert "hm_0 excerpt" not in names and "Financial1 excerpt" not in names
     assert names["WebSearch1 excerpt"].max_requests is None
-    assert len(sel.missing_table_ii) == 12
-    assert "hm_1" in sel.missing_table_ii and "hm_0" not in sel.missing_table_ii
+    assert len(sel.missing) == 12 and xia.TRACES.missing_key == "missing_table_ii"
+    assert "hm_1" in sel.missing and "hm_0" not in sel.missing
     # the MSR volumes' own names (the paper's hm0, src0 ...), as in every reproduction
     assert set(xia.TABLE_II) == {
         "Financial1", "hm_0", "hm_1", "mds_0", "proj_0", "rsrch_0", "rsrch_2", "src2_0",
@@ -101,30 +102,33 @@ def test_select_traces_table_ii_and_ours(tmp_path: Path) -> None:
 
 
 def test_select_traces_quick(traces_dir: Path) -> None:
-    sel = xia.select_traces([traces_dir], quick=True, max_requests=None)
+    sel = xia.TRACES.select([traces_dir], quick=True, max_requests=None)
     assert [t.name for t in sel.traces] == ["pgbench_wh", "Financial1 excerpt", "hm_0 excerpt"]
     assert sel.traces[0].path == traces_dir / "pgbench_wh.csv"
     assert sel.traces[0].max_requests == xia.QUICK_MAX_REQUESTS
-    assert sel.check_trace == "pgbench_wh"
+
+
+def _main(p: fw.Planned) -> bool:
+    return p.variant.name in xia.SCHEMES
 
 
 def test_plan_runs_counts(traces_dir: Path, tmp_path: Path) -> None:
-    sel = xia.select_traces([traces_dir], quick=True, max_requests=None)
-    runs = xia.plan_runs(sel, quick=True)
-    assert sum(r.kind == "main" for r in runs) == 3 * 3
-    assert sum(r.kind == "sweep_m" for r in runs) == 3
-    assert sum(r.kind == "sweep_n" for r in runs) == 2
+    sel = xia.TRACES.select([traces_dir], quick=True, max_requests=None)
+    runs = fw.plan_runs(xia.REPRODUCTION, sel.traces, True)
+    assert sum(_main(r) for r in runs) == 3 * 3
+    assert sum(r.variant.name.startswith("m=") for r in runs) == 3
+    assert sum(r.variant.name.startswith("n=") for r in runs) == 2
     d = TraceDigests(tmp_path / "d.json")
     keys = {run_key(r.spec, d) for r in runs}
     assert len(keys) == 9 + 5 - 1  # m=-1, n=3 of the n sweep is the main diffecc_wa run
-    main = next(r for r in runs if r.kind == "main" and r.scheme == "diffecc_wa")
+    main = next(r for r in runs if r.variant.name == "diffecc_wa")
     assert main.spec.overrides["scheme.params.m"] == -1
     assert main.spec.overrides["scheme.params.n"] == 3
-    base = next(r for r in runs if r.kind == "main" and r.scheme == "baseline")
+    base = next(r for r in runs if r.variant.name == "baseline")
     assert not any(k.startswith("scheme.params") for k in base.spec.overrides)
 
-    full = xia.plan_runs(sel, quick=False)
-    assert sum(r.kind != "main" for r in full) == 3 * (9 + 5)
+    full = fw.plan_runs(xia.REPRODUCTION, sel.traces, False)
+    assert sum(not _main(r) for r in full) == 3 * (9 + 5)
     assert len({run_key(r.spec, d) for r in full}) == 3 * (3 + 9 + 5 - 2)
 
 
@@ -151,31 +155,28 @@ def _report(mean: float, read: float, write: float, erases: int, **flash: Any) -
     }
 
 
+def _fake_report(p: fw.Planned) -> dict[str, Any]:
+    if p.spec.scheme == "baseline":
+        return _report(1000, 100, 2000, 10)
+    if p.spec.scheme == "agcr":
+        return _report(800, 120, 1500, 10)
+    # sweep points: the mean is lowest at m = -1 and at n = 3
+    axis, _, x = p.variant.name.partition("=")
+    penalty = 0 if not x else abs(int(x) - (-1 if axis == "m" else 3)) * 10
+    return _report(
+        500 + penalty,
+        90,
+        1000,
+        10,
+        by_ecc={"default": 20, "ldpc_low_cost": 10},
+        by_mode={"normal": 20, "low_cost": 50},
+        rewrites=2,
+    )
+
+
 def test_analyse_tables_and_headline(traces_dir: Path) -> None:
-    sel = xia.select_traces([traces_dir], quick=True, max_requests=None)
-    runs = xia.plan_runs(sel, quick=True)
-    reports: dict[str, Any] = {}
-    for i, r in enumerate(runs):
-        r.key = f"k{i}"
-        if r.scheme == "baseline":
-            rep = _report(1000, 100, 2000, 10)
-        elif r.scheme == "agcr":
-            rep = _report(800, 120, 1500, 10)
-        else:
-            # sweep points: the mean is lowest at m = -1 and at n = 3
-            x = r.m if r.kind == "sweep_m" else (r.n if r.kind == "sweep_n" else None)
-            penalty = 0 if x is None else abs(x - (-1 if r.kind == "sweep_m" else 3)) * 10
-            rep = _report(
-                500 + penalty,
-                90,
-                1000,
-                10,
-                by_ecc={"default": 20, "ldpc_low_cost": 10},
-                by_mode={"normal": 20, "low_cost": 50},
-                rewrites=2,
-            )
-        reports[r.key] = (rep, None)
-    an = xia.analyse(runs, reports)
+    sel = xia.TRACES.select([traces_dir], quick=True, max_requests=None)
+    an = fw.analyse_reports(xia.REPRODUCTION, sel.traces, _fake_report, quick=True)
     assert [r["trace"] for r in an.rows] == [
         "pgbench_wh",
         "Financial1 excerpt",
@@ -199,13 +200,14 @@ def test_analyse_tables_and_headline(traces_dir: Path) -> None:
     assert hl["write response vs normal"]["paper"] == "-48 %"
     assert hl["read response vs AGCR"]["ours_mean"] == pytest.approx(-0.25)
     assert hl["read response vs AGCR"]["traces"] == 3
-    (p,) = an.param_rows
+    (p,) = xia.param_study(an)["param_study"]
     assert (p["trace"], p["best_m"], p["best_n"]) == ("pgbench_wh", -1, 3)
     assert p["m_default_near_best"] and p["n_default_near_best"]
-    assert [x for x, _ in an.sweeps["m"]["overall"]["pgbench_wh"]] == [-2.0, -1.0, 2.0]
-    assert an.errors == []
-    check = xia.quick_check(an, "pgbench_wh")
-    assert check["passed"] and "diffecc_wa mean write response" in check["message"]
+    fig5 = xia.REPRODUCTION.figures[-2].data(an)["(a) overall"]["pgbench_wh"]
+    assert [x for x, y in fig5 if y is not None] == [-2.0, -1.0, 2.0]
+    assert an.res.errors == []
+    assert an.check is not None and an.check["passed"]
+    assert "diffecc_wa mean write response" in an.check["message"]
 
 
 # --------------------------------------------------------------------------- the command

@@ -57,15 +57,8 @@ from nandlab import dpa as _dpa
 from nandlab.dpa import cli as _dpa_cli
 from nandlab.reproduce import dpa_fig14 as _fig14
 from nandlab.reproduce import load as _load
-from nandlab.reproduce.common import (
-    EXIT_USER_ERROR,
-    err_console,
-    exit_on_failures,
-    fmt_num,
-    out_console,
-    traces_json,
-    write_json,
-)
+from nandlab.reproduce.common import exit_on_failures, write_json
+from nandlab.reproduce.fmt import EXIT_USER_ERROR, err_console, fmt_num, out_console
 
 PAPER = "dpa"
 CONFIG = "dpa"
@@ -814,29 +807,12 @@ def dpa(
             time_scales=time_scales,
         )
         path_a = fig14_path_a(sums, configs)
-        sel, plan, _runs, f14_df, _st, an14 = _fig14.run_fig14(opts, path_a, max_requests)
-        f14_errors = an14.errors
-        figs += _fig14.make_figure(an14, out)
-        f14 = {
-            "table": an14.rows,
-            "headline": an14.headline,
-            "check": an14.checks,
-            "loads": an14.loads,
-            "load": plan.to_json(),
-            "traces": traces_json(sel.traces),
-            "notes": sel.notes,
-            "path_a_share": {f"{k} B": v for k, v in path_a.items()},
-            "thesis": {
-                "response_8B": 0.07,
-                "response_4B": 0.10,
-                "response_web_max": 0.20,
-                "writes_4B": 0.06,
-                "erases_4B": 0.04,
-            },
-        }
+        an14, f14_df, f14 = _fig14.run_fig14(opts, path_a, max_requests)
+        f14_errors = an14.res.errors
+        figs += an14.figures
         chk = {
-            "passed": bool(chk["passed"] and an14.checks["passed"]),
-            "message": f"{chk['message']}; Fig. 14: {an14.checks['message']}",
+            "passed": bool(chk["passed"] and f14["check"]["passed"]),
+            "message": f"{chk['message']}; Fig. 14: {f14['check']['message']}",
         }
 
     write_json(
@@ -871,7 +847,7 @@ def dpa(
         for n in ds.notes:
             out_console.print(n)
         if fig14:
-            _fig14.print_fig14(sel, an14)
+            _fig14.print_fig14(an14)
         out_console.print(
             f"{len(figs)} figure files and {t5.name} in {out}; Monte-Carlo points "
             f"{life['mc_computed']} computed, {life['mc_cached']} cached; "

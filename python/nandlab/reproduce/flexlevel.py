@@ -26,51 +26,15 @@ UMass traces are picked up from ``--traces`` by their usual names. Load level: s
 
 from __future__ import annotations
 
-import time
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any
 
-import click
-from rich.table import Table
-
-from nandlab.reproduce.common import (
-    CAPTURED_PATTERNS,
-    FINANCIAL1_EXCERPT,
-    WEBSEARCH1_EXCERPT,
-    CommonOptions,
-    TraceChoice,
-    common_options,
-    exit_on_failures,
-    fmt_num,
-    fmt_pct,
-    grid_json,
-    msr_patterns,
-    out_console,
-    reports_by_key,
-    run_planned,
-    runs_line,
-    traces_json,
-    write_json,
-)
-from nandlab.reproduce.load import (
-    expand,
-    finite,
-    groups,
-    headline_rows,
-    load_info,
-    print_headline,
-    print_load_table,
-    ratio,
-    report_value,
-)
-
-if TYPE_CHECKING:
-    from nandlab.experiment import RunSpec
+from nandlab.reproduce import framework as fw
+from nandlab.reproduce.common import TraceChoice, known_traces
+from nandlab.reproduce.fmt import fmt_pct
+from nandlab.reproduce.load import finite, load_info, ratio, report_value
 
 PAPER = "flexlevel"
-CONFIG = "flexlevel"
 #: Configurations: label -> (scheme, overrides).
 CONFIGS: dict[str, tuple[str, dict[str, object]]] = {
     "baseline": (
@@ -120,14 +84,11 @@ P_ON, P_MAX = 4000.0, 6000.0
 
 #: Table 9 workloads by their usual file names.
 TABLE_9: dict[str, list[str]] = {
-    "fin-2": ["Financial2.spc*", "Financial2.csv*", "Financial2.ascii*", "Financial2.trace*"],
-    "websearch-1": ["WebSearch1.spc*", "WebSearch1.csv*", "WebSearch1.trace*"],
-    "websearch-2": ["WebSearch2.spc*", "WebSearch2.csv*", "WebSearch2.trace*"],
-    "prj-1": msr_patterns("proj", 1, "CAM-02-SRV"),
-    "prj-2": msr_patterns("proj", 2, "CAM-02-SRV"),
-    "user-1": msr_patterns("usr", 1, "CAMRESUSRA01"),
-    "user-2": msr_patterns("usr", 2, "CAMRESUSRA01"),
-}
+    t: known_traces(f)[f]
+    for t, f in (("fin-2", "Financial2"), ("websearch-1", "WebSearch1"), ("websearch-2",
+                 "WebSearch2"), ("prj-1", "proj_1"), ("prj-2", "proj_2"), ("user-1", "usr_1"),
+                 ("user-2", "usr_2"))
+}  # fmt: skip
 #: Table 9 (read %, IWFR % of frequently read data).
 TABLE_9_VALUES: dict[str, tuple[float, float]] = {
     "fin-2": (78.46, 0.0),
@@ -138,84 +99,27 @@ TABLE_9_VALUES: dict[str, tuple[float, float]] = {
     "user-1": (43.7, 41.5),
     "user-2": (52.03, 44.0),
 }
-OURS: dict[str, list[str]] = {
-    "Financial1 excerpt": FINANCIAL1_EXCERPT,
-    "WebSearch1 excerpt": WEBSEARCH1_EXCERPT,
-    "pgbench_ro": CAPTURED_PATTERNS["pgbench_ro"],
-    "pgbench_rw": CAPTURED_PATTERNS["pgbench_rw"],
-    "devtree": CAPTURED_PATTERNS["devtree"],
-}
+OURS = ("Financial1 excerpt", "WebSearch1 excerpt", "pgbench_ro", "pgbench_rw", "devtree")
 QUICK = ("Financial1 excerpt", "WebSearch1 excerpt")
 DEFAULT_MAX_REQUESTS = 1_000_000
 #: Baseline flash programs below which a trace's write/erase ratios are left out of the
 #: headline (reported in absolute numbers instead).
 MIN_BASELINE_PROGRAMS = 1000
-
-#: The thesis's headline (§3.6.2, Figs. 23-25) as changes vs the baseline.
-HEADLINE_METRICS: tuple[tuple[str, str, str], ...] = (
-    ("read response, LevelAdjust-only (Fig. 24a)", "-14 %", "read_ratio_level_adjust_only"),
-    ("read response, AccessEval+LevelAdjust (Fig. 24a)", "-10 %", "read_ratio_access_eval"),
-    ("overall response, AccessEval+LevelAdjust (Fig. 24b)", "-8 %", "mean_ratio_access_eval"),
-    (
-        "overall response, LevelAdjust-only (Fig. 24b)",
-        "> 0 on 4 of 7",
-        "mean_ratio_level_adjust_only",
-    ),
-    ("flash writes, AccessEval+LevelAdjust (Fig. 25)", "+6 %", "programs_ratio_access_eval"),
-    ("erases, AccessEval+LevelAdjust (Fig. 25)", "+19 %", "erases_ratio_access_eval"),
+TRACES = fw.Traces(
+    table="Table 9",
+    paper=TABLE_9,
+    ours=tuple(fw.standin(n, "ours") for n in OURS),
+    quick=tuple(fw.standin(n) for n in QUICK),
+    default_cap=DEFAULT_MAX_REQUESTS,
+    quick_note="--quick: the bundled excerpts only; Table 9 traces not searched",
 )
 
 
-@dataclass
-class Selection:
-    traces: list[TraceChoice]
-    missing: list[str]
-    notes: list[str] = field(default_factory=list)
-
-
-def select_traces(dirs: Sequence[Path], *, quick: bool, max_requests: int | None) -> Selection:
-    """Table 9 traces under ``dirs`` plus the stand-ins we have (each under its own name)."""
-    from nandlab.experiment import default_trace_dirs, find_traces
-
-    search = list(dict.fromkeys([*map(Path, dirs), *default_trace_dirs()]))
-    cap = max_requests if max_requests is not None else DEFAULT_MAX_REQUESTS
-    if quick:
-        found, _ = find_traces(search, {k: OURS[k] for k in QUICK})
-        if not found:
-            raise FileNotFoundError("--quick needs the bundled Financial1 / WebSearch1 excerpts")
-        sel = Selection([TraceChoice(n, p, "bundled excerpt") for n, p in found.items()], [])
-        sel.notes.append("--quick: the bundled excerpts only; Table 9 traces not searched")
-        return sel
-    t9, missing = find_traces(list(map(Path, dirs)), TABLE_9)
-    sel = Selection([TraceChoice(n, p, "Table 9", cap or None) for n, p in t9.items()], missing)
-    ours, _ = find_traces(search, OURS)
-    sel.traces += [
-        TraceChoice(n, p, "ours", None if "excerpt" in n else (cap or None))
-        for n, p in ours.items()
-    ]
-    return sel
-
-
-@dataclass
-class PlannedRun:
-    trace: str
-    config: str
-    pe: int
-    spec: RunSpec
-    key: str = ""
-    #: ``precondition.initial_age_window_s`` when not the preset's (the data-age sensitivity).
-    age_window_s: float | None = None
-
-
-def run_spec(
-    t: TraceChoice, config: str, pe: int = PRESET_PE, age_window_s: float | None = None
-) -> RunSpec:
-    """The run of ``config`` (a key of :data:`CONFIGS`) on trace instance ``t`` at ``pe`` P/E
-    (and, when given, data ages spread over ``age_window_s`` seconds instead of the preset's)."""
-    from nandlab.experiment import RunSpec
-
+def variant(config: str, pe: int = PRESET_PE, age_window_s: float | None = None) -> fw.Variant:
+    """``config`` (a key of :data:`CONFIGS`) at ``pe`` P/E (and, when given, data ages spread
+    over ``age_window_s`` seconds instead of the preset's)."""
     scheme, ov = CONFIGS[config]
-    o: dict[str, object] = {**t.overrides(), **ov}
+    o: dict[str, object] = dict(ov)
     label = config
     if pe != PRESET_PE:
         o["precondition.initial_pe_cycles"] = pe
@@ -223,39 +127,19 @@ def run_spec(
     if age_window_s is not None:
         o["precondition.initial_age_window_s"] = age_window_s
         label = f"{label} age={age_window_s / 86_400:g}d"
-    return RunSpec(t.path, t.name, scheme, CONFIG, o, label)
+    return fw.Variant(label, scheme, o)
 
 
-def probe_specs(t: TraceChoice) -> list[RunSpec]:
-    """The baseline at K = 1: its offered die load sets the trace's load level."""
-    return [run_spec(t, "baseline")]
-
-
-def plan_runs(sel: Selection, *, quick: bool) -> list[PlannedRun]:
-    runs: list[PlannedRun] = []
-    for t in sel.traces:
-        for c in CONFIGS:
-            runs.append(PlannedRun(t.name, c, PRESET_PE, run_spec(t, c)))
+def plan(traces: list[TraceChoice], quick: bool) -> list[tuple[TraceChoice, fw.Variant]]:
+    out = []
+    for t in traces:
+        out += [(t, variant(c)) for c in CONFIGS]
         for pe in QUICK_PE_SWEEP if quick else PE_SWEEP:
-            if pe == PRESET_PE:
-                continue
-            for c in ("baseline", "access_eval"):
-                runs.append(PlannedRun(t.name, c, pe, run_spec(t, c, pe)))
+            if pe != PRESET_PE:
+                out += [(t, variant(c, pe)) for c in ("baseline", "access_eval")]
         if not quick:
-            for c in AGED_CONFIGS:
-                runs.append(
-                    PlannedRun(
-                        t.name,
-                        c,
-                        PRESET_PE,
-                        run_spec(t, c, PRESET_PE, AGED_WINDOW_S),
-                        age_window_s=AGED_WINDOW_S,
-                    )
-                )
-    return runs
-
-
-# --------------------------------------------------------------------------- analysis
+            out += [(t, variant(c, PRESET_PE, AGED_WINDOW_S)) for c in AGED_CONFIGS]
+    return out
 
 
 def _count(v: Any) -> int | None:
@@ -264,9 +148,7 @@ def _count(v: Any) -> int | None:
     return None if f is None else round(f)
 
 
-def run_metrics(rep: Mapping[str, Any] | None) -> dict[str, Any]:
-    if not rep:
-        return {}
+def run_metrics(rep: Mapping[str, Any]) -> dict[str, Any]:
     ss = rep.get("scheme_stats") or {}
     return {
         "mean_us": finite(report_value(rep, "host.mean_us")),
@@ -287,21 +169,6 @@ def run_metrics(rep: Mapping[str, Any] | None) -> dict[str, Any]:
     }
 
 
-@dataclass
-class Analysis:
-    rows: list[dict[str, Any]]
-    headline: list[dict[str, Any]]
-    metrics: dict[tuple[str, str, int], dict[str, Any]]
-    errors: list[tuple[str, str, str]]
-    loads: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: (trace, config) -> metrics of the data-age sensitivity runs (ages over 30 days).
-    aged: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
-
-    @property
-    def overloaded(self) -> set[str]:
-        return {t for t, li in self.loads.items() if li.get("overloaded")}
-
-
 def lifetime_change(erase_ratio: float | None) -> float | None:
     """Fig. 25's lifetime cost (the spec's reading): the extra erases only start at P_ON."""
     if erase_ratio is None or erase_ratio <= 0:
@@ -309,48 +176,28 @@ def lifetime_change(erase_ratio: float | None) -> float | None:
     return (P_ON + (P_MAX - P_ON) / erase_ratio) / P_MAX - 1.0
 
 
-def analyse(
-    runs: Sequence[PlannedRun],
-    reports: Mapping[str, Any],
-    level_groups: Mapping[str, Sequence[str]] | None = None,
-) -> Analysis:
-    metrics: dict[tuple[str, str, int], dict[str, Any]] = {}
-    aged: dict[tuple[str, str], dict[str, Any]] = {}
-    errors: list[tuple[str, str, str]] = []
-    traces: list[str] = []
-    for r in runs:
-        rep, err = reports.get(r.key, (None, "not run"))
-        if err:
-            errors.append((r.trace, r.spec.label, err))
-        if r.trace not in traces:
-            traces.append(r.trace)
-        if r.age_window_s is not None:
-            aged[(r.trace, r.config)] = run_metrics(rep)
-            continue
-        metrics[(r.trace, r.config, r.pe)] = run_metrics(rep)
-    rows: list[dict[str, Any]] = []
-    loads: dict[str, dict[str, Any]] = {}
-    for t in traces:
-        base = metrics.get((t, "baseline", PRESET_PE), {})
-        loads[t] = base.get("load") or {}
-        row: dict[str, Any] = {"trace": t, **loads[t]}
+def rows(res: fw.Results) -> list[dict[str, Any]]:
+    out = []
+    for t in res.traces:
+        base = res.get(t, "baseline")
+        row: dict[str, Any] = {"trace": t, **(base.get("load") or {})}
         row["read_share"] = ratio(base.get("reads"), base.get("requests"))
         for c in CONFIGS:
-            m = metrics.get((t, c, PRESET_PE), {})
+            m = res.get(t, c)
             for k in ("mean_us", "read_us", "write_us", "programs", "erases"):
                 row[f"{c}_{k}"] = m.get(k)
             if c != "baseline":
-                row[f"read_ratio_{c}"] = ratio(m.get("read_us"), base.get("read_us"))
-                row[f"mean_ratio_{c}"] = ratio(m.get("mean_us"), base.get("mean_us"))
-                row[f"write_ratio_{c}"] = ratio(m.get("write_us"), base.get("write_us"))
-                row[f"programs_ratio_{c}"] = ratio(m.get("programs"), base.get("programs"))
-                row[f"erases_ratio_{c}"] = ratio(m.get("erases"), base.get("erases"))
+                for k, key in (
+                    ("read", "read_us"),
+                    ("mean", "mean_us"),
+                    ("write", "write_us"),
+                    ("programs", "programs"),
+                    ("erases", "erases"),
+                ):
+                    row[f"{k}_ratio_{c}"] = ratio(m.get(key), base.get(key))
             row[f"{c}_capacity_loss_percent"] = m.get("capacity_loss_percent")
             row[f"{c}_op_effective"] = m.get("op_effective")
-        ae, mbf = (
-            metrics.get((t, "access_eval", PRESET_PE), {}),
-            metrics.get((t, "mbf", PRESET_PE), {}),
-        )
+        ae, mbf = res.get(t, "access_eval"), res.get(t, "mbf")
         row["false_id_iwfr"] = ae.get("false_id")
         row["false_id_mbf"] = mbf.get("false_id")
         row["migrations"] = ae.get("migrations")
@@ -359,281 +206,54 @@ def analyse(
         row["baseline_soft_levels"] = base.get("soft_levels")
         row["gain_by_pe"] = {}
         for pe in PE_SWEEP:
-            b = metrics.get((t, "baseline", pe), {}).get("mean_us")
-            a = metrics.get((t, "access_eval", pe), {}).get("mean_us")
-            g = ratio(a, b)
+            b = res.get(t, variant("baseline", pe).name).get("mean_us")
+            g = ratio(res.get(t, variant("access_eval", pe).name).get("mean_us"), b)
             if g is not None:
                 row["gain_by_pe"][str(pe)] = 1.0 - g
-        ab = aged.get((t, "baseline"), {})
+        aged = {c: res.get(t, variant(c, PRESET_PE, AGED_WINDOW_S).name) for c in AGED_CONFIGS}
         for c in ("level_adjust_only", "access_eval"):
-            m = aged.get((t, c), {})
+            m, ab = aged[c], aged["baseline"]
             row[f"aged_read_ratio_{c}"] = ratio(m.get("read_us"), ab.get("read_us"))
             row[f"aged_mean_ratio_{c}"] = ratio(m.get("mean_us"), ab.get("mean_us"))
-        row["aged_baseline_read_us"] = ab.get("read_us")
-        rows.append(row)
-    over = {t for t, li in loads.items() if li.get("overloaded")}
-    grp = level_groups or {"auto": traces}
-    ratios = {key: {r["trace"]: r.get(key) for r in rows} for _, _, key in HEADLINE_METRICS}
+        row["aged_baseline_read_us"] = aged["baseline"].get("read_us")
+        out.append(row)
+    return out
+
+
+def _writes(r: Mapping[str, Any]) -> bool:
     # Write and erase ratios only where the baseline writes: a read-only trace's handful of
     # host writes makes any migration look like a huge relative increase.
-    for r in rows:
-        if (r.get("baseline_programs") or 0) < MIN_BASELINE_PROGRAMS:
-            for k in ("programs_ratio_access_eval", "erases_ratio_access_eval"):
-                ratios[k][r["trace"]] = None
-    flags = {t: t in over for t in traces}
-    headline = headline_rows(HEADLINE_METRICS, ratios, flags, grp)
-    fid = {r["trace"]: r.get("false_id_iwfr") for r in rows}
-    fmbf = {r["trace"]: r.get("false_id_mbf") for r in rows}
-    ok = [t for t in traces if t not in over]
-    for text, paper, vals in (
-        ("false identification rate, IWFR identifier (Fig. 23)", "≈ 10 %", fid),
-        ("false identification rate, MBF (Fig. 23)", "≈ 45 %", fmbf),
-    ):
-        xs = [v for t, v in vals.items() if t in ok and v is not None]
-        headline.append(
-            {
-                "level": "all",
-                "metric": text,
-                "paper": paper,
-                "ours_mean": sum(xs) / len(xs) if xs else None,
-                "ours_geomean": None,
-                "per_trace": vals,
-                "traces": len(xs),
-                "overloaded": sorted(over),
-                "is_share": True,
-            }
-        )
-    lts = [
-        r["lifetime_change"]
-        for r in rows
-        if r["trace"] in ok and r.get("lifetime_change") is not None
-    ]
-    headline.append(
-        {
-            "level": "all",
-            "metric": "lifetime, AccessEval+LevelAdjust (Fig. 25; from erases, P_on 4000)",
-            "paper": "-7 %",
-            "ours_mean": sum(lts) / len(lts) if lts else None,
-            "ours_geomean": None,
-            "per_trace": {r["trace"]: r.get("lifetime_change") for r in rows},
-            "traces": len(lts),
-            "overloaded": sorted(over),
-        }
+    return (r.get("baseline_programs") or 0) >= MIN_BASELINE_PROGRAMS
+
+
+def _aged(c: str) -> Any:
+    return lambda r: (
+        None if r.get(f"aged_read_ratio_{c}") is None else r[f"aged_read_ratio_{c}"] - 1.0
     )
-    for pe in (3000, 6000):
-        xs = [r["gain_by_pe"].get(str(pe)) for r in rows if r["trace"] in ok]
-        xs = [x for x in xs if x is not None]
-        headline.append(
-            {
-                "level": "all",
-                "metric": f"overall gain of AccessEval+LevelAdjust at {pe} P/E (Fig. 24c)",
-                "paper": "2 %" if pe == 3000 else "11 %",
-                "ours_mean": sum(xs) / len(xs) if xs else None,
-                "ours_geomean": None,
-                "per_trace": {r["trace"]: r["gain_by_pe"].get(str(pe)) for r in rows},
-                "traces": len(xs),
-                "overloaded": sorted(over),
-                "is_share": True,
-            }
-        )
-    for c, text, paper in (
-        ("level_adjust_only", "read response, LevelAdjust-only, data aged over 30 days", "-14 %"),
-        ("access_eval", "read response, AccessEval+LevelAdjust, data aged over 30 days", "-10 %"),
-    ):
-        per = {
-            r["trace"]: (None if r.get(f"aged_read_ratio_{c}") is None
-                         else r[f"aged_read_ratio_{c}"] - 1.0)
-            for r in rows
-        }  # fmt: skip
-        xs = [v for t, v in per.items() if t in ok and v is not None]
-        if xs:
-            headline.append(
-                {
-                    "level": "all",
-                    "metric": text + " (sensitivity)",
-                    "paper": paper,
-                    "ours_mean": sum(xs) / len(xs),
-                    "ours_geomean": None,
-                    "per_trace": per,
-                    "traces": len(xs),
-                    "overloaded": sorted(over),
-                }
-            )
-    return Analysis(rows, headline, metrics, errors, loads, aged)
 
 
-# --------------------------------------------------------------------------- output
-
-
-def print_tables(an: Analysis, sel: Selection) -> None:
-    c = out_console
-    t = Table(
-        title="FlexLevel vs baseline (LDPC-in-SSD) at 6000 P/E: read / overall response "
-        "(Fig. 24a-b), flash writes and erases (Fig. 25), changes",
-        title_justify="left",
-    )
-    cols = ["trace", "K", "base read µs", "LA-only read", "AE read", "LA-only all", "AE all",
-            "programs base / AE", "AE erases", "lifetime", "migrations"]  # fmt: skip
-    for col in cols:
-        t.add_column(col, justify="left" if col == "trace" else "right")
-    for r in an.rows:
-
-        def ch(k: str, r: Mapping[str, Any] = r) -> str:
-            v = r.get(k)
-            return fmt_pct(None if v is None else v - 1.0)
-
-        t.add_row(
-            r["trace"] + (" [red](overloaded)[/]" if r.get("overloaded") else ""),
-            "—" if r.get("time_scale") is None else f"{r['time_scale']:g}",
-            fmt_num(r.get("baseline_read_us")),
-            ch("read_ratio_level_adjust_only"),
-            ch("read_ratio_access_eval"),
-            ch("mean_ratio_level_adjust_only"),
-            ch("mean_ratio_access_eval"),
-            f"{fmt_num(r.get('baseline_programs'))} / {fmt_num(r.get('access_eval_programs'))}",
-            ch("erases_ratio_access_eval"),
-            fmt_pct(r.get("lifetime_change")),
-            fmt_num(r.get("migrations")),
-        )
-    c.print(t)
-    t9 = Table(
-        title="Table 9 and Fig. 23: read share, IWFR share of frequently read data, false "
-        "identification (IWFR identifier vs MBF)",
-        title_justify="left",
-    )
-    for col in ("trace", "read %", "IWFR % of freq. read", "false id. IWFR", "false id. MBF",
-                "capacity loss AE / LA", "OP left AE / LA"):  # fmt: skip
-        t9.add_column(col, justify="left" if col == "trace" else "right")
-    for r in an.rows:
-        t9.add_row(
-            r["trace"],
-            fmt_pct(r.get("read_share"), signed=False),
-            fmt_pct(r.get("iwfr_share_of_frequently_read"), signed=False),
-            fmt_pct(r.get("false_id_iwfr"), signed=False),
-            fmt_pct(r.get("false_id_mbf"), signed=False),
-            f"{fmt_num(r.get('access_eval_capacity_loss_percent'))} / "
-            f"{fmt_num(r.get('level_adjust_only_capacity_loss_percent'))} %",
-            f"{fmt_num(r.get('access_eval_op_effective'))} / "
-            f"{fmt_num(r.get('level_adjust_only_op_effective'))} %",
-        )
-    c.print(t9)
-    tp = Table(
-        title="Fig. 24c: overall gain of AccessEval+LevelAdjust by P/E", title_justify="left"
-    )
-    tp.add_column("trace")
-    for pe in PE_SWEEP:
-        tp.add_column(str(pe), justify="right")
-    for r in an.rows:
-        tp.add_row(
-            r["trace"], *(fmt_pct(r["gain_by_pe"].get(str(pe)), signed=False) for pe in PE_SWEEP)
-        )
-    c.print(tp)
-    if an.aged:
-        ta = Table(
-            title="Data-age sensitivity at 6000 P/E: the preset's ages (spread over 4 days) vs "
-            "ages spread over 30 days (the thesis does not state its data's age), changes vs "
-            "the baseline at the same ages",
-            title_justify="left",
-        )
-        for col in ("trace", "base read µs 4 d / 30 d", "LA-only read 4 d / 30 d",
-                    "AE read 4 d / 30 d", "AE all 4 d / 30 d"):  # fmt: skip
-            ta.add_column(col, justify="left" if col == "trace" else "right")
-        for r in an.rows:
-
-            def pc(k: str, r: Mapping[str, Any] = r) -> str:
-                v = r.get(k)
-                return fmt_pct(None if v is None else v - 1.0)
-
-            ta.add_row(
-                r["trace"],
-                f"{fmt_num(r.get('baseline_read_us'))} / {fmt_num(r.get('aged_baseline_read_us'))}",
-                f"{pc('read_ratio_level_adjust_only')} / {pc('aged_read_ratio_level_adjust_only')}",
-                f"{pc('read_ratio_access_eval')} / {pc('aged_read_ratio_access_eval')}",
-                f"{pc('mean_ratio_access_eval')} / {pc('aged_mean_ratio_access_eval')}",
-            )
-        c.print(ta)
-    print_headline(an.headline, "Headline: FlexLevel, the thesis vs ours")
-    if sel.missing:
-        c.print("Table 9 traces not found (pass --traces DIR): " + ", ".join(sel.missing))
-    for n in sel.notes:
-        c.print(f"[dim]note: {n}[/]")
-
-
-def make_figures(an: Analysis, out: Path) -> list[Path]:
-    from nandlab import figures
-
-    paths: list[Path] = []
-    if not an.rows:
-        return paths
-    schemes = ["baseline", "level_adjust_only", "access_eval"]
-    labels = {k: LABELS[k] for k in schemes}
-
-    def data(metric: str) -> dict[str, dict[str, float | None]]:
-        return {r["trace"]: {s: r.get(f"{s}_{metric}") for s in schemes} for r in an.rows}
-
-    paths += figures.grouped_bars(
-        {
-            "(a) read response, normalised to the baseline": data("read_us"),
-            "(b) overall response, normalised to the baseline": data("mean_us"),
-        },
-        schemes,
-        out / "fig24ab_response",
-        reference="baseline",
-        scheme_labels=labels,
-        overloaded=an.overloaded,
-        reference_unit="µs",
-    )
-    paths += figures.sweep_lines(
-        {
-            "AccessEval+LevelAdjust overall gain": {
-                r["trace"]: [(float(pe), r["gain_by_pe"].get(str(pe))) for pe in PE_SWEEP]
-                for r in an.rows
-            }
-        },
-        out / "fig24c_gain_by_pe",
-        xlabel="P/E cycles",
-        ylabel="1 - response / baseline",
-        title="Fig. 24c: gain grows with wear",
-    )
-    paths += figures.grouped_bars(
-        {
-            "flash writes (programs), normalised": data("programs"),
-            "erases, normalised": {t: v for t, v in data("erases").items() if v.get("baseline")},
-        },
-        schemes,
-        out / "fig25_writes_erases",
-        reference="baseline",
-        scheme_labels=labels,
-        overloaded=an.overloaded,
-    )
-    fid = {
-        r["trace"]: {"iwfr": r.get("false_id_iwfr"), "mbf": r.get("false_id_mbf")} for r in an.rows
+def quick_check(an: fw.Analysis) -> dict[str, Any]:
+    """The thesis's order of read response, LevelAdjust-only < AccessEval < baseline, on the
+    Financial1 excerpt (the WebSearch1 excerpt reads most pages once in 60 s, so AccessEval's
+    migrations are not paid back there; see docs/reproductions.md)."""
+    row = next((r for r in an.rows if r["trace"].startswith("Financial1")), {})
+    la, ae = row.get("read_ratio_level_adjust_only"), row.get("read_ratio_access_eval")
+    return {
+        "passed": la is not None and ae is not None and la < ae < 1.0,
+        "message": f"{row.get('trace')}: read response vs the baseline: LevelAdjust-only "
+        f"{fmt_pct(None if la is None else la - 1)}, AccessEval+LevelAdjust "
+        f"{fmt_pct(None if ae is None else ae - 1)}; expected LevelAdjust-only < AccessEval < "
+        "baseline",
     }
-    paths += figures.grouped_bars(
-        {"Fig. 23: false identification rate": fid},
-        ["iwfr", "mbf"],
-        out / "fig23_false_identification",
-        scheme_labels={"iwfr": "IWFR identifier (AccessEval)", "mbf": "MBF"},
-        ylabel="false identification rate",
-        overloaded=an.overloaded,
-    )
-    return paths
 
 
-# --------------------------------------------------------------------------- command
+_SCHEMES = ["baseline", "level_adjust_only", "access_eval"]
+_BARS = {"reference": "baseline", "scheme_labels": {k: LABELS[k] for k in _SCHEMES}}
 
-
-@click.command("flexlevel")
-@common_options(PAPER)
-@click.option(
-    "--max-requests",
-    type=click.IntRange(min=0),
-    default=None,
-    help="Cut every Table 9 / captured trace to its first N requests; 0 = whole traces "
-    f"[default: {DEFAULT_MAX_REQUESTS:,}].",
-)
-def flexlevel(opts: CommonOptions, max_requests: int | None) -> None:
-    """Guo ch. 3, FlexLevel: Figs. 23, 24a-c, 25 and Table 9.
+# fmt: off
+REPRODUCTION = fw.Reproduction(
+    paper=PAPER,
+    help="""Guo ch. 3, FlexLevel: Figs. 23, 24a-c, 25 and Table 9.
 
     Baseline (LDPC-in-SSD) vs LevelAdjust-only vs AccessEval+LevelAdjust (and AccessEval with
     the MBF identifier) on the Table 12 device at 6000 P/E with Table 6's soft sensing, over
@@ -641,51 +261,101 @@ def flexlevel(opts: CommonOptions, max_requests: int | None) -> None:
     WebSearch1 excerpts, captured pgbench and devtree traces). --quick: the two excerpts and a
     reduced P/E sweep; exits non-zero unless, on the Financial1 excerpt, read response orders
     LevelAdjust-only < AccessEval+LevelAdjust < baseline.
-    """
-    t0 = time.perf_counter()
-    sel = select_traces(opts.traces, quick=opts.quick, max_requests=max_requests)
-    if not sel.traces:
-        raise FileNotFoundError("no traces found")
-    sel.traces, load_plan = expand(sel.traces, opts, probe_specs)
-    runs = plan_runs(sel, quick=opts.quick)
-    df, st = run_planned(
-        runs,
-        opts,
-        label=f"flexlevel: {len(sel.traces)} traces ({', '.join(t.name for t in sel.traces)})",
-    )
-    an = analyse(runs, reports_by_key(df), groups(load_plan, sel.traces))
-    figs = make_figures(an, opts.out)
-    check = None
-    if opts.quick:
-        # The thesis's order of read response, LevelAdjust-only < AccessEval < baseline, on
-        # the Financial1 excerpt (the WebSearch1 excerpt reads most pages once in 60 s, so
-        # AccessEval's migrations are not paid back there; see docs/reproductions.md).
-        row = next((r for r in an.rows if r["trace"].startswith("Financial1")), {})
-        la, ae = row.get("read_ratio_level_adjust_only"), row.get("read_ratio_access_eval")
-        check = {
-            "passed": la is not None and ae is not None and la < ae < 1.0,
-            "message": f"{row.get('trace')}: read response vs the baseline: LevelAdjust-only "
-            f"{fmt_pct(None if la is None else la - 1)}, AccessEval+LevelAdjust "
-            f"{fmt_pct(None if ae is None else ae - 1)}; expected LevelAdjust-only < "
-            "AccessEval < baseline",
-        }
-    write_json(
-        opts.json_out,
-        PAPER,
-        df,
-        an.rows,
-        headline=an.headline,
-        traces=traces_json(sel.traces),
-        missing_table_9=sel.missing,
-        paper_table_9=TABLE_9_VALUES,
-        figures=[str(p) for p in figs],
-        check=check,
-        grid=grid_json(st),
-        load=load_plan.to_json(),
-        loads=an.loads,
-    )
-    if not opts.quiet:
-        print_load_table(sel.traces, an.loads, "Load level: the baseline per trace")
-        print_tables(an, sel)
-        out_console.print(runs_line(st, t0, len(figs), opts.out))
-    exit_on_failures(an.errors, check, opts.out)
+    """,
+    config="flexlevel",
+    traces=TRACES,
+    plan=plan,
+    metrics=run_metrics,
+    rows=rows,
+    # The thesis's headline (§3.6.2, Figs. 23-25) as changes vs the baseline.
+    headline=(
+        fw.Headline("read response, LevelAdjust-only (Fig. 24a)", "-14 %",
+                    "read_ratio_level_adjust_only"),
+        fw.Headline("read response, AccessEval+LevelAdjust (Fig. 24a)", "-10 %",
+                    "read_ratio_access_eval"),
+        fw.Headline("overall response, AccessEval+LevelAdjust (Fig. 24b)", "-8 %",
+                    "mean_ratio_access_eval"),
+        fw.Headline("overall response, LevelAdjust-only (Fig. 24b)", "> 0 on 4 of 7",
+                    "mean_ratio_level_adjust_only"),
+        fw.Headline("flash writes, AccessEval+LevelAdjust (Fig. 25)", "+6 %",
+                    "programs_ratio_access_eval", when=_writes),
+        fw.Headline("erases, AccessEval+LevelAdjust (Fig. 25)", "+19 %",
+                    "erases_ratio_access_eval", when=_writes),
+        fw.Summary("false identification rate, IWFR identifier (Fig. 23)", "≈ 10 %",
+                   "false_id_iwfr", share=True),
+        fw.Summary("false identification rate, MBF (Fig. 23)", "≈ 45 %", "false_id_mbf",
+                   share=True),
+        fw.Summary("lifetime, AccessEval+LevelAdjust (Fig. 25; from erases, P_on 4000)", "-7 %",
+                   "lifetime_change"),
+        fw.Summary("overall gain of AccessEval+LevelAdjust at 3000 P/E (Fig. 24c)", "2 %",
+                   "gain_by_pe.3000", share=True),
+        fw.Summary("overall gain of AccessEval+LevelAdjust at 6000 P/E (Fig. 24c)", "11 %",
+                   "gain_by_pe.6000", share=True),
+        fw.Summary("read response, LevelAdjust-only, data aged over 30 days (sensitivity)",
+                   "-14 %", _aged("level_adjust_only"), optional=True),
+        fw.Summary("read response, AccessEval+LevelAdjust, data aged over 30 days (sensitivity)",
+                   "-10 %", _aged("access_eval"), optional=True),
+    ),
+    tables=(
+        fw.Table("FlexLevel vs baseline (LDPC-in-SSD) at 6000 P/E: read / overall response "
+                 "(Fig. 24a-b), flash writes and erases (Fig. 25), changes", [
+            fw.Col("trace", "trace", "text"), fw.Col("K", "time_scale", "k"),
+            fw.Col("base read µs", "baseline_read_us"),
+            fw.Col("LA-only read", "read_ratio_level_adjust_only", "change"),
+            fw.Col("AE read", "read_ratio_access_eval", "change"),
+            fw.Col("LA-only all", "mean_ratio_level_adjust_only", "change"),
+            fw.Col("AE all", "mean_ratio_access_eval", "change"),
+            fw.Col("programs base", "baseline_programs"), fw.Col("AE", "access_eval_programs"),
+            fw.Col("AE erases", "erases_ratio_access_eval", "change"),
+            fw.Col("lifetime", "lifetime_change", "pct"), fw.Col("migrations", "migrations")]),
+        fw.Table("Table 9 and Fig. 23: read share, IWFR share of frequently read data, false "
+                 "identification (IWFR identifier vs MBF), capacity loss and OP left (%)", [
+            fw.Col("trace", "trace", "text"), fw.Col("read %", "read_share", "share"),
+            fw.Col("IWFR % of freq. read", "iwfr_share_of_frequently_read", "share"),
+            fw.Col("false id. IWFR", "false_id_iwfr", "share"),
+            fw.Col("false id. MBF", "false_id_mbf", "share"),
+            fw.Col("capacity loss AE", "access_eval_capacity_loss_percent"),
+            fw.Col("LA", "level_adjust_only_capacity_loss_percent"),
+            fw.Col("OP left AE", "access_eval_op_effective"),
+            fw.Col("LA", "level_adjust_only_op_effective")]),
+        fw.Table("Fig. 24c: overall gain of AccessEval+LevelAdjust by P/E", [
+            fw.Col("trace", "trace", "text"),
+            *(fw.Col(str(pe), f"gain_by_pe.{pe}", "share") for pe in PE_SWEEP)]),
+        fw.Table("Data-age sensitivity at 6000 P/E: the preset's ages (spread over 4 days) vs "
+                 "ages spread over 30 days (the thesis does not state its data's age), changes "
+                 "vs the baseline at the same ages", [
+            fw.Col("trace", "trace", "text"), fw.Col("base read µs 4 d", "baseline_read_us"),
+            fw.Col("30 d", "aged_baseline_read_us"),
+            *(fw.Col(f"{h} {d}", f"{a}{k}_ratio_{c}", "change")
+              for h, k, c in (("LA-only read", "read", "level_adjust_only"),
+                              ("AE read", "read", "access_eval"), ("AE all", "mean", "access_eval"))
+              for d, a in (("4 d", ""), ("30 d", "aged_"))),
+        ], lambda an: [] if an.res.quick else an.trace_rows),
+    ),
+    figures=(
+        fw.bars("fig24ab_response", {
+            "(a) read response, normalised to the baseline": "{s}_read_us",
+            "(b) overall response, normalised to the baseline": "{s}_mean_us"},
+            _SCHEMES, **_BARS, reference_unit="µs"),
+        fw.lines("fig24c_gain_by_pe", {"AccessEval+LevelAdjust overall gain": "gain_by_pe.{x}"},
+                 PE_SWEEP, xlabel="P/E cycles", ylabel="1 - response / baseline",
+                 title="Fig. 24c: gain grows with wear"),
+        fw.bars("fig25_writes_erases", {"flash writes (programs), normalised": "{s}_programs",
+                                        "erases, normalised": "{s}_erases"},
+                _SCHEMES, keep=lambda v: bool(v.get("baseline")), **_BARS),
+        fw.bars("fig23_false_identification",
+                {"Fig. 23: false identification rate": "false_id_{s}"}, ["iwfr", "mbf"],
+                scheme_labels={"iwfr": "IWFR identifier (AccessEval)", "mbf": "MBF"},
+                ylabel="false identification rate"),
+    ),
+    check=quick_check,
+    headline_title="Headline: FlexLevel, the thesis vs ours",
+    json_extra=lambda an: {"paper_table_9": TABLE_9_VALUES},
+    json_order=("headline", "traces", "missing", "paper_table_9", "figures", "check", "grid",
+                "load", "loads"),
+    max_requests_help="Cut every Table 9 / captured trace to its first N requests; 0 = whole "
+    f"traces [default: {DEFAULT_MAX_REQUESTS:,}].",
+)
+# fmt: on
+
+flexlevel = fw.command(REPRODUCTION)
