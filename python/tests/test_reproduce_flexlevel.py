@@ -3,12 +3,8 @@ and one real end-to-end run on the bundled excerpts."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from nandlab.cli import cli
 from nandlab.reproduce import flexlevel as fl
 from nandlab.reproduce import framework as fw
 from nandlab.reproduce.common import TraceChoice
@@ -31,23 +27,3 @@ def test_plan_covers_every_figure() -> None:
     assert all(s.overrides["host.time_scale"] == 5.0 for s in by.values())
     assert fl.lifetime_change(1.0) == 0.0
     assert abs(fl.lifetime_change(1.19) - (-0.0532)) < 1e-3  # (4000 + 2000/1.19)/6000 - 1
-
-
-def test_quick_end_to_end(tmp_path: Path) -> None:
-    out, js = tmp_path / "out", tmp_path / "fl.json"
-    res = CliRunner().invoke(
-        cli, ["reproduce", "flexlevel", "--quick", "--out", str(out), "--json", str(js), "-j", "2"]
-    )
-    assert res.exit_code == 0, res.output
-    doc = json.loads(js.read_text())
-    assert doc["check"]["passed"]
-    rows = {r["trace"]: r for r in doc["table"]}
-    fin = rows["Financial1 excerpt"]
-    # Capacity loss exactly 6.25 % (AccessEval) and 25 % (LevelAdjust-only) of the raw pages.
-    assert abs(fin["access_eval_capacity_loss_percent"] - 6.25) < 0.1
-    assert abs(fin["level_adjust_only_capacity_loss_percent"] - 25.0) < 1e-9
-    assert fin["read_ratio_level_adjust_only"] < fin["read_ratio_access_eval"] < 1.0
-    assert fin["false_id_iwfr"] is not None and fin["migrations"] > 0
-    for fig in ("fig24ab_response", "fig24c_gain_by_pe", "fig25_writes_erases",
-                "fig23_false_identification"):  # fmt: skip
-        assert (out / f"{fig}.png").is_file() and (out / f"{fig}.svg").is_file()

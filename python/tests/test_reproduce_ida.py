@@ -3,12 +3,8 @@ WebSearch1 excerpt (IDA-E20 must read faster than the baseline refresh)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from nandlab.cli import cli
 from nandlab.reproduce import framework as fw
 from nandlab.reproduce import ida
 from nandlab.reproduce.common import TraceChoice
@@ -53,25 +49,3 @@ def test_msb_share() -> None:
     }
     assert ida.msb_lower_invalid_share(rep) == 0.4
     assert ida.msb_lower_invalid_share({}) is None
-
-
-def test_quick_end_to_end(tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    js = tmp_path / "ida.json"
-    res = CliRunner().invoke(
-        cli,
-        ["reproduce", "ida", "--quick", "--out", str(out), "--json", str(js), "-j", "2"],
-    )
-    assert res.exit_code == 0, res.output
-    doc = json.loads(js.read_text())
-    assert doc["check"]["passed"]
-    row = doc["table"][0]
-    assert row["reduction_E0"] > row["reduction_E20"] > row["reduction_E80"]
-    assert row["E20_extra_writes_per_block"] > 0
-    assert row["E20_pages_adjusted"] > 0
-    assert row["late_read_retries_per_read"] > 0
-    # IDA §III-C: moved LSB data lands on LSB pages (most of it, while blocks have them).
-    assert row["E20_moved_lsb_on_lsb_share"] > 0.5
-    assert row["overloaded"] is False and row["die_utilization"] is not None
-    for ext in ("png", "svg"):
-        assert (out / f"fig8_read_response.{ext}").is_file()

@@ -22,7 +22,7 @@ from nandlab.reproduce.fmt import (
     plural,
 )
 from nandlab.reproduce.load import TARGET_BAND, time_scale_callback
-from nandlab.reproduce.output import runs_json, write_json
+from nandlab.reproduce.output import runs_json, write_json, write_result
 
 if TYPE_CHECKING:
     import polars as pl
@@ -46,6 +46,7 @@ __all__ = [
     "run_planned",
     "runs_json",
     "write_json",
+    "write_result",
 ]
 
 
@@ -282,10 +283,11 @@ def reports_by_key(df: pl.DataFrame) -> dict[str, tuple[dict[str, Any] | None, s
 
 
 def exit_on_failures(
-    errors: Sequence[tuple[str, str, str]], check: Mapping[str, Any] | None, out: Path
+    errors: Sequence[tuple[str, str, str]], checks: Sequence[Mapping[str, Any]], out: Path
 ) -> None:
-    """Report failed runs (``(trace, label, error)``) and the ``--quick`` check, and exit with
-    :data:`EXIT_CHECK_FAILED` if a run failed or the check did not pass."""
+    """Report failed runs (``(trace, label, error)``) and the checks, and exit with
+    :data:`EXIT_CHECK_FAILED` if a run failed or a sanity check did not pass (a comparison
+    with the paper, kind ``"paper"``, is a result: it is reported, never an exit status)."""
     import sys
 
     failed = False
@@ -296,12 +298,14 @@ def exit_on_failures(
             f"[red]{len(errors)} run(s) failed[/] (re-run to retry; see the error column of "
             f"{out / 'runs.parquet'}); first: {first[0]} {first[1]}: {first[2]}"
         )
-    if check is not None:
-        if check["passed"]:
-            err_console.print(f"[green]check passed:[/] {check['message']}")
+    for c in checks:
+        if c.get("kind", "sanity") != "sanity" or c.get("passed") is None:
+            continue
+        if c["passed"]:
+            err_console.print(f"[green]check passed:[/] {c['name']}: {c['detail']}")
         else:
             failed = True
-            err_console.print(f"[red]check FAILED:[/] {check['message']}")
+            err_console.print(f"[red]check FAILED:[/] {c['name']}: {c['detail']}")
     if failed:
         sys.exit(EXIT_CHECK_FAILED)
 

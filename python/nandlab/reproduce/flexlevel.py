@@ -32,6 +32,7 @@ from typing import Any
 from nandlab.reproduce import framework as fw
 from nandlab.reproduce.common import TraceChoice, known_traces
 from nandlab.reproduce.fmt import fmt_pct
+from nandlab.reproduce.headline import Headline as H
 from nandlab.reproduce.load import finite, load_info, ratio, report_value
 
 PAPER = "flexlevel"
@@ -226,33 +227,30 @@ def _writes(r: Mapping[str, Any]) -> bool:
     return (r.get("baseline_programs") or 0) >= MIN_BASELINE_PROGRAMS
 
 
-def _aged(c: str) -> Any:
-    return lambda r: (
-        None if r.get(f"aged_read_ratio_{c}") is None else r[f"aged_read_ratio_{c}"] - 1.0
-    )
-
-
-def quick_check(an: fw.Analysis) -> dict[str, Any]:
+def quick_check(an: fw.Analysis) -> list[dict[str, Any]]:
     """The thesis's order of read response, LevelAdjust-only < AccessEval < baseline, on the
     Financial1 excerpt (the WebSearch1 excerpt reads most pages once in 60 s, so AccessEval's
     migrations are not paid back there; see docs/reproductions.md)."""
     row = next((r for r in an.rows if r["trace"].startswith("Financial1")), {})
     la, ae = row.get("read_ratio_level_adjust_only"), row.get("read_ratio_access_eval")
-    return {
-        "passed": la is not None and ae is not None and la < ae < 1.0,
-        "message": f"{row.get('trace')}: read response vs the baseline: LevelAdjust-only "
-        f"{fmt_pct(None if la is None else la - 1)}, AccessEval+LevelAdjust "
-        f"{fmt_pct(None if ae is None else ae - 1)}; expected LevelAdjust-only < AccessEval < "
-        "baseline",
-    }
+    return [{"name": "read response LevelAdjust-only < AccessEval < baseline",
+             "passed": la is not None and ae is not None and la < ae < 1.0,
+             "detail": f"{row.get('trace')}: read response vs the baseline: LevelAdjust-only "
+             f"{fmt_pct(None if la is None else la - 1)}, AccessEval+LevelAdjust "
+             f"{fmt_pct(None if ae is None else ae - 1)}; expected LevelAdjust-only < "
+             "AccessEval < baseline"}]  # fmt: skip
 
 
+#: The thesis does not say how old its data is; the gain depends on it (docs/reproductions.md).
+WHY_AGE = ("the gain depends on the data's unstated age (4 days here, the preset; 30 days gives "
+           "more): Table 6 asks for soft levels only for old data")  # fmt: skip
 _SCHEMES = ["baseline", "level_adjust_only", "access_eval"]
 _BARS = {"reference": "baseline", "scheme_labels": {k: LABELS[k] for k in _SCHEMES}}
 
 # fmt: off
 REPRODUCTION = fw.Reproduction(
     paper=PAPER,
+    title="Guo, PhD thesis ch. 3: FlexLevel (LevelAdjust + AccessEval), Pittsburgh 2016",
     help="""Guo ch. 3, FlexLevel: Figs. 23, 24a-c, 25 and Table 9.
 
     Baseline (LDPC-in-SSD) vs LevelAdjust-only vs AccessEval+LevelAdjust (and AccessEval with
@@ -269,32 +267,34 @@ REPRODUCTION = fw.Reproduction(
     rows=rows,
     # The thesis's headline (§3.6.2, Figs. 23-25) as changes vs the baseline.
     headline=(
-        fw.Headline("read response, LevelAdjust-only (Fig. 24a)", "-14 %",
-                    "read_ratio_level_adjust_only"),
-        fw.Headline("read response, AccessEval+LevelAdjust (Fig. 24a)", "-10 %",
-                    "read_ratio_access_eval"),
-        fw.Headline("overall response, AccessEval+LevelAdjust (Fig. 24b)", "-8 %",
-                    "mean_ratio_access_eval"),
-        fw.Headline("overall response, LevelAdjust-only (Fig. 24b)", "> 0 on 4 of 7",
-                    "mean_ratio_level_adjust_only"),
-        fw.Headline("flash writes, AccessEval+LevelAdjust (Fig. 25)", "+6 %",
-                    "programs_ratio_access_eval", when=_writes),
-        fw.Headline("erases, AccessEval+LevelAdjust (Fig. 25)", "+19 %",
-                    "erases_ratio_access_eval", when=_writes),
-        fw.Summary("false identification rate, IWFR identifier (Fig. 23)", "≈ 10 %",
-                   "false_id_iwfr", share=True),
-        fw.Summary("false identification rate, MBF (Fig. 23)", "≈ 45 %", "false_id_mbf",
-                   share=True),
-        fw.Summary("lifetime, AccessEval+LevelAdjust (Fig. 25; from erases, P_on 4000)", "-7 %",
-                   "lifetime_change"),
-        fw.Summary("overall gain of AccessEval+LevelAdjust at 3000 P/E (Fig. 24c)", "2 %",
-                   "gain_by_pe.3000", share=True),
-        fw.Summary("overall gain of AccessEval+LevelAdjust at 6000 P/E (Fig. 24c)", "11 %",
-                   "gain_by_pe.6000", share=True),
-        fw.Summary("read response, LevelAdjust-only, data aged over 30 days (sensitivity)",
-                   "-14 %", _aged("level_adjust_only"), optional=True),
-        fw.Summary("read response, AccessEval+LevelAdjust, data aged over 30 days (sensitivity)",
-                   "-10 %", _aged("access_eval"), optional=True),
+        H("read response, LevelAdjust-only", "§3.6.2, Fig. 24a", -14,
+          "read_ratio_level_adjust_only",
+          why="every page reduced: no soft sensing against a baseline paying 0-2 levels"),
+        H("read response, AccessEval+LevelAdjust", "§3.6.2, Fig. 24a", -10,
+          "read_ratio_access_eval", why=WHY_AGE),
+        H("overall response, AccessEval+LevelAdjust", "§3.6.2, Fig. 24b", -8,
+          "mean_ratio_access_eval", why="900 µs programs dominate the mean on these traces"),
+        H("overall response, LevelAdjust-only", "§3.6.2, Fig. 24b", None,
+          "mean_ratio_level_adjust_only", paper_text="> 0 on 4 of 7 traces"),
+        H("flash writes, AccessEval+LevelAdjust", "§3.6.2, Fig. 25", 6,
+          "programs_ratio_access_eval", when=_writes),
+        H("erases, AccessEval+LevelAdjust", "§3.6.2, Fig. 25", 19, "erases_ratio_access_eval",
+          when=_writes, why="no run reaches GC on the preset device"),
+        H("false identification rate, IWFR identifier", "§3.5, Fig. 23", 10, "false_id_iwfr",
+          kind="share", paper_text="≈ 10 %",
+          why="pgbench_rw rewrites nearly all the data AccessEval identified"),
+        H("false identification rate, MBF", "§3.5, Fig. 23", 45, "false_id_mbf", kind="share",
+          paper_text="≈ 45 %"),
+        H("lifetime, AccessEval+LevelAdjust (from erases, P_on 4000)", "§3.6.2, Fig. 25", -7,
+          lambda r: None if (c := r.get("lifetime_change")) is None else 1.0 + c,
+          why="no run reaches GC on the preset device"),
+        *(H(f"overall gain of AccessEval+LevelAdjust at {pe} P/E", "§3.6.2, Fig. 24c", p,
+            f"gain_by_pe.{pe}", kind="share", why=WHY_AGE)
+          for pe, p in ((3000, 2), (6000, 11))),
+        H("read response, LevelAdjust-only, data aged over 30 days (sensitivity)",
+          "§3.6.2, Fig. 24a", -14, "aged_read_ratio_level_adjust_only", why=WHY_AGE),
+        H("read response, AccessEval+LevelAdjust, data aged over 30 days (sensitivity)",
+          "§3.6.2, Fig. 24a", -10, "aged_read_ratio_access_eval", why=WHY_AGE),
     ),
     tables=(
         fw.Table("FlexLevel vs baseline (LDPC-in-SSD) at 6000 P/E: read / overall response "
@@ -342,17 +342,14 @@ REPRODUCTION = fw.Reproduction(
                  title="Fig. 24c: gain grows with wear"),
         fw.bars("fig25_writes_erases", {"flash writes (programs), normalised": "{s}_programs",
                                         "erases, normalised": "{s}_erases"},
-                _SCHEMES, keep=lambda v: bool(v.get("baseline")), **_BARS),
+                _SCHEMES, **_BARS),
         fw.bars("fig23_false_identification",
                 {"Fig. 23: false identification rate": "false_id_{s}"}, ["iwfr", "mbf"],
                 scheme_labels={"iwfr": "IWFR identifier (AccessEval)", "mbf": "MBF"},
                 ylabel="false identification rate"),
     ),
     check=quick_check,
-    headline_title="Headline: FlexLevel, the thesis vs ours",
     json_extra=lambda an: {"paper_table_9": TABLE_9_VALUES},
-    json_order=("headline", "traces", "missing", "paper_table_9", "figures", "check", "grid",
-                "load", "loads"),
     max_requests_help="Cut every Table 9 / captured trace to its first N requests; 0 = whole "
     f"traces [default: {DEFAULT_MAX_REQUESTS:,}].",
 )

@@ -3,8 +3,8 @@
 A paper's reproduction is a :class:`Reproduction`: its preset, the traces it runs
 (:class:`Traces`: the paper's trace table by usual file names, the stand-ins we have, the
 ``--quick`` subset), the runs per trace (:class:`Variant`), the metrics of one run's report,
-the per-trace rows, the headline (:class:`Headline`, :class:`Summary`: the paper's value beside
-ours), the tables to print (:class:`Table`), the figures to draw (:class:`Fig`) and the
+the per-trace rows, the headline (:class:`~nandlab.reproduce.headline.Headline`: the paper's
+value beside ours), the tables (:class:`Table`), the figures to draw (:class:`Fig`) and the
 ``--quick`` check. :func:`run` does what every reproduction does with it:
 
 1. select the traces (:meth:`Traces.select`);
@@ -41,26 +41,23 @@ from nandlab.reproduce.common import (
     run_planned,
     runs_line,
     traces_json,
-    write_json,
 )
 from nandlab.reproduce.fmt import err_console, fmt_num, fmt_pct, out_console, plural
+from nandlab.reproduce.headline import Headline, headline_rows, print_rows, value_of
 from nandlab.reproduce.load import (
     AUTO,
     MAX_AUTO_SCALE,
     MAX_AUTO_STEPS,
     LoadPlan,
     auto_scale,
-    geo_mean,
     groups,
-    headline_rows,
     load_info,
-    mean_of,
     next_scale,
     offered_load,
-    print_headline,
     print_load_table,
     scale_label,
 )
+from nandlab.reproduce.output import write_result
 
 if TYPE_CHECKING:
     import polars as pl
@@ -322,6 +319,8 @@ class Results:
     reports: Mapping[str, tuple[dict[str, Any] | None, str | None]]
     #: load level -> the rows (trace instances) at that level
     groups: dict[str, list[str]]
+    #: what the reproduction's ``prepare`` step recorded (e.g. how it generated a trace)
+    extra: dict[str, Any] = field(default_factory=dict)
     _by: dict[tuple[str, str], str] = field(default_factory=dict)
     _metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -389,7 +388,7 @@ class Analysis:
     rows: list[Row]
     headline: list[Row] = field(default_factory=list)
     loads: dict[str, dict[str, Any]] = field(default_factory=dict)
-    check: dict[str, Any] | None = None
+    checks: list[dict[str, Any]] = field(default_factory=list)
     figures: list[Path] = field(default_factory=list)
 
     @property
@@ -407,94 +406,6 @@ class Analysis:
 
 
 # --------------------------------------------------------------------------- headline
-
-
-def value_of(row: Mapping[str, Any], key: str | Callable[[Mapping[str, Any]], Any]) -> Any:
-    """A row's value: a key (``"a.b"`` looks into a nested dict) or a function of the row."""
-    if callable(key):
-        return key(row)
-    cur: Any = row
-    for part in key.split("."):
-        cur = cur.get(part) if isinstance(cur, Mapping) else None
-    return cur
-
-
-@dataclass(frozen=True)
-class Headline:
-    """A headline metric compared per load level: ``ratio`` per trace (scheme / reference; a
-    row key or a function of the row), summarised over the comparable traces as a relative
-    change (arithmetic and geometric mean, :func:`~nandlab.reproduce.load.headline_rows`).
-    A trace is left out when a run named in ``deciders`` is overloaded (none: never);
-    ``when`` leaves out rows whose ratio does not measure the metric (e.g. too few writes)."""
-
-    metric: str
-    paper: str
-    ratio: str | Callable[[Mapping[str, Any]], float | None]
-    deciders: tuple[str, ...] = ("baseline",)
-    when: Callable[[Mapping[str, Any]], bool] | None = None
-
-
-@dataclass(frozen=True)
-class Summary:
-    """A headline row over every trace at once (level ``"all"``): the arithmetic mean (or the
-    maximum) of ``value`` per trace, and the geometric mean with ``geomean``. With
-    ``comparable_only`` the overloaded traces are left out (and listed); ``share`` marks a
-    value that is a share, not a change; ``optional`` drops the row when no trace has one."""
-
-    metric: str
-    paper: str
-    value: str | Callable[[Mapping[str, Any]], float | None]
-    stat: str = "mean"
-    geomean: bool = False
-    comparable_only: bool = True
-    share: bool = False
-    optional: bool = False
-
-
-def headline(an: Analysis, specs: Sequence[Headline | Summary]) -> list[Row]:
-    """The headline rows of ``specs``: per load level the :class:`Headline` rows (levels
-    outer, metrics inner), then the :class:`Summary` rows."""
-    res, rows = an.res, an.trace_rows
-    ratios: dict[str, dict[str, float | None]] = {}
-    flags: dict[str, dict[str, bool | None]] = {}
-    lines = [s for s in specs if isinstance(s, Headline)]
-    for h in lines:
-        ratios[h.metric] = {
-            r["trace"]: (None if h.when is not None and not h.when(r) else value_of(r, h.ratio))
-            for r in rows
-        }
-        flags[h.metric] = {
-            r["trace"]: any(bool(res.overloaded_run(r["trace"], d)) for d in h.deciders)
-            for r in rows
-        }
-    out: list[Row] = []
-    for level, names in res.groups.items():
-        for h in lines:
-            out += headline_rows(
-                [(h.metric, h.paper, h.metric)], ratios, flags[h.metric], {level: names}
-            )
-    over = an.overloaded
-    for s in specs:
-        if not isinstance(s, Summary):
-            continue
-        per = {r["trace"]: value_of(r, s.value) for r in rows}
-        use = [v for t, v in per.items() if v is not None and not (s.comparable_only and t in over)]
-        if s.optional and not use:
-            continue
-        row: Row = {
-            "level": "all",
-            "metric": s.metric,
-            "paper": s.paper,
-            "ours_mean": (max(use, default=None) if s.stat == "max" else mean_of(use)),
-            "ours_geomean": geo_mean(use) if s.geomean else None,
-            "per_trace": per,
-            "traces": len(use),
-            "overloaded": sorted(over) if s.comparable_only else [],
-        }
-        if s.share:
-            row["is_share"] = True
-        out.append(row)
-    return out
 
 
 # --------------------------------------------------------------------------- tables, figures
@@ -530,27 +441,39 @@ def cell(v: Any, fmt: str) -> str:
 
 @dataclass(frozen=True)
 class Table:
-    """A printed table: one line per row of ``rows`` (default: the per-trace rows)."""
+    """A table of the output (printed, and in the result JSON as it is printed): one line per
+    row of ``rows`` (default: the per-trace rows)."""
 
     title: str
     columns: Sequence[Col]
     rows: Callable[[Analysis], Sequence[Mapping[str, Any]]] | None = None
 
-    def print(self, an: Analysis) -> None:
-        from rich.table import Table as RichTable
-
+    def render(self, an: Analysis) -> dict[str, Any] | None:
+        """``{"title", "columns", "rows"}`` with every cell as text; ``None`` without rows."""
         rows = self.rows(an) if self.rows is not None else an.trace_rows
         if not rows:
-            return
-        t = RichTable(title=self.title, title_justify="left")
-        for i, c in enumerate(self.columns):
-            t.add_column(c.header, justify="left" if i == 0 else "right")
+            return None
+        lines = []
         for r in rows:
             cells = [cell(value_of(r, c.value), c.fmt) for c in self.columns]
             if r.get("overloaded") and r.get("trace") in an.res.traces:
-                cells[0] += " [red](overloaded)[/]"
-            t.add_row(*cells)
-        out_console.print(t)
+                cells[0] += " (overloaded)"
+            lines.append(cells)
+        return {"title": self.title, "columns": [c.header for c in self.columns], "rows": lines}
+
+
+def print_table(t: Mapping[str, Any] | None) -> None:
+    """A rendered table (:meth:`Table.render`) on the terminal."""
+    from rich.table import Table as RichTable
+
+    if not t:
+        return
+    rt = RichTable(title=t["title"], title_justify="left")
+    for i, c in enumerate(t["columns"]):
+        rt.add_column(c, justify="left" if i == 0 else "right")
+    for cells in t["rows"]:
+        rt.add_row(*(c.replace(" (overloaded)", " [red](overloaded)[/]") for c in cells))
+    out_console.print(rt)
 
 
 @dataclass(frozen=True)
@@ -558,7 +481,8 @@ class Fig:
     """A figure file (PNG and SVG) of :mod:`nandlab.figures`: ``kind`` is ``"bars"``
     (:func:`~nandlab.figures.grouped_bars`), ``"stacked"`` or ``"lines"``; ``data`` gives its
     first argument from the analysis (``None``: the figure is not drawn), ``options`` the
-    rest. Bar charts fade and leave out of the average the overloaded traces."""
+    rest; ``"custom"``: ``data`` draws the figure itself (a matplotlib figure). Bar charts fade
+    and leave out of the average the overloaded traces."""
 
     name: str
     kind: str
@@ -575,6 +499,8 @@ class Fig:
             opts = {"overloaded": an.overloaded, **self.options}
             schemes = opts.pop("schemes")
             return figures.grouped_bars(data, schemes, out / self.name, **opts)
+        if self.kind == "custom":  # data gave a matplotlib figure (nandlab.figures._figure)
+            return figures.save(data, out / self.name)
         if self.kind == "stacked":
             opts = dict(self.options)
             return figures.stacked_bars(data, opts.pop("categories"), out / self.name, **opts)
@@ -680,6 +606,8 @@ class Reproduction:
 
     #: command name and the JSON's ``paper``
     paper: str
+    #: the paper, in one line (authors, title, venue)
+    title: str
     #: the command's help (its first line is the summary)
     help: str
     #: the preset every run starts from
@@ -693,45 +621,29 @@ class Reproduction:
     rows: Callable[[Results], list[Row]]
     #: the variants whose load sets a trace's level (the most loaded of them)
     probe: tuple[str, ...] = ("baseline",)
-    headline: Sequence[Headline | Summary] = ()
+    headline: Sequence[Headline] = ()
     tables: Sequence[Table] = ()
     figures: Sequence[Fig] = ()
-    #: the --quick check: analysis -> {"passed", "message", ...}
-    check: Callable[[Analysis], dict[str, Any]] | None = None
+    #: the --quick sanity checks: analysis -> [{"name", "passed", "detail"}]; a failure is an
+    #: exit status of 1 (``docs/reproductions.md``, "Exit status")
+    check: Callable[[Analysis], Sequence[Mapping[str, Any]]] | None = None
     #: the title of the load table (whose load sets the level)
     load_title: str = "Load level: the baseline per trace"
-    headline_title: str = ""
     caption: Callable[[Selection], str] | None = None
-    #: JSON entries of the paper's own: analysis -> {key: value}
+    #: entries of the result JSON of the paper's own: analysis -> {key: value}
     json_extra: Callable[[Analysis], Mapping[str, Any]] | None = None
-    #: the order of the JSON keys after ``paper, runs, table`` (default: :data:`JSON_ORDER`
-    #: with the extra keys before ``figures``)
-    json_order: tuple[str, ...] = ()
-    #: extra output after the tables (analysis -> None)
-    after_tables: Callable[[Analysis], None] | None = None
     #: ``--max-requests`` help (None: no such option)
     max_requests_help: str | None = None
-
-    @property
-    def missing_key(self) -> str:
-        return self.traces.missing_key
-
-
-#: The JSON keys of every reproduction after ``paper``, ``runs`` and ``table``.
-JSON_ORDER = (
-    "caption",
-    "headline",
-    "traces",
-    "missing",
-    "figures",
-    "check",
-    "grid",
-    "load",
-    "loads",
-)
+    #: traces the reproduction makes (generated stand-ins), before the runs: options ->
+    #: (trace choices, a record of how they were made, in :attr:`Results.extra`)
+    prepare: Callable[[CommonOptions], tuple[list[TraceChoice], dict[str, Any]]] | None = None
 
 
-# --------------------------------------------------------------------------- the runner
+def checks_of(items: Iterable[Mapping[str, Any]], kind: str = "sanity") -> list[dict[str, Any]]:
+    """Checks in the result JSON's form: ``{"name", "passed", "detail", "kind", ...}``;
+    ``kind`` is ``"sanity"`` (a failure exits 1) or ``"paper"`` (a comparison with the paper,
+    reported: a difference is a result, not a failure)."""
+    return [{"kind": kind, **c} for c in items]
 
 
 def plan_runs(r: Reproduction, instances: list[TraceChoice], quick: bool) -> list[Planned]:
@@ -751,13 +663,13 @@ def probe_specs(r: Reproduction, t: TraceChoice) -> list[RunSpec]:
 
 
 def analyse(res: Results) -> Analysis:
-    """Rows, loads, headline and (with --quick) the check of a reproduction's results."""
+    """Rows, loads, headline and (with --quick) the checks of a reproduction's results."""
     r = res.repro
     an = Analysis(res, r.rows(res))
     an.loads = {t: res.load(t) for t in res.traces if any(res.has(t, n) for n in r.probe)}
-    an.headline = headline(an, r.headline)
+    an.headline = headline_rows(r.headline, an.trace_rows, res.overloaded_run, res.groups)
     if res.quick and r.check is not None:
-        an.check = r.check(an)
+        an.checks = checks_of(r.check(an))
     return an
 
 
@@ -788,6 +700,10 @@ def execute(
 ) -> tuple[Analysis, pl.DataFrame, GridStats]:
     """Select, pick load levels, run and analyse (no output): the reproduction's results."""
     sel = r.traces.select(opts.traces, quick=opts.quick, max_requests=max_requests)
+    extra: dict[str, Any] = {}
+    if r.prepare is not None:
+        made, extra = r.prepare(opts)
+        sel.traces += made
     if not sel.traces:
         raise FileNotFoundError("no traces found in " + ", ".join(map(str, sel.searched)))
     instances, plan = expand(sel.traces, opts, lambda t: probe_specs(r, t))
@@ -808,59 +724,61 @@ def execute(
         ]
         names_[:] = list(dict.fromkeys(names_))
     res = Results(r, opts, sel, instances, plan, planned, reports_by_key(df), level_groups)
+    res.extra = extra
     return analyse(res), df, st
 
 
-def result_json(r: Reproduction, an: Analysis, df: pl.DataFrame, st: GridStats) -> dict[str, Any]:
-    """The entries of the result JSON after ``paper``, ``runs`` and ``table``, in order."""
+def result_json(r: Reproduction, an: Analysis, st: GridStats) -> dict[str, Any]:
+    """The result JSON of a reproduction (every reproduction writes these entries; ``runs``,
+    the runs with their full reports, are added last by
+    :func:`~nandlab.reproduce.output.write_result`)."""
     res = an.res
-    std: dict[str, Any] = {}
+    out: dict[str, Any] = {
+        "paper": r.paper,
+        "title": r.title,
+        "quick": res.quick,
+        "checks": an.checks,
+        "headline": an.headline,
+        "tables": [t for t in (x.render(an) for x in r.tables) if t],
+        "figures": [str(p) for p in an.figures],
+        "table": an.rows,
+        "traces": traces_json(res.instances),
+        "missing_traces": {"table": r.traces.table, "names": res.selection.missing},
+        "notes": res.selection.notes,
+    }
     if r.caption is not None:
-        std["caption"] = r.caption(res.selection)
-    std["headline"] = an.headline
-    std["traces"] = traces_json(res.instances)
-    if r.traces.missing_note is None:
-        std[r.missing_key] = res.selection.missing
-    std["figures"] = [str(p) for p in an.figures]
-    std["check"] = an.check
-    std["grid"] = grid_json(st)
-    std["load"] = res.plan.to_json()
-    std["loads"] = an.loads
-    extra = dict(r.json_extra(an)) if r.json_extra is not None else {}
-    order = list(r.json_order) or [
-        *JSON_ORDER[: JSON_ORDER.index("figures")],
-        *extra,
-        *JSON_ORDER[JSON_ORDER.index("figures") :],
-    ]
-    order = [r.missing_key if k == "missing" else k for k in order]
-    both = {**std, **extra}
-    return {k: both[k] for k in order if k in both}
+        out["caption"] = r.caption(res.selection)
+    out["grid"] = grid_json(st)
+    out["load"] = res.plan.to_json()
+    out["loads"] = an.loads
+    if r.json_extra is not None:
+        out.update(r.json_extra(an))
+    return out
 
 
 def run(r: Reproduction, opts: CommonOptions, *, max_requests: int | None = None) -> Analysis:
-    """The whole reproduction: runs, figures, JSON, tables; exits non-zero when a run failed or
-    the --quick check did not pass (``docs/reproductions.md``, "Exit status")."""
+    """The whole reproduction: runs, figures, JSON, tables; exits 1 when a run failed or a
+    sanity check did not pass (``docs/reproductions.md``, "Exit status")."""
     t0 = time.perf_counter()
     an, df, st = execute(r, opts, max_requests=max_requests)
     for f in r.figures:
         an.figures += f.draw(an, opts.out)
-    write_json(opts.json_out, r.paper, df, an.rows, **result_json(r, an, df, st))
+    doc = result_json(r, an, st)
+    write_result(opts.json_out, doc, df)
     if not opts.quiet:
-        print_all(r, an)
+        print_all(r, an, doc)
         out_console.print(runs_line(st, t0, len(an.figures), opts.out))
-    exit_on_failures(an.res.errors, an.check, opts.out)
+    exit_on_failures(an.res.errors, an.checks, opts.out)
     return an
 
 
-def print_all(r: Reproduction, an: Analysis) -> None:
+def print_all(r: Reproduction, an: Analysis, doc: Mapping[str, Any]) -> None:
     """The load table, the paper's tables, the headline, the missing traces and the notes."""
     res = an.res
     print_load_table(res.instances, an.loads, r.load_title)
-    for t in r.tables:
-        t.print(an)
-    if r.after_tables is not None:
-        r.after_tables(an)
-    print_headline(an.headline, r.headline_title or f"Headline: {r.paper}, the paper vs ours")
+    for t in doc["tables"]:
+        print_table(t)
+    print_rows(an.headline, f"Headline: {r.title}, the paper vs ours")
     if res.selection.missing and r.traces.missing_note is None:
         out_console.print(
             f"[yellow]{r.traces.table} traces not found[/] (pass --traces DIR): "

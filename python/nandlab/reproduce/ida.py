@@ -37,6 +37,7 @@ from typing import Any
 from nandlab.reproduce import framework as fw
 from nandlab.reproduce.common import TraceChoice, known_traces
 from nandlab.reproduce.fmt import fmt_pct
+from nandlab.reproduce.headline import Headline as H
 from nandlab.reproduce.load import report_value
 
 PAPER = "ida"
@@ -234,16 +235,20 @@ def json_extra(an: fw.Analysis) -> dict[str, Any]:
     }
 
 
-def quick_check(an: fw.Analysis) -> dict[str, Any]:
+def quick_check(an: fw.Analysis) -> list[dict[str, Any]]:
     r = an.rows[0] if an.rows else {}
     red = r.get("reduction_E20")
-    return {
-        "passed": red is not None and red > 0,
-        "message": f"{r.get('trace')}: IDA-E20 read response reduction "
-        f"{fmt_pct(red, signed=False)}; expected > 0",
-    }
+    return [{"name": "IDA-E20 reads faster than the baseline refresh",
+             "passed": red is not None and red > 0,
+             "detail": f"{r.get('trace')}: IDA-E20 read response reduction "
+             f"{fmt_pct(red, signed=False)}; expected > 0"}]  # fmt: skip
 
 
+#: Why the read gain is smaller than the paper's (docs/reproductions.md, IDA).
+WHY_READ = (
+    "moved LSB data lands on LSB pages only while the new blocks have them, and the refresh "
+    "is untimed, so reads never queue behind refresh traffic"
+)
 _E = {"baseline": "baseline", **{f"E{e}": f"IDA-E{e}" for e in ERROR_FRACTIONS}}
 _LOWER = ("lower_all_valid", "lsb_invalid_csb_valid", "lsb_valid_csb_invalid", "lower_all_invalid")
 
@@ -251,6 +256,7 @@ _LOWER = ("lower_all_valid", "lsb_invalid_csb_valid", "lsb_valid_csb_invalid", "
 # fmt: off
 REPRODUCTION = fw.Reproduction(
     paper=PAPER,
+    title="Kim et al., Invalid data-aware (IDA) coding for TLC/MLC flash reads, MICRO'18",
     help="""IDA coding (MICRO'18): Figs. 4, 8-11, Tables III (last column), IV and V.
 
     Baseline refresh vs IDA-E0/E20/E50/E80 on the Table II TLC SSD (preset ida-tlc), over the
@@ -266,20 +272,23 @@ REPRODUCTION = fw.Reproduction(
     rows=rows,
     # Reductions are shown as changes (-28 % = a 28 % reduction).
     headline=(
-        *(fw.Headline(f"read response, IDA-E{e}", paper, _minus(f"reduction_E{e}"))
-          for e, paper in ((20, "-28 %"), (0, "-31 %"), (50, "-20.2 %"), (80, "> -7 %"))),
-        fw.Headline("read service time, IDA-E20 (no queueing)", "—",
-                    _minus("service_reduction_E20")),
+        *(H(f"read response, IDA-E{e}", "§V-B, Fig. 8", p, _minus(f"reduction_E{e}"), bound=b,
+            paper_text=t, why=WHY_READ)
+          for e, p, b, t in ((20, -28, None, ""), (0, -31, None, ""), (50, -20.2, None, ""),
+                             (80, -7, ">=", "> -7 %"))),
+        H("read service time, IDA-E20 (no queueing)", "§V-B", None,
+          _minus("service_reduction_E20"), paper_text="no service time"),
         # closed loop: saturated by design, never left out
-        fw.Headline("throughput (closed loop, QD 32), IDA-E20", "+10 %",
-                    lambda r: None if (g := r.get("throughput_gain")) is None else 1.0 + g,
-                    deciders=()),
-        fw.Headline("MLC read response (Table V), IDA-E20", "-14.9 %", _minus("reduction_mlc"),
-                    deciders=("baseline mlc",)),
-        fw.Headline("late-life read response (Fig. 11), IDA-E20", "-42.3 %",
-                    _minus("reduction_late"), deciders=("baseline late",)),
-        fw.Summary("MSB reads with invalid LSB/CSB (share, not a change)", "29.2 %",  # Table III
-                   "msb_lower_invalid_share", geomean=True, comparable_only=False, share=True),
+        H("throughput (closed loop, QD 32), IDA-E20", "§V-C, Fig. 10", 10,
+          lambda r: None if (g := r.get("throughput_gain")) is None else 1.0 + g, deciders=(),
+          why="the closed loop gains what the read time gains; ours is small (above)"),
+        H("MLC read response, IDA-E20", "Table V", -14.9, _minus("reduction_mlc"),
+          deciders=("baseline mlc",), why=WHY_READ),
+        H("late-life read response, IDA-E20", "§V-F, Fig. 11", -42.3, _minus("reduction_late"),
+          deciders=("baseline late",), why="the TLC reliability model is not calibrated"),
+        H("MSB reads with invalid LSB/CSB", "Table III (average)", 29.2,
+          "msb_lower_invalid_share", kind="share", comparable_only=False,
+          why="read-only traces invalidate nothing; pgbench_ro alone is within 20-45 %"),
     ),
     tables=(
         fw.Table("IDA coding vs baseline refresh: read response change (Fig. 8, 9, 11, Table V) "
@@ -327,10 +336,7 @@ REPRODUCTION = fw.Reproduction(
     ),
     check=quick_check,
     load_title="Load level: the baseline refresh per trace",
-    headline_title="Headline: IDA, the paper vs ours (over comparable traces)",
     json_extra=json_extra,
-    json_order=("headline", "traces", "missing", "paper_table_iii_msb_share", "refresh_mode",
-                "figures", "peak_rss_mib_of_workers", "check", "grid", "load", "loads"),
     max_requests_help="Cut every trace to its first N requests; 0 = whole traces "
     f"[default: {DEFAULT_MAX_REQUESTS:,}; {QUICK_MAX_REQUESTS:,} with --quick].",
 )

@@ -81,3 +81,20 @@ def write_json(
 
 
 # --------------------------------------------------------------------------- run results
+
+
+def write_result(target: str | None, doc: Mapping[str, Any], runs: pl.DataFrame | None) -> None:
+    """Write a reproduction's result ``doc`` to ``target`` (``-``: stdout) with ``runs``, every
+    run with its load and full report (:func:`runs_json`), as its last entry."""
+    if target is None:
+        return
+    obj = _clean({**doc, "runs": runs_json(runs) if runs is not None else []})
+    text = json.dumps(obj, indent=1)
+    if target == "-":
+        click.echo(text)
+        return
+    p = Path(target)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(f".{p.name}.tmp-{os.getpid()}")
+    tmp.write_text(text + "\n", encoding="utf-8")
+    os.replace(tmp, p)

@@ -21,6 +21,7 @@ from typing import Any
 from nandlab.reproduce import framework as fw
 from nandlab.reproduce.common import CAPTURED, EXCERPTS, TraceChoice, known_traces
 from nandlab.reproduce.fmt import fmt_num, fmt_pct
+from nandlab.reproduce.headline import Headline as H
 from nandlab.reproduce.load import finite, ratio, summarise_ratios
 
 PAPER = "xia-diffecc"
@@ -194,19 +195,20 @@ def param_study(an: fw.Analysis) -> dict[str, Any]:
     return {"param_study": prows}
 
 
-def quick_check(an: fw.Analysis) -> dict[str, Any]:
+def quick_check(an: fw.Analysis) -> list[dict[str, Any]]:
     """The headline direction: diffecc_wa's mean write response below baseline's on the first
     trace (pgbench_wh, or the bundled pgbench_rw slice)."""
     t = an.res.instances[0].name
     b, d = (an.res.get(t, s).get("write_us") for s in ("baseline", "diffecc_wa"))
-    out = {"passed": None not in (b, d) and d < b, "trace": t, "baseline_write_us": b,
-           "diffecc_write_us": d}  # fmt: skip
     if b is None or d is None:
-        return {**out, "message": f"{t}: cannot compare write response (baseline "
-                f"{fmt_num(b)} µs, diffecc_wa {fmt_num(d)} µs): a run failed"}  # fmt: skip
-    rel = fmt_pct(d / b - 1.0 if b else float("nan"))
-    return {**out, "message": f"{t}: diffecc_wa mean write response {fmt_num(d)} µs vs "
-            f"baseline {fmt_num(b)} µs ({rel}); expected below baseline"}  # fmt: skip
+        detail = (f"{t}: cannot compare write response (baseline {fmt_num(b)} µs, diffecc_wa "
+                  f"{fmt_num(d)} µs): a run failed")  # fmt: skip
+    else:
+        rel = fmt_pct(d / b - 1.0 if b else float("nan"))
+        detail = (f"{t}: diffecc_wa mean write response {fmt_num(d)} µs vs baseline "
+                  f"{fmt_num(b)} µs ({rel}); expected below baseline")  # fmt: skip
+    ok = b is not None and d is not None and d < b
+    return [{"name": "diffecc_wa writes faster than normal", "passed": ok, "detail": detail}]
 
 
 def caption(sel: fw.Selection) -> str:
@@ -245,6 +247,7 @@ _M = ("mean", "read", "write")
 # fmt: off
 REPRODUCTION = fw.Reproduction(
     paper=PAPER,
+    title="Xia & Xiao, Improving MLC flash performance with workload-aware differentiated ECC",
     help="""Xia & Xiao, workload-aware differentiated ECC: Figs. 5-10 and the headline table.
 
     Runs baseline ("normal"), agcr and diffecc_wa on every trace of the paper's Table II found
@@ -260,14 +263,19 @@ REPRODUCTION = fw.Reproduction(
     metrics=run_metrics,
     rows=rows,
     headline=(
-        fw.Headline("write response vs normal", "-48 %", "diffecc_write_norm"),
-        fw.Headline("read response vs normal", "-11 %", "diffecc_read_norm"),
-        fw.Headline("write response vs AGCR", "-4 %", "diffecc_write_vs_agcr"),
-        fw.Headline("read response vs AGCR", "-11 %", "diffecc_read_vs_agcr"),
-        fw.Headline("overall response vs normal", "—", "diffecc_mean_norm"),
-        fw.Summary("erases vs normal (max over traces)", "≤ +2 %",
-                   lambda r: None if (v := r.get("diffecc_erases_norm")) is None else v - 1,
-                   stat="max", comparable_only=False),
+        H("write response vs normal", "§VI, Fig. 8(a)", -48, "diffecc_write_norm"),
+        H("read response vs normal", "§VI, Fig. 8(b)", -11, "diffecc_read_norm",
+          why="low-cost pages are read with LDPC (145 vs 45 µs), and at the paper-like load "
+              "reads barely queue behind programs, so no queueing gain offsets it"),
+        H("write response vs AGCR", "§VI", -4, "diffecc_write_vs_agcr",
+          why="AGCR programs first writes of preconditioned pages at medium cost: short traces "
+              "give it no write history"),
+        H("read response vs AGCR", "§VI", -11, "diffecc_read_vs_agcr",
+          why="AGCR reads every page with LDPC; diffecc_wa only its low-cost pages"),
+        H("overall response vs normal", "Fig. 7", None, "diffecc_mean_norm",
+          paper_text="per-trace bars only"),
+        H("erases vs normal (max over traces)", "§V-C, Fig. 10", 2, "diffecc_erases_norm",
+          bound="<=", stat="max", comparable_only=False),
     ),
     tables=(
         fw.Table("Xia & Xiao — mean response time (µs) (Figs. 7, 8) and erases (Fig. 10)", [
@@ -300,8 +308,9 @@ REPRODUCTION = fw.Reproduction(
         fw.stacked("fig9_operation_distribution", "diffecc_{k}", DIST,
                    category_labels=dict(zip(DIST, _DIST_LABELS)),
                    title="diffecc_wa: distribution of flash operations"),
+        # (a trace whose baseline erases nothing has no bar: nothing to normalise to)
         fw.bars("fig10_erases", {"Normalised number of erases": "{s}_erases"}, list(_S),
-                keep=lambda v: bool(v.get("normal")), **_BARS, reference_unit="erases"),
+                **_BARS, reference_unit="erases"),
         *(fw.lines(fig, {p: _sweep(axis, m) for p, m in _PANELS.items()}, xs, traces=_swept,
                    xlabel=axis, title=f"diffecc_wa, {t}; normalised to normal", mark_x=mark)
           for fig, axis, xs, t, mark in (
@@ -310,11 +319,8 @@ REPRODUCTION = fw.Reproduction(
     ),
     check=quick_check,
     load_title="Load level: the baseline (normal) per trace",
-    headline_title="Headline: diffecc_wa, the paper vs ours (means over the comparable traces)",
     caption=caption,
     json_extra=param_study,
-    json_order=("caption", "headline", "param_study", "traces", "missing", "figures", "check",
-                "grid", "load", "loads"),
     max_requests_help="Cut long traces (Table II, captured) to their first N requests; 0 = "
     f"whole traces [default: whole traces; {QUICK_MAX_REQUESTS:,} with --quick].",
 )
