@@ -237,6 +237,8 @@ def rows(res: fw.Results) -> list[dict[str, Any]]:
             # The "sync" comparison: WARM migrates nothing, so its main run stands in.
             ms = res.get(t, f"{s} sync" if s in SYNC_VARIANT else s)
             row[f"{s}_sync_mean_us"] = ms.get("mean_us")
+            # each run's own overload flag (a saturated sync run is left out on its own)
+            row[f"{s}_sync_overloaded"] = (ms.get("load") or {}).get("overloaded")
             row[f"{s}_sync_flash_us_per_request"] = ms.get("flash_us_per_request")
             row[f"{s}_sync_migration_us_per_request"] = ms.get("migration_us_per_request")
         for s in SCHEMES[1:]:
@@ -379,6 +381,7 @@ REPRODUCTION = fw.Reproduction(
                  "migrations by logical block that the triggering read waits for (TOS18, HOTIS; "
                  "EFM's checker made synchronous); WARM migrates nothing", [
             fw.Col("trace", "trace", "text"), *_col("{s}_sync_mean_us"),
+            *_col("{s}_sync_overloaded", fmt="text", h=" overloaded"),
             *_col("{s}_sync_flash_us_per_request", h=" flash/req"),
             *_col("ratio_vs_{s}_sync", SCHEMES[1:], "change", " reduction")]),
         fw.Table("Mean response (µs) across wear stages (Fig. 7), with 1 / 2 / 3 regions "
