@@ -103,7 +103,11 @@ def test_plan_runs_counts(traces_dir: Path, tmp_path: Path) -> None:
     assert sum(r.variant.name.startswith("n=") for r in runs) == 2
     d = TraceDigests(tmp_path / "d.json")
     keys = {run_key(r.spec, d) for r in runs}
-    assert len(keys) == 9 + 5 - 1  # m=-1, n=3 of the n sweep is the main diffecc_wa run
+    # m=-1, n=3 of the n sweep is the main diffecc_wa run; 9 FIFO runs (the paper's DiskSim)
+    assert len(keys) == 9 + 5 - 1 + 9
+    fifo = [r for r in runs if r.variant.name.endswith(" fifo")]
+    assert len(fifo) == 9 and all(r.spec.overrides["sched.priority"] == "fifo" for r in fifo)
+    assert all(r.spec.overrides["sched.suspension"] is False for r in fifo)
     main = next(r for r in runs if r.variant.name == "diffecc_wa")
     assert main.spec.overrides["scheme.params.m"] == -1
     assert main.spec.overrides["scheme.params.n"] == 3
@@ -111,8 +115,8 @@ def test_plan_runs_counts(traces_dir: Path, tmp_path: Path) -> None:
     assert not any(k.startswith("scheme.params") for k in base.spec.overrides)
 
     full = fw.plan_runs(xia.REPRODUCTION, sel.traces, False)
-    assert sum(not _main(r) for r in full) == 3 * (9 + 5)
-    assert len({run_key(r.spec, d) for r in full}) == 3 * (3 + 9 + 5 - 2)
+    assert sum(not _main(r) for r in full) == 3 * (9 + 5 + 3)
+    assert len({run_key(r.spec, d) for r in full}) == 3 * (3 + 9 + 5 - 2 + 3)
 
 
 # --------------------------------------------------------------------------- analysis
@@ -220,7 +224,7 @@ def test_cli_quick_with_stand_in_schemes(
     assert "Headline" in res.output and "-48 %" in res.output
     doc = json.loads((out / "xia.json").read_text())
     assert doc["paper"] == "xia-diffecc"
-    assert len(doc["runs"]) == 13
+    assert len(doc["runs"]) == 22
     run = doc["runs"][0]
     assert set(run) >= {"trace", "scheme", "params", "report"}
     assert isinstance(run["params"], dict) and isinstance(run["report"], dict)
@@ -230,7 +234,7 @@ def test_cli_quick_with_stand_in_schemes(
     assert doc["table"][0]["diffecc_write_norm"] < 1.0
     assert [c["passed"] for c in doc["checks"]] == [True]
     # The load-level probes already ran the baselines at the chosen K (same keys).
-    assert doc["grid"]["executed"] + doc["grid"]["skipped"] == 13
+    assert doc["grid"]["executed"] + doc["grid"]["skipped"] == 22
     for fig in ("fig5_sweep_m", "fig6_sweep_n", "fig7_mean_response", "fig8_read_write_response"):
         for ext in ("png", "svg"):
             assert (out / f"{fig}.{ext}").stat().st_size > 0
@@ -240,7 +244,7 @@ def test_cli_quick_with_stand_in_schemes(
     res2 = _invoke_fake(monkeypatch, traces_dir, out, FAKE_PROGRAM_US)
     assert res2.exit_code == 0, res2.output
     doc2 = json.loads((out / "xia.json").read_text())
-    assert (doc2["grid"]["executed"], doc2["grid"]["skipped"]) == (0, 13)
+    assert (doc2["grid"]["executed"], doc2["grid"]["skipped"]) == (0, 22)
     assert doc2["table"] == doc["table"]
 
 
