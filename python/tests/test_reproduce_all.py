@@ -124,6 +124,9 @@ def test_flexecc(out: Path) -> None:
         assert r["crc_read_share"] is not None
     assert all(f["bch_ssd_disk_access"] == 0 for f in d["faults"])
     assert set(d["calibration"]) == {"R_75", "R_90"}
+    # Table 3's mix: R_75 serves nearly all its host reads from CRC (clean) pages
+    assert rows["R_75"]["crc_read_share"] >= 0.80 > rows["R_90"]["crc_read_share"]
+    assert rows["R_75"]["fast_gain"] is not None
 
 
 def test_dpa(out: Path) -> None:
