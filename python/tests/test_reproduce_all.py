@@ -32,7 +32,7 @@ FIGURES = {
             "fig10_regions"],
     "flexecc": ["fig3_mean_response", "fig4_cdf", "fig5_cleaning_time", "fig6_faults"],
     "flexlevel": ["fig23_false_identification", "fig24ab_response", "fig24c_gain_by_pe",
-                  "fig25_writes_erases"],
+                  "fig24d_data_age", "fig25_writes_erases", "fig25_gc"],
     "dpa": ["fig9_decorrelation", "fig10abc_scrambling", "fig10d_dpa_ppu", "fig11_levels",
             "fig12_failure_rates", "fig13_tolerable_reads", "fig14_overheads"],
     "dmm": ["fig39", "fig40", "fig41", "fig42", "fig43", "fig44", "fig45"],
@@ -115,6 +115,9 @@ def test_flexlevel(out: Path) -> None:
     assert abs(fin["level_adjust_only_capacity_loss_percent"] - 25.0) < 1e-9
     assert fin["read_ratio_level_adjust_only"] < fin["read_ratio_access_eval"] < 1.0
     assert fin["false_id_iwfr"] is not None and fin["migrations"] > 0
+    # the data-age sweep and Fig. 25 on a device GC works on
+    assert fin["age_sweep"]["30"]["read_ratio_access_eval"] < fin["read_ratio_access_eval"]
+    assert fin["gc_baseline_erases"] > 0 and fin["gc_erases_ratio_access_eval"] is not None
 
 
 def test_flexecc(out: Path) -> None:

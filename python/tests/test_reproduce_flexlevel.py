@@ -1,5 +1,5 @@
-"""`nandlab reproduce flexlevel --quick`: the run plan (configurations, P/E sweep, load level)
-and one real end-to-end run on the bundled excerpts."""
+"""`nandlab reproduce flexlevel`: the run plan (configurations, P/E sweep, data-age sweep, the
+device in GC, load level); the --quick run is in test_reproduce_all.py."""
 
 from __future__ import annotations
 
@@ -25,5 +25,14 @@ def test_plan_covers_every_figure() -> None:
     assert by["mbf"].overrides["scheme.params.identifier"] == "mbf"
     assert by["access_eval pe=3000"].overrides["precondition.initial_pe_cycles"] == 3000
     assert all(s.overrides["host.time_scale"] == 5.0 for s in by.values())
+    # the data-age sweep (the thesis does not state the age) and Fig. 25 on a device in GC
+    for days in (1, 7, 14, 30, 60):
+        assert {
+            f"{c} age={days}d" for c in ("baseline", "level_adjust_only", "access_eval")
+        } <= labels
+    assert "baseline age=4d" not in labels  # 4 days is the preset: the main runs
+    gc = by["access_eval gc"].overrides
+    assert gc["precondition.fill_fraction"] == 0.7 and gc["precondition.age_overwrites"] == 1.0
+    assert "level_adjust_only gc" not in labels
     assert fl.lifetime_change(1.0) == 0.0
     assert abs(fl.lifetime_change(1.19) - (-0.0532)) < 1e-3  # (4000 + 2000/1.19)/6000 - 1
