@@ -71,6 +71,41 @@ class CommonOptions:
         return self.json_out == "-"
 
 
+def traces_option(
+    help: str = "Directory of traces, searched recursively by their usual file names "
+    "(repeatable). Default: the bundled samples and the workspace's captured traces.",
+) -> Callable[[F], F]:
+    """``--traces DIR`` (repeatable; existing directories)."""
+    return click.option(
+        "--traces",
+        "traces",
+        multiple=True,
+        type=click.Path(file_okay=False, exists=True, path_type=Path),
+        metavar="DIR",
+        help=help,
+    )
+
+
+def processes_option() -> Callable[[F], F]:
+    """``--processes / -j N``."""
+    return click.option(
+        "--processes",
+        "-j",
+        type=click.IntRange(min=1),
+        default=None,
+        help="Worker processes (default: one per CPU; 1 runs inline).",
+    )
+
+
+def progress_option() -> Callable[[F], F]:
+    """``--progress/--no-progress`` (default: on when stderr is a terminal)."""
+    return click.option(
+        "--progress/--no-progress",
+        default=None,
+        help="Progress of the runs (default: on when stderr is a terminal).",
+    )
+
+
 def common_options(paper: str) -> Callable[[F], F]:
     """Decorator adding ``--traces --quick --out --json --processes --scheduler --progress
     --time-scale`` to a command and passing them on as one :class:`CommonOptions` argument
@@ -90,15 +125,7 @@ def common_options(paper: str) -> Callable[[F], F]:
             "1,10,100 or auto,1 sweeps levels. Runs whose baseline is saturated are marked "
             "overloaded and left out of the headline means (docs/reproductions.md).",
         )
-        @click.option(
-            "--traces",
-            "traces",
-            multiple=True,
-            type=click.Path(file_okay=False, exists=True, path_type=Path),
-            metavar="DIR",
-            help="Directory of traces, searched recursively by their usual file names "
-            "(repeatable). Default: the bundled samples and the workspace's captured traces.",
-        )
+        @traces_option()
         @click.option("--quick", is_flag=True, help="A small CI-sized subset (minutes).")
         @click.option(
             "--out",
@@ -116,13 +143,7 @@ def common_options(paper: str) -> Callable[[F], F]:
             help="Write paper, runs (full reports) and table as JSON to OUT ('-': stdout; "
             "default: OUT_DIR/result.json).",
         )
-        @click.option(
-            "--processes",
-            "-j",
-            type=click.IntRange(min=1),
-            default=None,
-            help="Worker processes (default: one per CPU; 1 runs inline).",
-        )
+        @processes_option()
         @click.option(
             "--scheduler",
             metavar="ADDR",
@@ -130,11 +151,7 @@ def common_options(paper: str) -> Callable[[F], F]:
             help="Run on a Dask cluster at ADDR (tcp://host:port) instead of local processes "
             "(needs pip install 'nandlab[dask]'; traces must be readable on the workers).",
         )
-        @click.option(
-            "--progress/--no-progress",
-            default=None,
-            help="Progress bar over runs (default: on when stderr is a terminal).",
-        )
+        @progress_option()
         @functools.wraps(fn)
         def wrapper(
             traces: tuple[Path, ...],

@@ -43,6 +43,7 @@ from rich.table import Table
 
 from nandlab import osd as _osd
 from nandlab._core import SimError
+from nandlab.reproduce.common import progress_option, traces_option
 from nandlab.reproduce.fmt import (
     EXIT_CHECK_FAILED,
     EXIT_USER_ERROR,
@@ -291,14 +292,9 @@ def _mean(xs: Iterable[float | None]) -> float | None:
 
 
 @click.command("dmm")
-@click.option(
-    "--traces",
-    "traces",
-    multiple=True,
-    type=click.Path(file_okay=False, exists=True, path_type=Path),
-    metavar="DIR",
-    help="Directory of file-level traces (*_fs.jsonl*), searched recursively "
-    "(repeatable). Default: the workspace's captured traces.",
+@traces_option(
+    "Directory of file-level traces (*_fs.jsonl*), searched recursively "
+    "(repeatable). Default: the workspace's captured traces."
 )
 @click.option(
     "--quick",
@@ -322,11 +318,7 @@ def _mean(xs: Iterable[float | None]) -> float | None:
     help="Write the tables and every run's report as JSON to OUT ('-': stdout; "
     "default: OUT_DIR/result.json).",
 )
-@click.option(
-    "--progress/--no-progress",
-    default=None,
-    help="A line per finished run on stderr (default: on when stderr is a terminal).",
-)
+@progress_option()
 def dmm(
     traces: tuple[Path, ...],
     quick: bool,

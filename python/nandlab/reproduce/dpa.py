@@ -85,7 +85,7 @@ COUNTS = (32, 64, 128, 256)
 RANDOM_SEED = 20160
 RANDOM_MIB = 8
 QUICK_RANDOM_MIB = 1
-QUICK_PE = [2000.0, 3000.0, 4000.0, 5000.0, 6000.0, 7000.0, 8000.0]
+QUICK_PE = [2000.0 + 1000.0 * i for i in range(13)]  # 2-14 K: the calibrated baseline lives 7.5 K
 QUICK_REL = 0.25
 FULL_REL = 0.05
 #: Per-level rates below this need not meet the precision target (they add < 1 % to p_c near
@@ -317,6 +317,8 @@ def lifetime_runs(
     base = {
         "level_map": level_map,
         "read_ref_margin_v": dpa_cfg["read_ref_margin_v"],
+        # K_s fitted to the thesis's baseline endurance (configs/dpa.toml), not to DPA's result
+        "retention_ks": dpa_cfg.get("retention_ks"),
         "dvpp_v": dpa_cfg["dvpp_v"],
         "retention_s": dpa_cfg["retention_s"],
         "t_uber": dpa_cfg["t_uber"],
@@ -428,13 +430,14 @@ def lifetime_rows(life: Mapping[str, Any]) -> list[dict[str, Any]]:
 #: The thesis's headline numbers of the codec and the lifetime model (§2.5-2.6): rows of the
 #: profile they are compared on (``"trace"``: the data profile).
 HEADLINE = (
-    H("lifetime of the baseline at T_uber 1e-13", "§2.6.1, Fig. 5(b)", 7500, "pe", kind="value",
-      unit="P/E", deciders=(), when=lambda r: r["trace"] == "baseline",
-      why="the Vth model's baseline endurance (its RBER at P/E) is not the thesis's"),
+    H("lifetime of the baseline at T_uber 1e-13 (the model's K_s is fitted to it)",
+      "§2.6.1, Fig. 5(b)", 7500, "pe", kind="value", unit="P/E", deciders=(),
+      when=lambda r: r["trace"] == "baseline", why="the fit's Monte-Carlo precision"),
     *(H(f"lifetime, DPA {c} ({tag})", "§2.6.1, Fig. 12", ratio, "ratio", kind="value",
         unit="x", paper_text=f"{pe / 1000:g} K P/E ({ratio:g}x)", deciders=(),
         when=lambda r, n=f"{c} ({tag})": r["trace"] == n,
-        why="L0 is not error-free in the Vth model and the baseline lives 3,985 P/E")
+        why="L0 is not error-free in the Vth model: its erased tail reaches the first "
+            "reference, so moving cells to L0 saves less than the thesis's model implies")
       for c, pe, ratio in (("8 B", 23000, 3.07), ("4 B", 30000, 4.0))
       for tag in ("thesis Fig. 11", "all data")),
     *(H(f"scrambled ones, {c} B chunks", "§2.5, Fig. 10(c)", v, f"ones_{c}", kind="value",

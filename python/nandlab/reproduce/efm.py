@@ -1,44 +1,14 @@
 """``nandlab reproduce efm``: Li, Yuan & Du, "EFM: Elastic Flash Management to Enhance
 Performance of Hybrid Flash Memory" (Figs. 5-8, 10 and the headline numbers).
 
-Preset ``efm`` (256 GB, 4 KiB pages, 128 pages per block, SSDsim's default parallelism, three
-regions with the latencies of Tables II-III; see ``configs/efm.toml``). Schemes: ``efm`` (the
-paper's), ``efm_static`` (Stage-1 latencies, Fig. 7), and the baselines ``hotis``, ``warm`` and
-``tos18`` (the ``agcr`` scheme on regions).
-
-Runs per trace:
-
-* Fig. 5 / 6: the four schemes at the preset's wear stage (Stage 3 = Table II "regular").
-* Fig. 7: every scheme plus ``efm_static`` at Stages 1-4 (initial P/E 0, 1000, 2000, 3000).
-* Fig. 8: the four schemes with reduced effective wearing (Table II "effective wearing" row:
-  weight 0.8 and +40 µs read on Region-1 for EFM, WARM, HOTIS; on Region-2 for TOS18, §V-D).
-* Fig. 10: one region (Region-2 only) and two regions (Region-1 + Region-3), each half the
-  blocks; three regions are the Fig. 5 runs.
-* Pre-written data: the paper does not say in which region SSDsim's pre-written pages sit, and
-  it decides the read latency of data the trace only reads. The main runs put it in the middle
-  region (every scheme's ``fill_region`` default); the study traces also run every scheme with
-  it in Region-1 and in Region-3 (:data:`FILL_REGIONS`).
-
-Flash time per request (host reads and programs plus migrations, GC and erases, from the
-report's Fig. 6 breakdown) is reported next to the host response, per scheme: the paper's
-losses for HOTIS and TOS18 are migration overhead counted in the latency (§V-B, Fig. 6).
-
-Migration behaviour (our reconstruction of §V-B, ``scheme/migration.rs``): the main runs
-migrate in the background (TOS18 one page per read of read-only data; HOTIS none; EFM by its
-checker). The "sync" runs (:data:`SYNC_VARIANT`) give TOS18 and HOTIS the behaviour the paper
-describes -- eager, by logical block, with the triggering read waiting -- and EFM the same
-synchrony, and are reported as a second comparison, labelled as ours.
-
-**Load level** (:mod:`nandlab.reproduce.load`): each trace runs at the time scale K chosen from
-the largest offered die load of the paper's baselines (HOTIS, WARM, TOS18) at K = 1; EFM's
-period T is in trace time and stretches with K. A comparison "EFM vs B" is left out of the
-headline when B's run is overloaded.
-
-Traces: every trace of the paper's Table I found under ``--traces`` (its OLTP1 / OLTP2 are the
-UMass Financial1 / Financial2 traces; syn1 / syn2 are the paper's own synthetic traces) and the
-real traces we have (captured PostgreSQL / developer-tree traces and the bundled MSR hm_0,
-UMass Financial1 and WebSearch1 excerpts). ``--quick``: the Financial1 and hm_0 excerpts and a
-30,000-request slice of the bundled pgbench_rw trace, Figs. 7, 8 and 10 on Financial1 only.
+Preset ``efm`` (three regions, Tables II-III). Schemes: ``efm``, ``efm_static`` (Stage-1
+latencies, Fig. 7) and the baselines ``hotis``, ``warm``, ``tos18``. Per trace: the four
+schemes at Stage 3 (Figs. 5, 6) and with synchronous block migrations (:data:`SYNC_VARIANT`,
+our reconstruction of §V-B); on the study traces (``--quick``: the first) wear stages 1-4
+(Fig. 7), reduced effective wearing (Fig. 8), one and two regions (Fig. 10) and the
+pre-written data in Region-1 / Region-3 (the paper does not say where it sits). The load level
+is set by the most loaded of the baselines; every comparison is left out where its own runs
+are overloaded. What differs from the paper and why: docs/reproductions.md, EFM.
 """
 
 from __future__ import annotations
@@ -128,20 +98,13 @@ def _effective_overrides(scheme: str) -> dict[str, object]:
 
 def _region_overrides(n: int) -> dict[str, object]:
     """One region (Region-2 only) or two (Region-1 + Region-3), Fig. 10."""
-    if n == 1:
-        return {
-            "regions.names": ["region2"],
-            "regions.fractions": [1.0],
-            "regions.program_modes": [0],
-            "regions.read_us": [list(READ_US[1])],
-            "regions.wear_weight": [1.0],
-        }
+    regions = (1,) if n == 1 else (0, 2)
     return {
-        "regions.names": ["region1", "region3"],
-        "regions.fractions": [0.5, 0.5],
-        "regions.program_modes": [1, 2],
-        "regions.read_us": [list(READ_US[0]), list(READ_US[2])],
-        "regions.wear_weight": [1.0, 1.0],
+        "regions.names": [f"region{r + 1}" for r in regions],
+        "regions.fractions": [1.0 / len(regions)] * len(regions),
+        "regions.program_modes": [0] if n == 1 else [1, 2],
+        "regions.read_us": [list(READ_US[r]) for r in regions],
+        "regions.wear_weight": [1.0] * len(regions),
     }
 
 

@@ -1,27 +1,15 @@
 """``nandlab reproduce flexlevel``: Guo's thesis ch. 3, FlexLevel (LevelAdjust + AccessEval):
-Fig. 23, Fig. 24a-c, Fig. 25 and Table 9.
+Figs. 23-25 and Table 9.
 
-Preset ``flexlevel`` (Table 12: 16 KiB pages, 1 MiB blocks, program 900 µs, read 44 µs normal /
-36 µs reduced, erase 3.5 ms, 30 % over-provisioning, 6000 P/E, soft sensing from Table 6 by
-P/E and data age). Configurations (§3.6.2):
-
-* ``baseline`` -- LDPC-in-SSD: every block in the normal state (one region);
-* ``LevelAdjust-only`` -- every block reduced (1.5 bits per cell, 48 of 64 pages); the thesis
-  gives it 5 % over-provisioning after the 25 % loss (§3.6.2: "30 % -> 5 %"), so the raw
-  over-provisioning is 40 % (1.4 x 0.75 = 1.05); with 5 % left a 5 % GC threshold would reserve
-  all of it, so its GC threshold is 1 % (ours);
-* ``AccessEval+LevelAdjust`` -- the preset: 25 % of the blocks may be reduced (64 of 256 GB),
-  6.25 % of the capacity lost, IWFR data identified by AccessEval;
-* ``AccessEval (MBF)`` -- the same with the multiple-Bloom-filter identifier (Fig. 23's baseline).
-
-Fig. 24c sweeps the initial wear 3000-6000 P/E for the baseline and AccessEval. Fig. 25's
-lifetime cost follows the spec's reading: soft sensing (and so migrations) starts at
-``P_ON`` = 4000 P/E (Table 6), so lifetime = P_on + (P_max - P_on) / (erase ratio) of P_max.
-
-Traces (Table 9): the UMass Financial1 and WebSearch1 excerpts stand in for fin and websearch,
-the captured traces (pgbench, devtree) for prj/user, each under its own name; the full MSR /
-UMass traces are picked up from ``--traces`` by their usual names. Load level: see
-:mod:`nandlab.reproduce.load` (the baseline's offered die load).
+Preset ``flexlevel`` (Table 12; 6000 P/E; soft sensing from Table 6 by P/E and data age).
+Configurations (§3.6.2, :data:`CONFIGS`): the baseline (LDPC-in-SSD, every block normal);
+LevelAdjust-only (every block reduced, 40 % raw over-provisioning so that the thesis's 5 % is
+left after the 25 % loss, GC threshold 1 %, ours); AccessEval+LevelAdjust (the preset: 25 % of
+the blocks may be reduced); AccessEval with the MBF identifier (Fig. 23's baseline). Beside
+them: initial wear 3000-6000 P/E (Fig. 24c), the data's age swept (the thesis does not state
+it), and a device that GC works on (Fig. 25; lifetime = P_on + (P_max - P_on) / erase ratio,
+P_on = 4000 from Table 6). Stand-ins for Table 9 under their own names. What differs and why:
+docs/reproductions.md, FlexLevel.
 """
 
 from __future__ import annotations
@@ -37,36 +25,21 @@ from nandlab.reproduce.load import finite, load_info, ratio, report_value
 
 PAPER = "flexlevel"
 #: Configurations: label -> (scheme, overrides).
+# fmt: off
 CONFIGS: dict[str, tuple[str, dict[str, object]]] = {
-    "baseline": (
-        "baseline",
-        {
-            "regions.names": ["normal"],
-            "regions.fractions": [1.0],
-            "regions.program_modes": [0],
-            "regions.read_us": [[44.0]],
-            "regions.bits_per_cell": [2.0],
-        },
-    ),
-    "level_adjust_only": (
-        "flexlevel",
-        {
-            "scheme.params.variant": "level_adjust_only",
-            "regions.names": ["reduced"],
-            "regions.fractions": [1.0],
-            "regions.program_modes": [0],
-            "regions.read_us": [[36.0]],
-            "regions.bits_per_cell": [1.5],
-            "device.op_percent_of_logical": 40.0,
-            "ftl.gc_threshold_pct": 1.0,
-        },
-    ),
+    "baseline": ("baseline", {
+        "regions.names": ["normal"], "regions.fractions": [1.0], "regions.program_modes": [0],
+        "regions.read_us": [[44.0]], "regions.bits_per_cell": [2.0]}),
+    "level_adjust_only": ("flexlevel", {
+        "scheme.params.variant": "level_adjust_only", "regions.names": ["reduced"],
+        "regions.fractions": [1.0], "regions.program_modes": [0], "regions.read_us": [[36.0]],
+        "regions.bits_per_cell": [1.5], "device.op_percent_of_logical": 40.0,
+        "ftl.gc_threshold_pct": 1.0}),
     "access_eval": ("flexlevel", {"scheme.params.track_identification": True}),
-    "mbf": (
-        "flexlevel",
-        {"scheme.params.identifier": "mbf", "scheme.params.track_identification": True},
-    ),
+    "mbf": ("flexlevel", {"scheme.params.identifier": "mbf",
+                          "scheme.params.track_identification": True}),
 }
+# fmt: on
 LABELS = {
     "baseline": "baseline (LDPC-in-SSD)",
     "level_adjust_only": "LevelAdjust-only",
@@ -92,11 +65,8 @@ PRESET_AGE_DAYS = 4.0
 #: (LevelAdjust-only is left out: with its 5 % over-provisioning this device stalls, all
 #: free blocks taken, on the Financial1 excerpt.)
 GC_CONFIGS: tuple[str, ...] = ("baseline", "access_eval")
-GC_FILL: dict[str, object] = {
-    "precondition.fill": "fraction",
-    "precondition.fill_fraction": 0.7,
-    "precondition.age_overwrites": 1.0,
-}
+GC_FILL: dict[str, object] = {"precondition.fill": "fraction", "precondition.fill_fraction": 0.7,
+                               "precondition.age_overwrites": 1.0}  # fmt: skip
 P_ON, P_MAX = 4000.0, 6000.0
 
 #: Table 9 workloads by their usual file names.
@@ -108,14 +78,10 @@ TABLE_9: dict[str, list[str]] = {
 }  # fmt: skip
 #: Table 9 (read %, IWFR % of frequently read data).
 TABLE_9_VALUES: dict[str, tuple[float, float]] = {
-    "fin-2": (78.46, 0.0),
-    "websearch-1": (99.9, 100.0),
-    "websearch-2": (99.98, 100.0),
-    "prj-1": (72.3, 69.23),
-    "prj-2": (62.3, 59.73),
-    "user-1": (43.7, 41.5),
+    "fin-2": (78.46, 0.0), "websearch-1": (99.9, 100.0), "websearch-2": (99.98, 100.0),
+    "prj-1": (72.3, 69.23), "prj-2": (62.3, 59.73), "user-1": (43.7, 41.5),
     "user-2": (52.03, 44.0),
-}
+}  # fmt: skip
 OURS = ("Financial1 excerpt", "WebSearch1 excerpt", "pgbench_ro", "pgbench_rw", "devtree")
 QUICK = ("Financial1 excerpt", "WebSearch1 excerpt")
 DEFAULT_MAX_REQUESTS = 1_000_000

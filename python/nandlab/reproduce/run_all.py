@@ -25,6 +25,7 @@ from typing import Any
 
 import click
 
+from nandlab.reproduce.common import processes_option, progress_option, traces_option
 from nandlab.reproduce.fmt import EXIT_CHECK_FAILED, EXIT_USER_ERROR, err_console
 from nandlab.reproduce.headline import PAPERS, headline_of, markdown
 
@@ -36,14 +37,9 @@ HEADLINE_MD = "headline.md"
 @click.command("all")
 @click.pass_context
 @click.option("--quick", is_flag=True, help="Every reproduction's --quick (minutes).")
-@click.option(
-    "--traces",
-    "traces",
-    multiple=True,
-    type=click.Path(file_okay=False, exists=True, path_type=Path),
-    metavar="DIR",
-    help="Directory of traces for every reproduction (repeatable; default: the bundled samples "
-    "and the workspace's captured traces).",
+@traces_option(
+    "Directory of traces for every reproduction (repeatable; default: the "
+    "bundled samples and the workspace's captured traces)."
 )
 @click.option(
     "--out",
@@ -52,16 +48,8 @@ HEADLINE_MD = "headline.md"
     show_default=True,
     help="One subdirectory per paper, report.html and headline.json/.md.",
 )
-@click.option(
-    "--processes",
-    "-j",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Worker processes (default: one per CPU).",
-)
-@click.option(
-    "--progress/--no-progress", default=None, help="Progress of each reproduction's runs."
-)
+@processes_option()
+@progress_option()
 @click.option(
     "--only",
     metavar="PAPER[,PAPER...]",
