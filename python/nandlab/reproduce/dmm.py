@@ -56,6 +56,7 @@ from nandlab.reproduce.framework import print_table
 from nandlab.reproduce.headline import Headline as H
 from nandlab.reproduce.headline import headline_rows as fw_headline_rows
 from nandlab.reproduce.headline import print_rows
+from nandlab.reproduce.output import emit
 
 PAPER = "dmm"
 KIB = 1 << 10
@@ -377,7 +378,7 @@ def dmm(
     }
     result["figures"] = [str(f) for f in figures(result, out)]
     result["runs"] = write_runs(out, runner)
-    _write(json_target, result)
+    emit(json_target, result)
     if not quiet:
         for t in result["tables"]:
             print_table(t)
@@ -398,18 +399,6 @@ def dmm(
         raise click.exceptions.Exit(EXIT_CHECK_FAILED)
     if not found and traces:
         raise click.exceptions.Exit(EXIT_USER_ERROR)
-
-
-def _write(target: str, obj: Any) -> None:
-    text = json.dumps(obj, indent=1, default=str)
-    if target == "-":
-        click.echo(text)
-        return
-    p = Path(target)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(f".{p.name}.tmp")
-    tmp.write_text(text + "\n")
-    tmp.replace(p)
 
 
 # --------------------------------------------------------------------------- DMMbench

@@ -31,7 +31,7 @@ from nandlab.reproduce import framework as fw
 from nandlab.reproduce.common import CommonOptions, TraceChoice, known_traces, traces_json
 from nandlab.reproduce.fmt import fmt_num
 from nandlab.reproduce.headline import Headline as H
-from nandlab.reproduce.load import finite, load_info, ratio, report_value
+from nandlab.reproduce.load import finite, ratio
 
 #: Configurations: label -> (scheme, chunk bytes or None).
 CONFIGS: dict[str, tuple[str, int | None]] = {
@@ -99,28 +99,11 @@ def variants(path_a: Mapping[int, float]) -> list[fw.Variant]:
 
 def run_metrics(rep: Mapping[str, Any]) -> dict[str, Any]:
     ss = rep.get("scheme_stats") or {}
-    return {
-        "mean_us": finite(report_value(rep, "host.mean_us")),
-        "read_us": finite(report_value(rep, "host.read_mean_us")),
-        "write_us": finite(report_value(rep, "host.write_mean_us")),
-        "requests": finite(report_value(rep, "host.requests")),
-        "programs": finite(report_value(rep, "flash.programs")),
-        "erases": finite(report_value(rep, "flash.erases")),
-        **{
-            k: finite(ss.get(f))
-            for k, f in (
-                ("redundant_writes", "redundant_page_writes"),
-                ("parity_writes", "parity_page_writes"),
-                ("redundant_reads", "redundant_reads"),
-                ("cache_hits", "cache_hits"),
-                ("buffer_hits", "buffer_hits"),
-                ("flushes_idle", "flushes_idle"),
-                ("flushes_forced", "flushes_forced"),
-                ("compactions", "compactions"),
-            )
-        },
-        "load": load_info(rep),
-    }
+    own = (("redundant_writes", "redundant_page_writes"), ("parity_writes", "parity_page_writes"),
+           ("redundant_reads", "redundant_reads"), ("cache_hits", "cache_hits"),
+           ("buffer_hits", "buffer_hits"), ("flushes_idle", "flushes_idle"),
+           ("flushes_forced", "flushes_forced"), ("compactions", "compactions"))  # fmt: skip
+    return {**fw.host_metrics(rep), **{k: finite(ss.get(f)) for k, f in own}}
 
 
 def rows(res: fw.Results) -> list[dict[str, Any]]:

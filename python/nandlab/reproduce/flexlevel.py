@@ -21,7 +21,7 @@ from nandlab.reproduce import framework as fw
 from nandlab.reproduce.common import TraceChoice, known_traces
 from nandlab.reproduce.fmt import fmt_pct
 from nandlab.reproduce.headline import Headline as H
-from nandlab.reproduce.load import finite, load_info, ratio, report_value
+from nandlab.reproduce.load import finite, ratio, report_value
 
 PAPER = "flexlevel"
 #: Configurations: label -> (scheme, overrides).
@@ -142,13 +142,7 @@ def _count(v: Any) -> int | None:
 def run_metrics(rep: Mapping[str, Any]) -> dict[str, Any]:
     ss = rep.get("scheme_stats") or {}
     return {
-        "mean_us": finite(report_value(rep, "host.mean_us")),
-        "read_us": finite(report_value(rep, "host.read_mean_us")),
-        "write_us": finite(report_value(rep, "host.write_mean_us")),
-        "requests": _count(report_value(rep, "host.requests")),
-        "reads": _count(report_value(rep, "host.reads")),
-        "programs": _count(report_value(rep, "flash.programs")),
-        "erases": _count(report_value(rep, "flash.erases")),
+        **fw.host_metrics(rep, counts=_count),
         "migrations": _count(ss.get("migrations_to_reduced")),
         "false_id": finite(ss.get("false_identification_rate")),
         "frequently_read": finite(ss.get("frequently_read_lpns")),
@@ -156,7 +150,6 @@ def run_metrics(rep: Mapping[str, Any]) -> dict[str, Any]:
         "capacity_loss_percent": finite(report_value(rep, "device.capacity_loss_percent")),
         "op_effective": finite(report_value(rep, "device.op_percent_of_logical_effective")),
         "soft_levels": report_value(rep, "reliability.reads_by_soft_level"),
-        "load": load_info(rep),
     }
 
 

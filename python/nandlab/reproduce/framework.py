@@ -50,11 +50,13 @@ from nandlab.reproduce.load import (
     MAX_AUTO_STEPS,
     LoadPlan,
     auto_scale,
+    finite,
     groups,
     load_info,
     next_scale,
     offered_load,
     print_load_table,
+    report_value,
     scale_label,
 )
 from nandlab.reproduce.output import write_result
@@ -304,6 +306,25 @@ def _level_text(plan: LoadPlan, name: str) -> str:
 
 
 # --------------------------------------------------------------------------- results
+
+
+#: The numbers most reproductions take from a run's report: key -> report path.
+HOST_METRICS = {
+    "mean_us": "host.mean_us", "read_us": "host.read_mean_us", "write_us": "host.write_mean_us",
+    "requests": "host.requests", "reads": "host.reads", "programs": "flash.programs",
+    "erases": "flash.erases",
+}  # fmt: skip
+
+
+def host_metrics(
+    rep: Mapping[str, Any], *, counts: Callable[[Any], Any] = finite
+) -> dict[str, Any]:
+    """A run's response times, request, program and erase counts (:data:`HOST_METRICS`, counts
+    through ``counts``) and its load (:func:`~nandlab.reproduce.load.load_info`)."""
+    out = {k: finite(report_value(rep, p)) for k, p in HOST_METRICS.items()}
+    for k in ("requests", "reads", "programs", "erases"):
+        out[k] = counts(out[k])
+    return {**out, "load": load_info(rep)}
 
 
 @dataclass

@@ -54,6 +54,21 @@ def runs_json(df: pl.DataFrame) -> list[dict[str, Any]]:
     return out
 
 
+def emit(target: str, obj: Any) -> None:
+    """``obj`` (made JSON-safe) as indented JSON to ``target``: ``-`` is stdout, else a file
+    written atomically (a reader never sees half of it)."""
+    text = json.dumps(_clean(obj), indent=1, default=str)
+    if target == "-":
+        click.echo(text)
+        return
+    p = Path(target)
+    if p.parent != Path():
+        p.parent.mkdir(parents=True, exist_ok=True)
+    tmp = p.with_name(f".{p.name}.tmp-{os.getpid()}")
+    tmp.write_text(text + "\n", encoding="utf-8")
+    os.replace(tmp, p)
+
+
 def write_json(
     target: str | None,
     paper: str,
@@ -67,34 +82,12 @@ def write_json(
     obj: dict[str, Any] = {"paper": paper, "runs": runs_json(runs), "table": list(table)}
     obj.update(extra)
     obj = _clean(obj)
-    text = json.dumps(obj, indent=1)
-    if target == "-":
-        click.echo(text)
-    else:
-        p = Path(target)
-        if p.parent != Path():
-            p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = p.with_name(f".{p.name}.tmp-{os.getpid()}")
-        tmp.write_text(text + "\n", encoding="utf-8")
-        os.replace(tmp, p)
+    emit(target, obj)
     return obj
-
-
-# --------------------------------------------------------------------------- run results
 
 
 def write_result(target: str | None, doc: Mapping[str, Any], runs: pl.DataFrame | None) -> None:
     """Write a reproduction's result ``doc`` to ``target`` (``-``: stdout) with ``runs``, every
     run with its load and full report (:func:`runs_json`), as its last entry."""
-    if target is None:
-        return
-    obj = _clean({**doc, "runs": runs_json(runs) if runs is not None else []})
-    text = json.dumps(obj, indent=1)
-    if target == "-":
-        click.echo(text)
-        return
-    p = Path(target)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(f".{p.name}.tmp-{os.getpid()}")
-    tmp.write_text(text + "\n", encoding="utf-8")
-    os.replace(tmp, p)
+    if target is not None:
+        emit(target, {**doc, "runs": runs_json(runs) if runs is not None else []})
