@@ -495,7 +495,7 @@ def runs_table(df: pl.DataFrame, title: str) -> Any:
     """A rich table of a grid's rows: trace, label, headline numbers, error."""
     from rich.table import Table
 
-    from nandlab.reproduce.common import fmt_num
+    from nandlab.reproduce.fmt import fmt_num
 
     t = Table(title=title, title_justify="left")
     cols = [
@@ -571,13 +571,8 @@ def sweep_command(
     failed, 2 for a bad grid (before any run starts).
     """
     from nandlab.experiment import ExperimentError, GridStats
-    from nandlab.reproduce.common import (
-        EXIT_CHECK_FAILED,
-        EXIT_USER_ERROR,
-        err_console,
-        out_console,
-        write_json,
-    )
+    from nandlab.reproduce.fmt import EXIT_CHECK_FAILED, EXIT_USER_ERROR, err_console, out_console
+    from nandlab.reproduce.output import write_json
 
     try:
         g = load_grid(grid)
@@ -587,7 +582,7 @@ def sweep_command(
     out_dir = out if out is not None else Path("nandlab-out") / grid.stem
     quiet = json_out == "-"
     from nandlab._interrupt import on_interrupt
-    from nandlab.reproduce.common import plural
+    from nandlab.reproduce.fmt import plural
 
     on_interrupt(
         f"finished runs stay in {out_dir / 'runs.parquet'}; the same command resumes the sweep"

@@ -29,6 +29,7 @@ COMMANDS = [
     ["reproduce", "dmm"],
     ["reproduce", "flexlevel"],
     ["reproduce", "flexecc"],
+    ["reproduce", "all"],
     ["dpa"],
     ["dpa", "analyze"],
     ["osd"],
