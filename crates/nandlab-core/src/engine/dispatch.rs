@@ -577,21 +577,7 @@ impl Engine {
                 self.exec.stage_mut(die, k).ppn = dst;
             }
         }
-        let sense = self.os_sense.iter().copied().max().unwrap_or(0);
-        if sense > 0 {
-            self.exec.push_phase(die, Phase::Array(sense));
-        }
-        if bus_out > 0 {
-            self.exec.push_phase(die, Phase::Bus(bus_out));
-        }
-        if ctrl > 0 {
-            self.exec.push_phase(die, Phase::Ctrl(ctrl));
-        }
-        if bus_in > 0 {
-            self.exec.push_phase(die, Phase::Bus(bus_in));
-        }
-        self.exec.push_phase(die, Phase::Array(prog));
-        self.exec.start(die, n, 0, self.now);
+        self.start_program_run(die, n, [bus_out, ctrl, bus_in, prog]);
         true
     }
 
@@ -656,7 +642,6 @@ impl Engine {
             });
         }
         let xfer = self.timing.transfer_ns;
-        let copyback_decode = self.cfg.ftl.copyback_decode;
         let ppd = self.ftl.geo.planes_per_die;
         let first_plane = die * ppd;
         self.os_sense.fill(0);
@@ -694,7 +679,6 @@ impl Engine {
                 bus_out += bus;
                 ctrl += decode + encode;
                 bus_in += xfer;
-                let _ = copyback_decode;
                 prog = prog.max(self.timing.program_ns(dst_pt, dst_mode));
                 planes |= 1 << (self.ftl.plane_of_ppn(dst) - first_plane);
                 self.exec.stage_mut(die, k).ppn = dst;
@@ -745,6 +729,15 @@ impl Engine {
         if changed_any {
             self.maybe_gc(pool);
         }
+        self.start_program_run(die, n, [bus_out, ctrl, bus_in, prog]);
+        true
+    }
+
+    /// Start the staged run of `n` transactions on `die` that ends in one array program (a
+    /// one-shot word line or a super-page): the longest plane's senses (`os_sense`, moves'
+    /// sources), the moved pages out over the bus, the controller's decode/encode, the pages in
+    /// over the bus, then the program. Zero-length phases are left out.
+    fn start_program_run(&mut self, die: u32, n: usize, [bus_out, ctrl, bus_in, prog]: [u64; 4]) {
         let sense = self.os_sense.iter().copied().max().unwrap_or(0);
         if sense > 0 {
             self.exec.push_phase(die, Phase::Array(sense));
@@ -760,7 +753,6 @@ impl Engine {
         }
         self.exec.push_phase(die, Phase::Array(prog));
         self.exec.start(die, n, 0, self.now);
-        true
     }
 
     /// Die `die` finished its run `done` at `self.now`: each of its transactions completes.
