@@ -95,7 +95,7 @@ def measure(
     setup_cpu = time.process_time() - c1
     s = res.flat()
     flash_ops = sum(int(s.get(k) or 0) for k in ("flash.reads", "flash.programs", "flash.erases"))
-    wall = s.get("wall_s") or (time.perf_counter() - t0)
+    wall = s.get("timing.wall_s") or (time.perf_counter() - t0)
     requests = s.get("host.requests") or 0
     return {
         "mode": mode,
@@ -103,7 +103,7 @@ def measure(
         "wall_s": wall,
         "cpu_s": cpu,
         "outer_wall_s": time.perf_counter() - t0,
-        "host_requests_per_s": s.get("host_requests_per_s"),
+        "host_requests_per_s": s.get("timing.host_requests_per_s"),
         "host_requests_per_cpu_s": requests / cpu if cpu > 0 else None,
         "setup_cpu_s": setup_cpu,
         "replay_cpu_s": max(cpu - setup_cpu, 0.0),

@@ -16,6 +16,7 @@ def run(
     trace_path: str,
     trace_options_json: str,
     progress: Callable[[int, int], None] | None = None,
+    setup_progress: Callable[[str, int, int], None] | None = None,
 ) -> str: ...
 def cache_stream(
     config_toml: str,
@@ -37,6 +38,11 @@ def check_config(
     overrides: list[str],
     scheme: str | None = None,
 ) -> str: ...
+def check_configs(
+    config_toml: str,
+    config_path: str | None,
+    runs: list[tuple[list[str], str | None]],
+) -> list[tuple[bool, str]]: ...
 def scheme_names() -> list[str]: ...
 def config_keys() -> list[str]: ...
 def scheme_param_keys(config_toml: str, scheme: str) -> list[str]: ...

@@ -11,6 +11,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from rich.console import Console
 from rich.progress import (
@@ -76,23 +77,48 @@ class LineProgress:
         self.console.print(self.line(done, total, extra), markup=False, highlight=False)
 
 
+class RunProgress:
+    """The callbacks of one run: ``self(done, total)`` for the replay (host requests) and
+    ``self.setup(stage, done, total)`` for the set-up before it (``"prepass"``: requests read;
+    ``"precondition"``: page writes of at most ``total``)."""
+
+    def __init__(self, update: Callable[[str, int, int], None]) -> None:
+        self._update = update
+
+    def __call__(self, done: int, total: int) -> None:
+        self._update("replay", done, total)
+
+    def setup(self, stage: str, done: int, total: int) -> None:
+        self._update(stage, done, total)
+
+
+_STAGE_TEXT = {
+    "prepass": ("reading the trace (sizing pass)", "requests"),
+    "precondition": ("preconditioning (untimed)", "page writes"),
+}
+
+
 @contextmanager
-def progress_bar(
-    description: str, console: Console | None = None
-) -> Iterator[Callable[[int, int], None]]:
-    """Yield a ``(done, total)`` callback: a transient progress bar on a terminal, else
-    :class:`LineProgress` lines."""
+def progress_bar(description: str, console: Console | None = None) -> Iterator[RunProgress]:
+    """Yield the callbacks of a run (:class:`RunProgress`): a transient progress bar on a
+    terminal, else :class:`LineProgress` lines; the set-up stages get their own line or bar."""
     console = console or Console(stderr=True)
     if not console.is_terminal:
-        lp = LineProgress(console, description, "requests")
-        state = [0, 0]
+        lines: dict[str, LineProgress] = {}
+        state: dict[str, tuple[int, int]] = {}
 
-        def line(done: int, total: int) -> None:
-            state[:] = [done, total]
-            lp.update(done, total)
+        def line(stage: str, done: int, total: int) -> None:
+            if stage not in lines:
+                for st, lp in lines.items():  # a stage ends when the next starts
+                    lp.update(*state[st], force=True)
+                what, unit = _STAGE_TEXT.get(stage, (description, "requests"))
+                lines[stage] = LineProgress(console, what, unit)
+            state[stage] = (done, total)
+            lines[stage].update(done, total)
 
-        yield line
-        lp.update(state[0], state[1], force=True)
+        yield RunProgress(line)
+        for st, lp in lines.items():
+            lp.update(*state[st], force=True)
         return
     with Progress(
         SpinnerColumn(),
@@ -100,15 +126,18 @@ def progress_bar(
         BarColumn(),
         TaskProgressColumn(),
         MofNCompleteColumn(),
-        TextColumn("req"),
+        TextColumn("{task.fields[unit]}"),
         TimeElapsedColumn(),
         TimeRemainingColumn(),
         console=console,
         transient=True,
     ) as prog:
-        task = prog.add_task(description, total=None)
+        tasks: dict[str, Any] = {}
 
-        def update(done: int, total: int) -> None:
-            prog.update(task, completed=done, total=total if total > 0 else None)
+        def update(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                what, unit = _STAGE_TEXT.get(stage, (description, "req"))
+                tasks[stage] = prog.add_task(what, total=None, unit=unit)
+            prog.update(tasks[stage], completed=done, total=total if total > 0 else None)
 
-        yield update
+        yield RunProgress(update)

@@ -38,6 +38,7 @@ def simulate(
     overrides: Mapping[str, object] | list[str] | None = None,
     trace_format: str | None = None,
     device: int | None = None,
+    allow_unterminated: bool = False,
     progress: bool | ProgressCallback = False,
 ) -> RunResult:
     """Replay ``trace`` on the SSD described by ``config`` and return the result.
@@ -49,6 +50,11 @@ def simulate(
     is not a terminal); a callable gets ``(done, total)`` host
     requests (``total`` is 0 when unknown) at most every 100 ms. An exception raised by the
     callback, or Ctrl-C, abandons the run and is re-raised.
+
+    The trace is read strictly (docs/traces.md): a last line without a line ending whose last
+    field is a number that may have been cut short is an error unless
+    ``allow_unterminated=True``; either way such a line is counted in
+    ``report["trace"]["counters"]["unterminated_last_line"]``.
 
     Raises :class:`nandlab.ConfigError`, :class:`nandlab.TraceError` or
     :class:`nandlab.SimError`; ``FileNotFoundError`` for a missing trace.
@@ -63,14 +69,14 @@ def simulate(
         format_overrides(overrides),
         scheme,
         str(trace_path),
-        trace_options_json(trace_format, device),
+        trace_options_json(trace_format, device, allow_unterminated=allow_unterminated or None),
     )
     if progress is True:
         from nandlab._console import make_console
         from nandlab._progress import progress_bar
 
         with progress_bar(f"replaying {trace_path.name}", make_console(stderr=True)) as cb:
-            out = _core.run(*args, cb)
+            out = _core.run(*args, cb, cb.setup)
     elif callable(progress):
         out = _core.run(*args, progress)
     else:

@@ -57,6 +57,13 @@ _STATS_FIRST = (
 #: The declared unit of every `trace stats` field: values are formatted by it (a fraction as a
 #: percentage, bytes in binary units), never by what the key's name happens to contain.
 #: A field the core adds must be declared here (test_trace_stats checks every key).
+#: The keys of `counters.non_request_by_action` (blkparse's actions and its own text lines;
+#: the core's `trace::BLK_ACTIONS`).
+BLKPARSE_ACTIONS = (
+    "A", "B", "C", "D", "F", "G", "I", "M", "P", "Q", "R", "S", "U", "UT", "X", "m", "ZP", "ZU",
+    "text",
+)  # fmt: skip
+
 TRACE_STATS_UNITS: dict[str, str] = {
     "file": "text",
     "format": "text",
@@ -96,6 +103,8 @@ TRACE_STATS_UNITS: dict[str, str] = {
     "counters.requests_reordered": "count",
     "counters.requests_clamped": "count",
     "counters.dropped_device_filter": "count",
+    "counters.unterminated_last_line": "count",
+    **{f"counters.non_request_by_action.{a}": "count" for a in BLKPARSE_ACTIONS},
     "devices": "table",
 }
 
@@ -272,6 +281,26 @@ _device_opt = click.option(
     default=None,
     help="Keep only this device/ASU of a multi-device trace (default: merge all).",
 )
+_unterminated_opt = click.option(
+    "--allow-unterminated",
+    is_flag=True,
+    help="Read a last line without a line ending as written even when its last field is a "
+    "number that may have been cut short with the file (default: an error).",
+)
+
+
+def warn_unterminated(trace: Path, counters: dict[str, Any]) -> None:
+    """One line on stderr when the trace's last line had no line ending (the reader counted
+    it in ``unterminated_last_line``): the file may have been cut short."""
+    if counters.get("unterminated_last_line"):
+        click.secho(
+            f"warning: {trace}: the last line (line {counters.get('lines_read', '?')}) has no "
+            "line ending: the file may have been cut short; it was read as written "
+            "(trace.counters.unterminated_last_line = 1)",
+            fg="yellow",
+            err=True,
+        )
+
 
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGTP]i?B?|B)?\s*$", re.IGNORECASE)
 _SIZE_MULT = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50}
@@ -424,11 +453,6 @@ def summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
         vals = [_first(report, _latency_candidates("response", cls, st)) for st in stats]
         if isinstance(section, dict) or any(v is not None for v in vals):
             text = " / ".join(_fmt(v) for v in vals)
-            clamped = section.get("clamped") if isinstance(section, dict) else None
-            if isinstance(clamped, int) and clamped > 0:
-                # The histogram stops at 1 hour: percentiles above it read 1 hour (mean and
-                # max are exact).
-                text += f" ({_fmt(clamped)} over 1 h: percentiles capped at 1 h)"
             add(f"response {label} µs ({'/'.join(stats)})", text)
     wait = _first(report, _latency_candidates("wait", "", "mean"))
     service = _first(report, _latency_candidates("service", "", "mean"))
@@ -447,8 +471,8 @@ def summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
             " / ".join(_fmt(ec.get(k)) for k in ("min", "mean", "max")),
         )
     add("simulated span s", _simulated_span_s(report))
-    add("wall time s", lookup(report, "wall_s"))
-    add("host requests/s (wall)", lookup(report, "host_requests_per_s"))
+    add("wall time s", lookup(report, "timing.wall_s"))
+    add("host requests/s (wall)", lookup(report, "timing.host_requests_per_s"))
     return rows
 
 
@@ -464,9 +488,16 @@ def print_summary(res: RunResult, console: Console = _out) -> None:
     for label, value in summary_rows(res.report):
         t.add_row(label, value)
     console.print(t)
-    note = saturation_note(res.report)
-    if note:
-        console.print(note, style="yellow")
+    for note in (address_map_note(res.report), saturation_note(res.report)):
+        if note:
+            console.print(note, style="yellow")
+
+
+def address_map_note(report: dict[str, Any]) -> str | None:
+    """The compact address map's note (issue 28), when the run used it."""
+    am = (report.get("device") or {}).get("address_map") or {}
+    note = am.get("note") if am.get("mode") == "compact" else None
+    return f"note: {note}" if isinstance(note, str) else None
 
 
 def saturation_note(report: dict[str, Any]) -> str | None:
@@ -519,6 +550,7 @@ def cli() -> None:
 )
 @_format_opt
 @_device_opt
+@_unterminated_opt
 @click.option("--scheme", "-s", default=None, help="Scheme name (overrides scheme.name).")
 @click.option(
     "--set",
@@ -528,7 +560,12 @@ def cli() -> None:
     help="Override a config key (dotted path, TOML value); repeatable.",
 )
 @_json_opt
-@click.option("--quiet", "-q", is_flag=True, help="No progress bar and no summary table.")
+@click.option(
+    "--quiet",
+    "-q",
+    is_flag=True,
+    help="No progress bar and no summary table (notes qualifying the numbers still go to stderr).",
+)
 @click.option(
     "--progress/--no-progress",
     default=None,
@@ -540,6 +577,7 @@ def run(
     trace: Path | None,
     trace_format: str | None,
     device: int | None,
+    allow_unterminated: bool,
     scheme: str | None,
     sets: tuple[str, ...],
     json_out: str | None,
@@ -562,11 +600,17 @@ def run(
         overrides=overrides,
         trace_format=trace_format,
         device=device,
+        allow_unterminated=allow_unterminated,
         progress=show_progress,
     )
+    warn_unterminated(trace_path, res.report.get("trace", {}).get("counters", {}))
     _write_json(json_out, res.report)
     if not quiet and json_out != "-":
         print_summary(res)
+    else:  # no summary: the notes that qualify the numbers still reach the user, on stderr
+        for note in (address_map_note(res.report), saturation_note(res.report)):
+            if note:
+                _err.print(note, style="yellow")
 
 
 @cli.group(cls=_Group)
@@ -578,6 +622,7 @@ def trace() -> None:
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @_format_opt
 @_device_opt
+@_unterminated_opt
 @click.option(
     "--page-size-bytes",
     type=ByteSize(),
@@ -590,16 +635,15 @@ def trace_stats(
     file: Path,
     trace_format: str | None,
     device: int | None,
+    allow_unterminated: bool,
     page_size_bytes: int,
     json_out: str | None,
 ) -> None:
     """Workload characteristics (Xia & Xiao Table II) and page overlap ratios."""
     _require_file(file, "trace file")
-    stats = json.loads(
-        _interruptible(
-            _core.trace_stats, str(file), trace_options_json(trace_format, device), page_size_bytes
-        )
-    )
+    opts = trace_options_json(trace_format, device, allow_unterminated=allow_unterminated or None)
+    stats = json.loads(_interruptible(_core.trace_stats, str(file), opts, page_size_bytes))
+    warn_unterminated(file, stats.get("counters", {}))
     _write_json(json_out, stats)
     if json_out == "-":
         return
@@ -649,12 +693,14 @@ def print_devices(devices: list[dict[str, Any]], file: Path) -> None:
 @click.argument("output", type=click.Path(dir_okay=False, path_type=Path))
 @_format_opt
 @_device_opt
+@_unterminated_opt
 @_json_opt
 def trace_convert(
     input: Path,
     output: Path,
     trace_format: str | None,
     device: int | None,
+    allow_unterminated: bool,
     json_out: str | None,
 ) -> None:
     """Convert a trace to nandlab's canonical CSV (gzip if OUTPUT ends in .gz)."""
@@ -662,7 +708,7 @@ def trace_convert(
     n = _interruptible(
         _core.trace_convert,
         str(input),
-        trace_options_json(trace_format, device),
+        trace_options_json(trace_format, device, allow_unterminated=allow_unterminated or None),
         str(output),
         partial=output,
     )
@@ -702,7 +748,7 @@ def _parse_sizes_kib(ctx: click.Context, param: click.Parameter, value: str) -> 
 @click.option(
     "--iops", type=click.FloatRange(min=0.0, min_open=True), default=2000.0, show_default=True
 )
-@click.option("--seed", type=int, default=42, show_default=True)
+@click.option("--seed", type=click.IntRange(0, 2**64 - 1), default=42, show_default=True)
 @click.option("--align-bytes", type=ByteSize(), default=4096, show_default=True)
 @click.option(
     "--zipf",
@@ -1323,6 +1369,11 @@ cli.add_command(_dpa_cli)
 from nandlab.osd.cli import osd as _osd_cli  # noqa: E402
 
 cli.add_command(_osd_cli)
+
+# `nandlab characterize` (issue 29: the drive's datasheet from synthetic workloads)
+from nandlab.characterize import characterize_command as _characterize  # noqa: E402
+
+cli.add_command(_characterize)
 
 
 def main(argv: list[str] | None = None) -> None:

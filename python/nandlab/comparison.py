@@ -186,7 +186,7 @@ def compare(
 
 
 def _cell(v: Any, ratio: Any, first: bool) -> str:
-    from nandlab.reproduce.common import fmt_num
+    from nandlab.reproduce.fmt import fmt_num
 
     s = fmt_num(v)
     if not first and ratio is not None:
@@ -274,12 +274,7 @@ def compare_command(
 
     from nandlab._interrupt import on_interrupt
     from nandlab.experiment import ExperimentError, RunOutputs
-    from nandlab.reproduce.common import (
-        EXIT_CHECK_FAILED,
-        EXIT_USER_ERROR,
-        err_console,
-        out_console,
-    )
+    from nandlab.reproduce.fmt import EXIT_CHECK_FAILED, EXIT_USER_ERROR, err_console, out_console
 
     on_interrupt(f"finished runs stay in {out / 'runs.parquet'}; the same command resumes")
     names = [s.strip() for s in schemes.split(",") if s.strip()]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import stat
 import sys
 from collections.abc import Mapping
 from importlib import resources
@@ -47,16 +48,40 @@ def _looks_like_path(spec: str) -> bool:
     return spec.endswith(".toml") or "/" in spec or "\\" in spec or spec.startswith(".")
 
 
+def _not_a_file(path: Path) -> str | None:
+    """Why ``path`` is not a readable config file (a directory, a symlink loop, a dangling
+    symlink, missing), or ``None`` when it is a file."""
+    try:
+        st = path.stat()
+    except RuntimeError:  # Python < 3.13 raises this for a symlink loop
+        return "a symlink loop"
+    except OSError as e:
+        if e.errno == 40:  # ELOOP
+            return "a symlink loop"
+        if path.is_symlink():
+            return "a symlink to a missing file"
+        return "not found"
+    if stat.S_ISDIR(st.st_mode):
+        return "a directory, not a file (give a .toml file or a preset name)"
+    if not stat.S_ISREG(st.st_mode):
+        return "not a regular file"
+    return None
+
+
 def resolve_config(spec: str | Path) -> Path:
     """Path of the config named by ``spec``: an existing file, or a preset name."""
     if isinstance(spec, Path) or _looks_like_path(spec):
         path = Path(spec)
-        if not path.is_file():
-            raise ConfigError(f"config file not found: {path}")
+        why = _not_a_file(path)
+        if why is not None:
+            raise ConfigError(f"config file {path}: {why}")
         return path
     path = Path(spec)
-    if path.is_file():
+    why = _not_a_file(path)
+    if why is None:
         return path
+    if path.exists() or path.is_symlink():
+        raise ConfigError(f"config {path}: {why}")
     preset = presets_dir() / f"{spec}.toml"
     if preset.is_file():
         return preset

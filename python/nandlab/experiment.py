@@ -61,6 +61,7 @@ HEADLINE_FLOAT: tuple[str, ...] = (
     "host.read_p99_us",
     "host.write_p99_us",
     "write_amplification",
+    # the runner's wall time of the run (the report's own is `timing.wall_s`)
     "wall_s",
 )
 HEADLINE_INT: tuple[str, ...] = (
@@ -125,7 +126,8 @@ class RunSpec:
     label: str = ""
 
     def __post_init__(self) -> None:
-        self.trace = Path(self.trace)
+        if not isinstance(self.trace, Path):
+            self.trace = Path(self.trace)
         if not self.label:
             self.label = self.scheme
 
@@ -308,8 +310,7 @@ def _execute(payload: dict[str, Any]) -> dict[str, Any]:
     for col in (*HEADLINE_FLOAT, *HEADLINE_INT):
         v = lookup(res.report, col)
         row[col] = v if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-    if row.get("wall_s") is None:
-        row["wall_s"] = time.perf_counter() - t0
+    row["wall_s"] = time.perf_counter() - t0
     row["finished_at"] = _now_iso()
     return row
 
@@ -373,8 +374,9 @@ def load_runs(out_dir: str | Path) -> pl.DataFrame:
         try:
             df = pl.read_parquet(path)
         except Exception as e:
+            why = " ".join(str(e).split())  # one line, whatever the reader's message
             raise ExperimentError(
-                f"{path}: cannot read results ({e}); move it away to start over"
+                f"{path}: cannot read results ({why}); move it away to start over"
             ) from None
         missing = [c for c in _schema() if c not in df.columns]
         if missing:

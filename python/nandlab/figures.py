@@ -56,6 +56,38 @@ def save(fig: Any, out_base: str | Path) -> list[Path]:
     return paths
 
 
+#: Beside the figures of a directory: each figure's digest of what it was drawn from.
+CACHE_FILE = ".figures.json"
+
+
+def cached(out_base: str | Path, material: Any, build: Any) -> list[Path]:
+    """Draw ``build()`` and save it as ``out_base``.png/.svg, unless both files exist and were
+    drawn from the same ``material`` (data and options) by this module's code: a reproduction
+    run again with nothing new redraws nothing (matplotlib's rendering is most of its time)."""
+    import hashlib
+    import json
+    import os
+
+    base = Path(out_base)
+    paths = [base.with_name(base.name + ext) for ext in (".png", ".svg")]
+    h = hashlib.sha256(Path(__file__).read_bytes())
+    h.update(json.dumps(material, sort_keys=True, default=repr).encode())
+    key = h.hexdigest()
+    index = base.parent / CACHE_FILE
+    try:
+        known = json.loads(index.read_text(encoding="utf-8")) if index.is_file() else {}
+    except (OSError, ValueError):
+        known = {}
+    if known.get(base.name) == key and all(p.is_file() for p in paths):
+        return paths
+    out = save(build(), base)
+    known[base.name] = key
+    tmp = index.with_name(f"{index.name}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(known, indent=0, sort_keys=True), encoding="utf-8")
+    tmp.replace(index)
+    return out
+
+
 def _finite(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
@@ -194,18 +226,13 @@ def grouped_bars(
     :mod:`nandlab.reproduce.load`). Missing values leave a gap; near-zero bars carry their
     value.
     """
-    fig = grouped_bars_figure(
-        panels,
-        schemes,
-        reference=reference,
-        scheme_labels=scheme_labels,
-        ylabel=ylabel,
-        title=title,
-        average=average,
-        overloaded=overloaded,
-        reference_unit=reference_unit,
-    )
-    return save(fig, out_base)
+    kw = dict(reference=reference, scheme_labels=scheme_labels, ylabel=ylabel, title=title,
+              average=average, overloaded=sorted(overloaded),
+              reference_unit=reference_unit)  # fmt: skip
+    return cached(
+        out_base, ("grouped_bars", panels, schemes, kw),
+        lambda: grouped_bars_figure(panels, schemes, **kw),
+    )  # fmt: skip
 
 
 def grouped_bars_figure(
@@ -309,15 +336,11 @@ def stacked_bars(
     title: str = "",
 ) -> list[Path]:
     """One stacked bar per trace of ``categories`` (as fractions of the bar's total)."""
-    fig = stacked_bars_figure(
-        data,
-        categories,
-        category_labels=category_labels,
-        fractions=fractions,
-        ylabel=ylabel,
-        title=title,
-    )
-    return save(fig, out_base)
+    kw = dict(category_labels=category_labels, fractions=fractions, ylabel=ylabel, title=title)
+    return cached(
+        out_base, ("stacked_bars", data, categories, kw),
+        lambda: stacked_bars_figure(data, categories, **kw),
+    )  # fmt: skip
 
 
 def stacked_bars_figure(
@@ -382,8 +405,10 @@ def sweep_lines(
     ``mark_x`` draws a dotted vertical line at the chosen default (e.g. m = -1). Integer
     parameters get integer ticks; a flat line is shown flat (:func:`tidy_axis`).
     """
-    fig = sweep_lines_figure(panels, xlabel=xlabel, ylabel=ylabel, title=title, mark_x=mark_x)
-    return save(fig, out_base)
+    kw = dict(xlabel=xlabel, ylabel=ylabel, title=title, mark_x=mark_x)
+    return cached(
+        out_base, ("sweep_lines", panels, kw), lambda: sweep_lines_figure(panels, **kw)
+    )  # fmt: skip
 
 
 def sweep_lines_figure(

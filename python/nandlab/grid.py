@@ -341,49 +341,53 @@ def load_grid(grid: str | Path | Mapping[str, Any], base_dir: str | Path | None 
     zip_rows = [{k: v[i] for k, v in zips.items()} for i in range(n_zip)]
     varying = [k for k, v in sets.items() if len(v) > 1] + [k for k, v in zips.items() if n_zip > 1]
 
-    # every run's settings, checked by the core once per (config, scheme, settings)
-    specs: list[RunSpec] = []
-    checked: dict[tuple[int, str | None, str], str] = {}
-    for (tname, tpath), (ci, (clabel, cspec, ctext, cpath)) in itertools.product(
-        traces, enumerate(cfgs)
-    ):
-        for scheme, combo, zrow, seed in itertools.product(schemes, set_combos, zip_rows, seeds):
-            ov: dict[str, Any] = {**combo, **zrow}
-            if seed is not None:
-                ov["seed"] = seed
-            ck = (ci, scheme, json.dumps(ov, sort_keys=True, default=str))
-            if ck not in checked:
-                from nandlab.config import format_overrides
+    # every run's settings, checked by the core once per (config, scheme, settings): one call
+    # per config, which parses the config's text once (a 65,536-run grid in seconds)
+    from nandlab.config import format_overrides
 
-                try:
-                    checked[ck] = _core.check_config(
-                        ctext,
-                        str(cpath) if cpath is not None else None,
-                        format_overrides(ov),
-                        scheme,
-                    )
-                except Exception as e:
-                    what = ", ".join(
-                        [f"config {clabel}", f"scheme {scheme or '(config)'}"]
-                        + [f"{k}={_fmt_value(v)}" for k, v in ov.items()]
-                    )
-                    raise GridError(f"{src}: run ({what}): {' '.join(str(e).split())}") from None
-            sname = checked[ck]
-            parts = [clabel] if len(cfgs) > 1 else []
-            parts.append(sname)
-            parts += [f"{k}={_fmt_value(ov[k])}" for k in varying]
-            if seed is not None and len(seeds) > 1:
-                parts.append(f"seed={seed}")
-            specs.append(
-                RunSpec(
-                    trace=tpath,
-                    trace_name=tname,
-                    scheme=sname,
-                    config=cspec,
-                    overrides=ov,
-                    label=" ".join(parts),
+    def settings(combo: dict[str, Any], zrow: dict[str, Any], seed: int | None) -> dict[str, Any]:
+        ov: dict[str, Any] = {**combo, **zrow}
+        if seed is not None:
+            ov["seed"] = seed
+        return ov
+
+    cases = list(itertools.product(schemes, set_combos, zip_rows, seeds))
+    names: list[list[str]] = []
+    for clabel, _cspec, ctext, cpath in cfgs:
+        batch = [(format_overrides(settings(c, z, sd)), sc) for sc, c, z, sd in cases]
+        try:
+            results = _core.check_configs(ctext, str(cpath) if cpath is not None else None, batch)
+        except Exception as e:
+            raise GridError(f"{src}: config {clabel}: {' '.join(str(e).split())}") from None
+        for (sc, c, z, sd), (ok, msg) in zip(cases, results):
+            if not ok:
+                ov = settings(c, z, sd)
+                what = ", ".join(
+                    [f"config {clabel}", f"scheme {sc or '(config)'}"]
+                    + [f"{k}={_fmt_value(v)}" for k, v in ov.items()]
                 )
-            )
+                raise GridError(f"{src}: run ({what}): {' '.join(msg.split())}")
+        names.append([msg for _, msg in results])
+    specs: list[RunSpec] = []
+    for tname, tpath in traces:
+        for ci, (clabel, cspec, _ctext, _cpath) in enumerate(cfgs):
+            for (_sc, combo, zrow, seed), sname in zip(cases, names[ci]):
+                ov = settings(combo, zrow, seed)
+                parts = [clabel] if len(cfgs) > 1 else []
+                parts.append(sname)
+                parts += [f"{k}={_fmt_value(ov[k])}" for k in varying]
+                if seed is not None and len(seeds) > 1:
+                    parts.append(f"seed={seed}")
+                specs.append(
+                    RunSpec(
+                        trace=tpath,
+                        trace_name=tname,
+                        scheme=sname,
+                        config=cspec,
+                        overrides=ov,
+                        label=" ".join(parts),
+                    )
+                )
     if len(seeds) > 1:
         varying.append("seed")
     axes: dict[str, list[Any]] = {
@@ -491,7 +495,7 @@ def runs_table(df: pl.DataFrame, title: str) -> Any:
     """A rich table of a grid's rows: trace, label, headline numbers, error."""
     from rich.table import Table
 
-    from nandlab.reproduce.common import fmt_num
+    from nandlab.reproduce.fmt import fmt_num
 
     t = Table(title=title, title_justify="left")
     cols = [
@@ -567,13 +571,8 @@ def sweep_command(
     failed, 2 for a bad grid (before any run starts).
     """
     from nandlab.experiment import ExperimentError, GridStats
-    from nandlab.reproduce.common import (
-        EXIT_CHECK_FAILED,
-        EXIT_USER_ERROR,
-        err_console,
-        out_console,
-        write_json,
-    )
+    from nandlab.reproduce.fmt import EXIT_CHECK_FAILED, EXIT_USER_ERROR, err_console, out_console
+    from nandlab.reproduce.output import write_json
 
     try:
         g = load_grid(grid)
@@ -583,7 +582,7 @@ def sweep_command(
     out_dir = out if out is not None else Path("nandlab-out") / grid.stem
     quiet = json_out == "-"
     from nandlab._interrupt import on_interrupt
-    from nandlab.reproduce.common import plural
+    from nandlab.reproduce.fmt import plural
 
     on_interrupt(
         f"finished runs stay in {out_dir / 'runs.parquet'}; the same command resumes the sweep"

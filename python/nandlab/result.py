@@ -26,8 +26,8 @@ STABLE_KEYS: tuple[str, ...] = (
     "gc.invocations",
     "gc.pages_moved",
     "write_amplification",
-    "wall_s",
-    "host_requests_per_s",
+    "timing.wall_s",
+    "timing.host_requests_per_s",
 )
 
 #: Markers of latency-percentile keys (``p50``, ``p90``, ``p99``, ``p99.9``/``p999``, ``max``).
@@ -131,7 +131,7 @@ class RunResult:
             f"requests={s.get('host.requests')}",
             f"mean_us={_fmt(s.get('host.mean_us'))}",
             f"WA={_fmt(s.get('write_amplification'))}",
-            f"wall_s={_fmt(s.get('wall_s'))}",
+            f"wall_s={_fmt(s.get('timing.wall_s'))}",
         ]
         where = f" trace={self.trace.name}" if self.trace is not None else ""
         return f"<RunResult{where} {' '.join(parts)}>"

@@ -29,12 +29,14 @@ COMMANDS = [
     ["reproduce", "dmm"],
     ["reproduce", "flexlevel"],
     ["reproduce", "flexecc"],
+    ["reproduce", "all"],
     ["dpa"],
     ["dpa", "analyze"],
     ["osd"],
     ["osd", "run"],
     ["osd", "crash-test"],
     ["osd", "stats"],
+    ["characterize"],
 ]
 
 

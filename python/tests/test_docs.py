@@ -10,6 +10,7 @@ A failure names the missing key, so whoever adds a config or report key adds its
 from __future__ import annotations
 
 import re
+import tempfile
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -155,6 +156,7 @@ def _real_reports() -> tuple[dict[str, Any], ...]:
                 **cut,
                 "reliability.model": "vth",
                 "refresh.period_s": 3600.0,
+                "ftl.allocation": "static",  # refresh relocates within a plane
                 "stats.latency_cdf": True,
             },
         ),
@@ -183,8 +185,23 @@ def _real_reports() -> tuple[dict[str, Any], ...]:
                 "faults.mode": "every_nth_bit",
             },
         ),
+        # the trace reader's counters of issue 28, reported only when not 0
+        nandlab.simulate("default", _blkparse_without_final_line_ending(), overrides=cut),
+        # the compact address map of issue 28 (its `device.address_map` block)
+        nandlab.simulate("default", overrides={**cut, "device.address_map": "compact"}),
     ]
     return tuple(r.report for r in runs)
+
+
+def _blkparse_without_final_line_ending() -> Path:
+    """The blkparse test sample (per-action skips) without its last line ending."""
+    src = ROOT / "crates/nandlab-core/tests/data/trace/blkparse_sample.txt"
+    out = Path(_TMP.name) / "blkparse_unterminated.txt"
+    out.write_text(src.read_text(encoding="utf-8").rstrip("\n"), encoding="utf-8")
+    return out
+
+
+_TMP = tempfile.TemporaryDirectory()
 
 
 def _doc_rows() -> list[tuple[str, str]]:

@@ -110,3 +110,50 @@ def test_exception_hierarchy() -> None:
     assert issubclass(nandlab.ConfigError, ValueError)
     assert issubclass(nandlab.SimError, RuntimeError)
     assert nandlab.TraceError is _core.TraceError
+
+
+# --- issue 28: the smaller items -----------------------------------------------------------
+
+
+def test_report_of_a_damaged_runs_parquet_is_one_line(tmp_path: Path) -> None:
+    out = tmp_path / "sweep"
+    out.mkdir()
+    (out / "runs.parquet").write_bytes(b"PAR1\x00\x01truncated")
+    line = _one_error_line(run_cli("report", out))
+    assert "runs.parquet" in line and "move it away" in line
+
+
+@pytest.mark.parametrize("kind", ["directory", "loop"])
+def test_a_config_that_is_not_a_file_says_what_it_is(
+    tmp_path: Path, small_trace: Path, kind: str
+) -> None:
+    p = tmp_path / "cfg.toml"
+    if kind == "directory":
+        p.mkdir()
+    else:
+        p.symlink_to(tmp_path / "cfg2.toml")
+        (tmp_path / "cfg2.toml").symlink_to(p)
+    line = _one_error_line(run_cli("run", "-c", p, "--trace", small_trace))
+    assert str(p) in line
+    assert ("a directory" if kind == "directory" else "a symlink loop") in line
+    assert "not found" not in line
+
+
+def test_setup_progress_is_shown_in_a_ci_log(tmp_path: Path) -> None:
+    """`--progress` without a terminal prints lines for the set-up stages too (issue 28: a
+    preconditioning of seconds showed nothing)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "NANDLAB_PROGRESS_INTERVAL_S": "0.01"}
+    p = subprocess.run(
+        [sys.executable, "-m", "nandlab", "run", "--progress", "--json", str(tmp_path / "r.json")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    assert p.returncode == 0, p.stderr
+    assert "preconditioning (untimed)" in p.stderr, p.stderr
+    assert "page writes" in p.stderr

@@ -196,3 +196,40 @@ def test_crash_test_cli_on_a_trace(tiny: Path) -> None:
     rep = json.loads(res.stdout)
     assert rep["cuts"] == 10 and rep["failures"] == 0
     assert rep["objfs"]["preconditioned_objects"] == 1
+
+
+@pytest.mark.parametrize(
+    "cmd",
+    [["osd", "run", "--trace"], ["osd", "crash-test", "--cuts", "5", "--trace"], ["osd", "stats"]],
+)
+def test_an_empty_trace_is_an_error_as_for_a_block_device(tmp_path: Path, cmd: list[str]) -> None:
+    """Issue 28: an empty file-level trace exited 0 with 0 commands (crash-test: 0 lost of 0
+    cuts, a test that tested nothing); a block trace's 'no requests' error applies."""
+    p = tmp_path / "empty_fs.jsonl"
+    p.write_text("\n\n")
+    res = run_cli(*cmd, p)
+    assert res.returncode == 2, (res.stdout, res.stderr)
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "no requests" in lines[0] and "empty_fs.jsonl" in lines[0], lines
+
+
+@pytest.mark.parametrize("seed", ["-5", str(2**64)])
+def test_crash_test_seed_out_of_range_is_a_usage_error(seed: str) -> None:
+    """Issue 28: `--seed -5` ended in an OverflowError traceback."""
+    res = run_cli("osd", "crash-test", "--cuts", "1", "--seed", seed)
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+    assert "--seed" in res.stderr and "0<=x<=18446744073709551615" in res.stderr, res.stderr
+
+
+@pytest.mark.parametrize("offset", [1 << 50, 1 << 62])
+def test_a_write_far_beyond_any_object_is_one_line_error(tmp_path: Path, offset: int) -> None:
+    """Issue 28: a write at offset 2^50 or 2^62 must be a one-line error, not an abort."""
+    p = tmp_path / "far_fs.jsonl"
+    p.write_text(
+        '{"t_ns":0,"op":"create","path":"a","offset":null,"size":null}\n'
+        f'{{"t_ns":1000,"op":"write","path":"a","offset":{offset},"size":4096}}\n'
+    )
+    res = run_cli("osd", "run", "--trace", p, "-q")
+    assert res.returncode == 2, (res.stdout, res.stderr)
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and f"offset {offset}" in lines[0], lines

@@ -71,7 +71,7 @@ def test_sweep_report(sweep_dir: Path, runner) -> None:
 
 
 def test_compare_and_reproduce_reports(tmp_path: Path) -> None:
-    from nandlab.reproduce.common import write_json
+    from nandlab.reproduce.common import write_result
 
     # compare (twice in the same directory: the report shows the last one's runs)
     out = tmp_path / "cmp"
@@ -90,14 +90,27 @@ def test_compare_and_reproduce_reports(tmp_path: Path) -> None:
     rep = tmp_path / "repro"
     spec = RunSpec(nandlab.default_trace(), "pg", "baseline", "default", {"host.max_requests": 800})
     df = run_grid([spec], rep, processes=1, progress=False)
-    write_json(
-        str(rep / "result.json"),
-        "xia-diffecc",
-        df,
-        [{"trace": "pg", "scheme": "baseline", "mean": 1.0}],
-        headline=[{"metric": "write response vs normal", "paper": "-30 %", "ours": -0.25}],
-        check={"passed": True, "message": "diffecc_wa below baseline"},
+    from nandlab.reproduce.headline import Headline, headline_rows
+
+    head = headline_rows(
+        [Headline("write response vs normal", "Fig. 8(a)", -30, "ratio", deciders=())],
+        [{"trace": "pg", "ratio": 0.75}],
+        lambda t, n: None,
+        {"auto": ["pg"]},
     )
+    write_result(
+        str(rep / "result.json"),
+        {
+            "paper": "xia-diffecc",
+            "title": "Xia & Xiao",
+            "checks": [{"name": "diffecc_wa below baseline", "passed": True, "detail": "x",
+                        "kind": "sanity"}],
+            "headline": head,
+            "tables": [{"title": "Response", "columns": ["trace", "mean"], "rows": [["pg", "1"]]}],
+            "table": [{"trace": "pg", "scheme": "baseline", "mean": 1.0}],
+        },
+        df,
+    )  # fmt: skip
     from nandlab.figures import _figure, save
 
     fig = _figure(3, 2)
@@ -106,8 +119,8 @@ def test_compare_and_reproduce_reports(tmp_path: Path) -> None:
     r = build_report(rep, tmp_path / "elsewhere" / "r.html")
     text = r.html.read_text()
     assert r.kind == "reproduce"
-    assert "Paper: xia-diffecc" in text and "write response vs normal" in text
-    assert "check: diffecc_wa below baseline" in text
+    assert "Paper: Xia &amp; Xiao" in text and "write response vs normal" in text
+    assert "diffecc_wa below baseline" in text and "-25 %" in text and "matches" in text
     assert 'id="fig7_mean_response"' in text
     # CDFs from percentiles when the reports have no host.cdf, and said so
     assert "drawn from p50" in text

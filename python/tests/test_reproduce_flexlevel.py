@@ -1,20 +1,18 @@
-"""`nandlab reproduce flexlevel --quick`: the run plan (configurations, P/E sweep, load level)
-and one real end-to-end run on the bundled excerpts."""
+"""`nandlab reproduce flexlevel`: the run plan (configurations, P/E sweep, data-age sweep, the
+device in GC, load level); the --quick run is in test_reproduce_all.py."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from nandlab.cli import cli
 from nandlab.reproduce import flexlevel as fl
+from nandlab.reproduce import framework as fw
+from nandlab.reproduce.common import TraceChoice
 
 
 def test_plan_covers_every_figure() -> None:
-    sel = fl.Selection([fl.TraceChoice("t", Path("x.csv"), "ours", time_scale=5.0)], [])
-    runs = fl.plan_runs(sel, quick=False)
+    t = TraceChoice("t", Path("x.csv"), "ours", time_scale=5.0)
+    runs = fw.plan_runs(fl.REPRODUCTION, [t], False)
     labels = {r.spec.label for r in runs}
     assert {"baseline", "level_adjust_only", "access_eval", "mbf"} <= labels
     assert {
@@ -27,25 +25,14 @@ def test_plan_covers_every_figure() -> None:
     assert by["mbf"].overrides["scheme.params.identifier"] == "mbf"
     assert by["access_eval pe=3000"].overrides["precondition.initial_pe_cycles"] == 3000
     assert all(s.overrides["host.time_scale"] == 5.0 for s in by.values())
+    # the data-age sweep (the thesis does not state the age) and Fig. 25 on a device in GC
+    for days in (1, 7, 14, 30, 60):
+        assert {
+            f"{c} age={days}d" for c in ("baseline", "level_adjust_only", "access_eval")
+        } <= labels
+    assert "baseline age=4d" not in labels  # 4 days is the preset: the main runs
+    gc = by["access_eval gc"].overrides
+    assert gc["precondition.fill_fraction"] == 0.7 and gc["precondition.age_overwrites"] == 1.0
+    assert "level_adjust_only gc" not in labels
     assert fl.lifetime_change(1.0) == 0.0
     assert abs(fl.lifetime_change(1.19) - (-0.0532)) < 1e-3  # (4000 + 2000/1.19)/6000 - 1
-
-
-def test_quick_end_to_end(tmp_path: Path) -> None:
-    out, js = tmp_path / "out", tmp_path / "fl.json"
-    res = CliRunner().invoke(
-        cli, ["reproduce", "flexlevel", "--quick", "--out", str(out), "--json", str(js), "-j", "2"]
-    )
-    assert res.exit_code == 0, res.output
-    doc = json.loads(js.read_text())
-    assert doc["check"]["passed"]
-    rows = {r["trace"]: r for r in doc["table"]}
-    fin = rows["Financial1 excerpt"]
-    # Capacity loss exactly 6.25 % (AccessEval) and 25 % (LevelAdjust-only) of the raw pages.
-    assert abs(fin["access_eval_capacity_loss_percent"] - 6.25) < 0.1
-    assert abs(fin["level_adjust_only_capacity_loss_percent"] - 25.0) < 1e-9
-    assert fin["read_ratio_level_adjust_only"] < fin["read_ratio_access_eval"] < 1.0
-    assert fin["false_id_iwfr"] is not None and fin["migrations"] > 0
-    for fig in ("fig24ab_response", "fig24c_gain_by_pe", "fig25_writes_erases",
-                "fig23_false_identification"):  # fmt: skip
-        assert (out / f"{fig}.png").is_file() and (out / f"{fig}.svg").is_file()

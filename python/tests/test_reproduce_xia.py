@@ -14,14 +14,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _helpers import generate, run_cli
+from _helpers import generate
 from click.testing import CliRunner
 
-import nandlab
 from nandlab import experiment
 from nandlab.cli import cli
-from nandlab.data import data_dir
 from nandlab.experiment import TraceDigests, run_key
+from nandlab.reproduce import framework as fw
 from nandlab.reproduce import xia_diffecc as xia
 
 _REAL_EXECUTE = experiment._execute
@@ -60,39 +59,24 @@ def traces_dir(tmp_path: Path) -> Path:
     return d
 
 
-def _schemes_available() -> bool:
-    trace = data_dir() / "msr_hm_0_sample1000.csv"
-    try:
-        for s in ("agcr", "diffecc_wa"):
-            nandlab.simulate("xia-diffecc", trace, scheme=s, overrides={"host.max_requests": 10})
-    except nandlab.ConfigError as e:
-        if "unknown scheme" in str(e):
-            return False
-        raise
-    return True
-
-
-# --------------------------------------------------------------------------- selection and plan
-
-
 def test_select_traces_table_ii_and_ours(tmp_path: Path) -> None:
     (tmp_path / "msr").mkdir()
     (tmp_path / "msr" / "hm_0.csv.gz").write_bytes(b"")
     (tmp_path / "Financial1.spc").write_text("")
     (tmp_path / "CAMRESSDPA03-lvm0.csv").write_text("")  # src2_0, the paper's src0
-    sel = xia.select_traces([tmp_path], quick=False, max_requests=None)
+    sel = xia.TRACES.select([tmp_path], quick=False, max_requests=None)
     names = {t.name: t for t in sel.traces}
     assert names["hm_0"].source == "Table II" and names["hm_0"].path.name == "hm_0.csv.gz"
     assert names["Financial1"].path.name == "Financial1.spc"
     assert names["src2_0"].path.name == "CAMRESSDPA03-lvm0.csv"
     assert names["hm_0"].max_requests is None  # whole traces by default
-    capped = xia.select_traces([tmp_path], quick=False, max_requests=500_000)
+    capped = xia.TRACES.select([tmp_path], quick=False, max_requests=500_000)
     assert {t.name: t.max_requests for t in capped.traces}["hm_0"] == 500_000
     # excerpts of traces found in full are dropped; WebSearch1's is not in Table II and stays
     assert "hm_0 excerpt" not in names and "Financial1 excerpt" not in names
     assert names["WebSearch1 excerpt"].max_requests is None
-    assert len(sel.missing_table_ii) == 12
-    assert "hm_1" in sel.missing_table_ii and "hm_0" not in sel.missing_table_ii
+    assert len(sel.missing) == 12 and xia.TRACES.missing_key == "missing_table_ii"
+    assert "hm_1" in sel.missing and "hm_0" not in sel.missing
     # the MSR volumes' own names (the paper's hm0, src0 ...), as in every reproduction
     assert set(xia.TABLE_II) == {
         "Financial1", "hm_0", "hm_1", "mds_0", "proj_0", "rsrch_0", "rsrch_2", "src2_0",
@@ -101,31 +85,38 @@ def test_select_traces_table_ii_and_ours(tmp_path: Path) -> None:
 
 
 def test_select_traces_quick(traces_dir: Path) -> None:
-    sel = xia.select_traces([traces_dir], quick=True, max_requests=None)
+    sel = xia.TRACES.select([traces_dir], quick=True, max_requests=None)
     assert [t.name for t in sel.traces] == ["pgbench_wh", "Financial1 excerpt", "hm_0 excerpt"]
     assert sel.traces[0].path == traces_dir / "pgbench_wh.csv"
     assert sel.traces[0].max_requests == xia.QUICK_MAX_REQUESTS
-    assert sel.check_trace == "pgbench_wh"
+
+
+def _main(p: fw.Planned) -> bool:
+    return p.variant.name in xia.SCHEMES
 
 
 def test_plan_runs_counts(traces_dir: Path, tmp_path: Path) -> None:
-    sel = xia.select_traces([traces_dir], quick=True, max_requests=None)
-    runs = xia.plan_runs(sel, quick=True)
-    assert sum(r.kind == "main" for r in runs) == 3 * 3
-    assert sum(r.kind == "sweep_m" for r in runs) == 3
-    assert sum(r.kind == "sweep_n" for r in runs) == 2
+    sel = xia.TRACES.select([traces_dir], quick=True, max_requests=None)
+    runs = fw.plan_runs(xia.REPRODUCTION, sel.traces, True)
+    assert sum(_main(r) for r in runs) == 3 * 3
+    assert sum(r.variant.name.startswith("m=") for r in runs) == 3
+    assert sum(r.variant.name.startswith("n=") for r in runs) == 2
     d = TraceDigests(tmp_path / "d.json")
     keys = {run_key(r.spec, d) for r in runs}
-    assert len(keys) == 9 + 5 - 1  # m=-1, n=3 of the n sweep is the main diffecc_wa run
-    main = next(r for r in runs if r.kind == "main" and r.scheme == "diffecc_wa")
+    # m=-1, n=3 of the n sweep is the main diffecc_wa run; 9 FIFO runs (the paper's DiskSim)
+    assert len(keys) == 9 + 5 - 1 + 9
+    fifo = [r for r in runs if r.variant.name.endswith(" fifo")]
+    assert len(fifo) == 9 and all(r.spec.overrides["sched.priority"] == "fifo" for r in fifo)
+    assert all(r.spec.overrides["sched.suspension"] is False for r in fifo)
+    main = next(r for r in runs if r.variant.name == "diffecc_wa")
     assert main.spec.overrides["scheme.params.m"] == -1
     assert main.spec.overrides["scheme.params.n"] == 3
-    base = next(r for r in runs if r.kind == "main" and r.scheme == "baseline")
+    base = next(r for r in runs if r.variant.name == "baseline")
     assert not any(k.startswith("scheme.params") for k in base.spec.overrides)
 
-    full = xia.plan_runs(sel, quick=False)
-    assert sum(r.kind != "main" for r in full) == 3 * (9 + 5)
-    assert len({run_key(r.spec, d) for r in full}) == 3 * (3 + 9 + 5 - 2)
+    full = fw.plan_runs(xia.REPRODUCTION, sel.traces, False)
+    assert sum(not _main(r) for r in full) == 3 * (9 + 5 + 3)
+    assert len({run_key(r.spec, d) for r in full}) == 3 * (3 + 9 + 5 - 2 + 3)
 
 
 # --------------------------------------------------------------------------- analysis
@@ -151,31 +142,28 @@ def _report(mean: float, read: float, write: float, erases: int, **flash: Any) -
     }
 
 
+def _fake_report(p: fw.Planned) -> dict[str, Any]:
+    if p.spec.scheme == "baseline":
+        return _report(1000, 100, 2000, 10)
+    if p.spec.scheme == "agcr":
+        return _report(800, 120, 1500, 10)
+    # sweep points: the mean is lowest at m = -1 and at n = 3
+    axis, _, x = p.variant.name.partition("=")
+    penalty = 0 if not x else abs(int(x) - (-1 if axis == "m" else 3)) * 10
+    return _report(
+        500 + penalty,
+        90,
+        1000,
+        10,
+        by_ecc={"default": 20, "ldpc_low_cost": 10},
+        by_mode={"normal": 20, "low_cost": 50},
+        rewrites=2,
+    )
+
+
 def test_analyse_tables_and_headline(traces_dir: Path) -> None:
-    sel = xia.select_traces([traces_dir], quick=True, max_requests=None)
-    runs = xia.plan_runs(sel, quick=True)
-    reports: dict[str, Any] = {}
-    for i, r in enumerate(runs):
-        r.key = f"k{i}"
-        if r.scheme == "baseline":
-            rep = _report(1000, 100, 2000, 10)
-        elif r.scheme == "agcr":
-            rep = _report(800, 120, 1500, 10)
-        else:
-            # sweep points: the mean is lowest at m = -1 and at n = 3
-            x = r.m if r.kind == "sweep_m" else (r.n if r.kind == "sweep_n" else None)
-            penalty = 0 if x is None else abs(x - (-1 if r.kind == "sweep_m" else 3)) * 10
-            rep = _report(
-                500 + penalty,
-                90,
-                1000,
-                10,
-                by_ecc={"default": 20, "ldpc_low_cost": 10},
-                by_mode={"normal": 20, "low_cost": 50},
-                rewrites=2,
-            )
-        reports[r.key] = (rep, None)
-    an = xia.analyse(runs, reports)
+    sel = xia.TRACES.select([traces_dir], quick=True, max_requests=None)
+    an = fw.analyse_reports(xia.REPRODUCTION, sel.traces, _fake_report, quick=True)
     assert [r["trace"] for r in an.rows] == [
         "pgbench_wh",
         "Financial1 excerpt",
@@ -194,18 +182,22 @@ def test_analyse_tables_and_headline(traces_dir: Path) -> None:
     assert avg["diffecc_write_norm"] == pytest.approx(0.5)
     assert geo["diffecc_write_norm"] == pytest.approx(0.5)
     hl = {h["metric"]: h for h in an.headline}
-    assert hl["write response vs normal"]["ours_mean"] == pytest.approx(-0.5)
-    assert hl["write response vs normal"]["ours_geomean"] == pytest.approx(-0.5)
-    assert hl["write response vs normal"]["paper"] == "-48 %"
-    assert hl["read response vs AGCR"]["ours_mean"] == pytest.approx(-0.25)
+    assert hl["write response vs normal"]["mean"] == pytest.approx(-50.0)
+    assert hl["write response vs normal"]["geomean"] == pytest.approx(-50.0)
+    assert hl["write response vs normal"]["paper"] == -48
+    assert hl["write response vs normal"]["verdict"] == "matches"  # within ±30 % of -48 %
+    assert hl["read response vs AGCR"]["mean"] == pytest.approx(-25.0)
     assert hl["read response vs AGCR"]["traces"] == 3
-    (p,) = an.param_rows
+    assert hl["read response vs AGCR"]["verdict"] == "differs"
+    (p,) = xia.param_study(an)["param_study"]
     assert (p["trace"], p["best_m"], p["best_n"]) == ("pgbench_wh", -1, 3)
     assert p["m_default_near_best"] and p["n_default_near_best"]
-    assert [x for x, _ in an.sweeps["m"]["overall"]["pgbench_wh"]] == [-2.0, -1.0, 2.0]
-    assert an.errors == []
-    check = xia.quick_check(an, "pgbench_wh")
-    assert check["passed"] and "diffecc_wa mean write response" in check["message"]
+    fig5 = xia.REPRODUCTION.figures[-2].data(an)["(a) overall"]["pgbench_wh"]
+    assert [x for x, y in fig5 if y is not None] == [-2.0, -1.0, 2.0]
+    assert an.res.errors == []
+    (check,) = an.checks
+    assert check["passed"] and check["kind"] == "sanity"
+    assert "diffecc_wa mean write response" in check["detail"]
 
 
 # --------------------------------------------------------------------------- the command
@@ -232,7 +224,7 @@ def test_cli_quick_with_stand_in_schemes(
     assert "Headline" in res.output and "-48 %" in res.output
     doc = json.loads((out / "xia.json").read_text())
     assert doc["paper"] == "xia-diffecc"
-    assert len(doc["runs"]) == 13
+    assert len(doc["runs"]) == 22
     run = doc["runs"][0]
     assert set(run) >= {"trace", "scheme", "params", "report"}
     assert isinstance(run["params"], dict) and isinstance(run["report"], dict)
@@ -240,9 +232,9 @@ def test_cli_quick_with_stand_in_schemes(
     assert {r["scheme"] for r in doc["runs"]} == {"baseline", "agcr", "diffecc_wa"}
     assert [r["trace"] for r in doc["table"]][-2:] == ["Average", "Geo. mean"]
     assert doc["table"][0]["diffecc_write_norm"] < 1.0
-    assert doc["check"]["passed"] is True
+    assert [c["passed"] for c in doc["checks"]] == [True]
     # The load-level probes already ran the baselines at the chosen K (same keys).
-    assert doc["grid"]["executed"] + doc["grid"]["skipped"] == 13
+    assert doc["grid"]["executed"] + doc["grid"]["skipped"] == 22
     for fig in ("fig5_sweep_m", "fig6_sweep_n", "fig7_mean_response", "fig8_read_write_response"):
         for ext in ("png", "svg"):
             assert (out / f"{fig}.{ext}").stat().st_size > 0
@@ -252,7 +244,7 @@ def test_cli_quick_with_stand_in_schemes(
     res2 = _invoke_fake(monkeypatch, traces_dir, out, FAKE_PROGRAM_US)
     assert res2.exit_code == 0, res2.output
     doc2 = json.loads((out / "xia.json").read_text())
-    assert (doc2["grid"]["executed"], doc2["grid"]["skipped"]) == (0, 13)
+    assert (doc2["grid"]["executed"], doc2["grid"]["skipped"]) == (0, 22)
     assert doc2["table"] == doc["table"]
 
 
@@ -281,17 +273,3 @@ def test_cli_scheduler_without_dask(traces_dir: Path, tmp_path: Path, monkeypatc
     res = CliRunner().invoke(cli, args)
     assert res.exit_code == 2
     assert "pip install 'nandlab[dask]'" in res.output
-
-
-@pytest.mark.skipif(not _schemes_available(), reason="the core has no agcr/diffecc_wa schemes yet")
-def test_quick_end_to_end(tmp_path: Path) -> None:
-    """The CI check: real schemes, the pgbench_wh slice (or the bundled fallback)."""
-    out = tmp_path / "xia"
-    res = run_cli(
-        "reproduce", "xia-diffecc", "--quick", "--out", out, "--json", out / "x.json",
-        timeout=300,
-    )  # fmt: skip
-    assert res.returncode == 0, res.stdout + res.stderr
-    doc = json.loads((out / "x.json").read_text())
-    assert doc["check"]["passed"] is True
-    assert all(r["error"] is None for r in doc["runs"])

@@ -24,8 +24,7 @@ REPORT = {
     "flash": {"reads": 5, "programs": 12, "erases": 1},
     "gc": {"invocations": 1, "pages_moved": 3},
     "write_amplification": 2.0,
-    "wall_s": 0.01,
-    "host_requests_per_s": 1000.0,
+    "timing": {"wall_s": 0.01, "host_requests_per_s": 1000.0},
     "wear": {"erase_count_hist": [0, 1, 0]},
 }
 

@@ -44,7 +44,7 @@ fn simulate(text: &str, trace: &Path, overrides: &[&str]) -> serde_json::Value {
     let cfg = load(text, "xia-diffecc.toml", &ov).expect("config");
     let opts = TraceOptions::default();
     let mut open = || Ok(TraceReader::open(trace, &opts)?);
-    simulate_source(cfg, &mut open, serde_json::Value::Null, &mut |_, _| {}).expect("run")
+    simulate_source(cfg, &mut open, serde_json::Value::Null, &mut |_, _, _| {}).expect("run")
 }
 
 fn bench_bundled(c: &mut Criterion) {

@@ -32,7 +32,7 @@ fn main() {
         trace_path: PathBuf::from(&args[1]),
         trace_options: TraceOptions::default(),
     };
-    match run(&req, &mut |_, _| {}) {
+    match run(&req, &mut |_, _, _| {}) {
         Ok(json) => {
             if let Ok(out) = std::env::var("NANDLAB_JSON") {
                 if let Err(e) = std::fs::write(&out, &json) {
@@ -43,9 +43,9 @@ fn main() {
             println!(
                 "requests {} wall_s {:.3} replay_wall_s {:.3} host_requests_per_s {:.0} WA {:.3}",
                 v["host"]["requests"],
-                v["wall_s"].as_f64().unwrap_or(0.0),
-                v["replay_wall_s"].as_f64().unwrap_or(0.0),
-                v["host_requests_per_s"].as_f64().unwrap_or(0.0),
+                v["timing"]["wall_s"].as_f64().unwrap_or(0.0),
+                v["timing"]["replay_wall_s"].as_f64().unwrap_or(0.0),
+                v["timing"]["host_requests_per_s"].as_f64().unwrap_or(0.0),
                 v["write_amplification"].as_f64().unwrap_or(0.0)
             );
         }

@@ -55,7 +55,7 @@
 //! };
 //! let reqs = vec![req(0, Op::Write, 0), req(10, Op::Read, 0), req(20, Op::Read, 1)];
 //! let mut open = || Ok(VecSource::new(reqs.clone()));
-//! let report = simulate_source(cfg, &mut open, serde_json::Value::Null, &mut |_, _| {}).unwrap();
+//! let report = simulate_source(cfg, &mut open, serde_json::Value::Null, &mut |_, _, _| {}).unwrap();
 //! assert_eq!(report["host"]["requests"], 3);
 //! // Requests 10 ms apart never queue: a read costs its page type's sense time plus the
 //! // channel transfer, and the write one program plus its transfer.
@@ -78,6 +78,7 @@ pub mod flash;
 pub mod ftl;
 pub mod hil;
 pub mod host;
+pub mod mem;
 pub mod osd;
 mod prefetch;
 pub mod reliability;

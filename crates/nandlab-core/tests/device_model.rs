@@ -61,7 +61,7 @@ fn a_scheme_the_device_cannot_serve_is_a_one_line_error_naming_the_preset() {
                     cfg,
                     &mut open,
                     serde_json::Value::Null,
-                    &mut |_, _| {},
+                    &mut |_, _, _| {},
                 )
                 .err()
             })
@@ -116,7 +116,7 @@ fn run(toml: &str, overrides: &[&str], reqs: Vec<HostRequest>) -> Value {
     let ov: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
     let cfg = load(toml, "<test>", &ov).expect("config");
     let mut open = || Ok(VecSource::new(reqs.clone()));
-    simulate_source(cfg, &mut open, Value::Null, &mut |_, _| {}).expect("run")
+    simulate_source(cfg, &mut open, Value::Null, &mut |_, _, _| {}).expect("run")
 }
 
 fn f(v: &Value, path: &str) -> f64 {
@@ -673,4 +673,149 @@ fn every_paper_preset_keeps_the_device_features_off() {
         assert!(!cfg.ftl.read_modify_write && !cfg.ftl.trim, "{p}");
         assert_eq!(cfg.dram.capacity_bytes, 0, "{p}");
     }
+}
+
+// ----- issue 29: super-page allocation ------------------------------------------------------
+
+/// `LAT` as a 4-plane TLC die per channel with super-page allocation and one-shot programming:
+/// a super-page is a word line (3 pages) on each of the die's 4 planes.
+fn superpage(extra: &str) -> String {
+    format!("{LAT}\n{extra}\n")
+        .replace(
+            "[device]\n",
+            "[device]\ncell = \"tlc\"\nplanes_per_die = 4\npages_per_block = 96\n",
+        )
+        .replace("pages_per_block = 64\n", "")
+        .replace("[timing]\n", "[timing]\none_shot_program = true\n")
+        + "[ftl]\nallocation = \"superpage\"\n[sched]\nmulti_plane = true\n"
+}
+
+#[test]
+fn a_full_super_page_is_one_program_of_twelve_pages_over_four_planes() {
+    // 48 pages over 4 dies (LPN striping): 12 per die, one super-page each, queued together.
+    let reqs = vec![rq(0, Op::Write, 0, 48 * PS)];
+    let r = run(&superpage(""), &[], reqs);
+    // Per die: 12 transfers back to back, then one program time.
+    assert_eq!(
+        f(&r, "host.write_mean_us") * 1000.0,
+        (12 * XFER + 1_300_000) as f64
+    );
+    assert_eq!(f(&r, "sim.superpage_program_runs"), 4.0);
+    assert_eq!(f(&r, "sim.superpage_program_pages"), 48.0);
+    assert_eq!(f(&r, "sim.superpage_program_padded_pages"), 0.0);
+    assert_eq!(f(&r, "sim.superpage_program_multi_plane_share"), 1.0);
+    assert_eq!(f(&r, "flash.programs"), 48.0);
+}
+
+/// A 1 ms super-page hold (the default is 1 s).
+const HOLD_1MS: &str = "ftl.superpage_wait_us=1000.0";
+
+#[test]
+fn a_partial_super_page_waits_then_is_padded() {
+    // One page on die 0 (LPN 0): no partner comes; after the 1000 µs hold the die programs
+    // it with 11 padded pages (12 transfers, one program). With no hold it goes at once.
+    let reqs = vec![
+        rq(0, Op::Write, 0, PS),
+        rq(50_000_000, Op::Read, 4 * PS, PS),
+    ];
+    let r = run(&superpage(""), &[HOLD_1MS], reqs.clone());
+    assert_eq!(
+        f(&r, "host.write_mean_us") * 1000.0,
+        (1_000_000 + 12 * XFER + 1_300_000) as f64
+    );
+    assert_eq!(f(&r, "sim.superpage_program_padded_pages"), 11.0);
+    // The padding is programmed: 1 host page + 11 pads = 12 page programs.
+    assert_eq!(f(&r, "write_amplification"), 12.0);
+    assert_eq!(f(&r, "sim.superpage_holds"), 1.0);
+    assert_eq!(f(&r, "sim.superpage_program_multi_plane_share"), 1.0);
+    let now = run(&superpage(""), &["ftl.superpage_wait_us=0"], reqs.clone());
+    assert_eq!(
+        f(&now, "host.write_mean_us") * 1000.0,
+        (12 * XFER + 1_300_000) as f64
+    );
+    // A second write to the same die within the hold joins the super-page: both wait for the
+    // hold to end (room 12 > 2 queued), then one run of 2 pages + 10 pads.
+    // (A read of die 1 later keeps the input open: at its end no die holds writes.)
+    let two = vec![
+        rq(0, Op::Write, 0, PS),
+        rq(200_000, Op::Write, 4 * PS, PS),
+        rq(50_000_000, Op::Read, PS, PS),
+    ];
+    let r2 = run(&superpage(""), &[HOLD_1MS], two);
+    assert_eq!(f(&r2, "sim.superpage_program_runs"), 1.0);
+    assert_eq!(f(&r2, "sim.superpage_program_padded_pages"), 10.0);
+    assert_eq!(
+        f(&r2, "host.write.max_us") * 1000.0,
+        (1_000_000 + 12 * XFER + 1_300_000) as f64
+    );
+}
+
+#[test]
+fn gc_copies_whole_super_pages_and_erases_superblocks() {
+    // A small drive filled, then overwritten at random: GC runs on superblocks.
+    // 16 superblocks per die, 50 % over-provisioning: 10 logical superblocks of 4 planes ×
+    // 96 pages on each of 4 dies = 15,360 logical pages.
+    let toml = superpage("").replace(
+        "logical_capacity_bytes = 268435456\n",
+        "blocks_per_plane = 16\nop_percent_of_logical = 50.0\n",
+    );
+    let reqs = fill_then_overwrites(15_000, 4000, 7, 5_000_000_000);
+    let r = run(&toml, &["ftl.superpage_wait_us=0"], reqs.clone());
+    assert!(f(&r, "gc.pages_moved") > 0.0);
+    // Every erase is a superblock: 4 blocks in one multi-plane erase.
+    let erases = f(&r, "flash.erases");
+    assert!(erases > 0.0 && erases % 4.0 == 0.0, "{erases}");
+    assert_eq!(f(&r, "sim.multi_plane_erases") * 4.0, erases);
+    // GC copies run over the die's planes (a victim's valid pages fill super-pages).
+    assert!(f(&r, "sim.superpage_move_multi_plane_share") > 0.9);
+    assert_eq!(f(&r, "sim.superpage_move_pages"), f(&r, "gc.pages_moved"));
+    // Deterministic.
+    let again = run(&toml, &["ftl.superpage_wait_us=0"], reqs);
+    assert_eq!(r["host"], again["host"]);
+    assert_eq!(r["gc"], again["gc"]);
+}
+
+#[test]
+fn superpages_refuse_what_they_cannot_model() {
+    for (ov, key) in [
+        ("ftl.copyback=true", "ftl.copyback"),
+        ("device.page_order=\"staggered\"", "device.page_order"),
+        ("refresh.period_s=60.0", "refresh.period_s"),
+        ("sched.multi_plane=false", "sched.multi_plane"),
+    ] {
+        let e = check_config(&superpage(""), None, &[ov.to_string()], None).unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains(key) && msg.contains("ftl.allocation = \"static\""),
+            "{msg}"
+        );
+    }
+}
+
+#[test]
+fn independent_plane_reads_overlap_reads_of_any_offsets() {
+    // Two pages on planes 0 and 1 of die 0 at different offsets: written apart (static
+    // allocation), then read together.
+    let toml = format!("{TWO_PLANES}\n");
+    let reqs = vec![
+        rq(0, Op::Write, 0, PS),           // plane 0, offset 0
+        rq(10_000_000, Op::Write, 0, PS),  // plane 0, offset 1 (rewrite)
+        rq(20_000_000, Op::Write, PS, PS), // plane 1, offset 0
+        rq(100_000_000, Op::Read, 0, 2 * PS),
+    ];
+    let same = run(&toml, &["sched.multi_plane=true"], reqs.clone());
+    assert_eq!(f(&same, "sim.multi_plane_reads"), 0.0);
+    let ind = run(
+        &toml,
+        &[
+            "sched.multi_plane=true",
+            "sched.independent_plane_reads=true",
+        ],
+        reqs,
+    );
+    assert_eq!(f(&ind, "sim.multi_plane_reads"), 1.0);
+    assert_eq!(
+        f(&ind, "host.read_mean_us") * 1000.0,
+        (45_000 + 2 * XFER + 12_500) as f64
+    );
 }

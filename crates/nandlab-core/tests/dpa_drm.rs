@@ -29,7 +29,7 @@ fn cfg(channels: u32, extra: &[&str]) -> Result<Config, String> {
 
 fn run(c: Config, reqs: &[HostRequest]) -> Result<Value, String> {
     let mut open = || Ok(VecSource::new(reqs.to_vec()));
-    simulate_source(c, &mut open, Value::Null, &mut |_, _| {}).map_err(|e| e.to_string())
+    simulate_source(c, &mut open, Value::Null, &mut |_, _, _| {}).map_err(|e| e.to_string())
 }
 
 fn run_ok(channels: u32, extra: &[&str], reqs: &[HostRequest]) -> Value {

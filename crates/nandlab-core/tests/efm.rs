@@ -33,7 +33,7 @@ fn cfg(extra: &[&str]) -> Config {
 
 fn run(c: Config, reqs: Vec<HostRequest>) -> Value {
     let mut open = || Ok(VecSource::new(reqs.clone()));
-    simulate_source(c, &mut open, Value::Null, &mut |_, _| {}).expect("run")
+    simulate_source(c, &mut open, Value::Null, &mut |_, _, _| {}).expect("run")
 }
 
 fn req(t_ns: u64, op: Op, lpn: u64, pages: u64) -> HostRequest {

@@ -14,7 +14,7 @@ fn run(toml: &str, overrides: &[&str], reqs: Vec<HostRequest>) -> Value {
     let ov: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
     let cfg = load(toml, "<test>", &ov).expect("config");
     let mut open = || Ok(VecSource::new(reqs.clone()));
-    simulate_source(cfg, &mut open, Value::Null, &mut |_, _| {}).expect("run")
+    simulate_source(cfg, &mut open, Value::Null, &mut |_, _, _| {}).expect("run")
 }
 
 fn f(v: &Value, path: &str) -> f64 {
@@ -327,7 +327,7 @@ fn offsets_beyond_capacity_error_or_wrap() {
     )
     .unwrap();
     let mut open = || Ok(VecSource::new(reqs.clone()));
-    let e = simulate_source(cfg, &mut open, Value::Null, &mut |_, _| {}).unwrap_err();
+    let e = simulate_source(cfg, &mut open, Value::Null, &mut |_, _, _| {}).unwrap_err();
     let s = e.to_string();
     assert!(
         s.contains("beyond the logical capacity") && s.contains("wrap_offsets"),
@@ -390,7 +390,8 @@ allocation = "dynamic"
                 }
             })
             .collect();
-        e.run(&mut VecSource::new(reqs), 0, &mut |_, _| {}).unwrap();
+        e.run(&mut VecSource::new(reqs), 0, &mut |_, _, _| {})
+            .unwrap();
         assert!(e.stats.gc_invocations > 0);
         assert_eq!(e.check_invariants(), Ok(()));
     }

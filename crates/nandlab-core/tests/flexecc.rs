@@ -69,7 +69,8 @@ fn engine(c: Config, scheme: &str) -> Engine {
     )
     .unwrap();
     let mut e = Engine::new(c, geo, logical, s).expect("engine");
-    e.precondition(None).expect("precondition");
+    e.precondition(None, &mut |_, _, _| {})
+        .expect("precondition");
     e
 }
 
@@ -79,7 +80,7 @@ fn replay(e: &mut Engine, ops: Vec<(u64, CacheOp, u32)>) {
         next: 0,
         last: CacheOp::None,
     };
-    e.run(&mut src, 0, &mut |_, _| {}).expect("run");
+    e.run(&mut src, 0, &mut |_, _, _| {}).expect("run");
 }
 
 fn mean_us(r: &Value, tag: &str) -> f64 {
@@ -401,7 +402,7 @@ fn workload(n: usize, blocks: u64, read_pct: u64, seed: u64) -> Vec<HostRequest>
 
 fn run(c: Config, reqs: &[HostRequest]) -> Value {
     let mut open = || Ok(VecSource::new(reqs.to_vec()));
-    simulate_source(c, &mut open, Value::Null, &mut |_, _| {}).expect("run")
+    simulate_source(c, &mut open, Value::Null, &mut |_, _, _| {}).expect("run")
 }
 
 /// Cache of 1000 slots on a 2-die device of 40 blocks of 16 pages per plane (GC runs).
@@ -801,4 +802,36 @@ fn cleaning_time_counts_a_multi_page_run_once() {
         cleaning_ns > 0.0 && cleaning_ns <= busy_ns + 1.0,
         "{cleaning_ns} > {busy_ns}"
     );
+}
+
+/// Issue 28: a periodic flush every nanosecond used to scan every cache slot once per
+/// nanosecond of trace time and never end. Rounds with nothing dirty are now skipped in one
+/// step and a round visits only the blocks made dirty: the run ends, every dirtied block is
+/// written back at the next nanosecond boundary, and every round is counted.
+#[test]
+fn a_nanosecond_flush_period_ends_and_flushes_each_write() {
+    let reqs = workload(2_000, 600, 70, 3);
+    let span_ns = reqs.last().unwrap().arrival_ns;
+    let r = run(cache_cfg("baseline", &["cache.flush_period_s=1e-9"]), &reqs);
+    let k = &r["cache"]["manager"]["counters"];
+    let dirty_writes = u(&k["ops_by_tag"][3]);
+    assert!(dirty_writes > 0);
+    // Writes to a block already dirty in the same nanosecond coalesce: at most one write-back
+    // per dirty write, and no block is left for an eviction to write back.
+    assert!(u(&k["flushed_blocks"]) <= dirty_writes && u(&k["flushed_blocks"]) > 0);
+    assert_eq!(u(&k["evictions_dirty"]), 0);
+    // One round per nanosecond up to the last request (rounds stop with the trace).
+    assert!(
+        u(&k["flush_rounds"]) >= span_ns,
+        "{} < {span_ns}",
+        k["flush_rounds"]
+    );
+    // A period below the time unit is refused (it would round to 0 = no flush).
+    let e = load(
+        PRESET,
+        "flexecc.toml",
+        &["cache.flush_period_s=1e-12".into()],
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("cache.flush_period_s"), "{e}");
 }

@@ -27,7 +27,7 @@ fn cfg(extra: &[&str]) -> Result<Config, String> {
 
 fn run(c: Config, reqs: Vec<HostRequest>) -> Result<Value, String> {
     let mut open = || Ok(VecSource::new(reqs.clone()));
-    simulate_source(c, &mut open, Value::Null, &mut |_, _| {}).map_err(|e| e.to_string())
+    simulate_source(c, &mut open, Value::Null, &mut |_, _, _| {}).map_err(|e| e.to_string())
 }
 
 fn req(t_ns: u64, op: Op, lpn: u64) -> HostRequest {

@@ -628,10 +628,14 @@ fn config_errors_name_the_key_and_the_fix() {
     // An object-device config replayed as a block trace is refused.
     let c = cfg(2048, 64, "");
     let mut open = || Ok(nandlab_core::host::VecSource::new(Vec::new()));
-    let e =
-        nandlab_core::api::simulate_source(c, &mut open, serde_json::Value::Null, &mut |_, _| {})
-            .unwrap_err()
-            .to_string();
+    let e = nandlab_core::api::simulate_source(
+        c,
+        &mut open,
+        serde_json::Value::Null,
+        &mut |_, _, _| {},
+    )
+    .unwrap_err()
+    .to_string();
     assert!(e.contains("nandlab osd"), "{e}");
     // Commands on unknown objects are errors naming the object.
     let c = cfg(2048, 64, "");

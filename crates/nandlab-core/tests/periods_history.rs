@@ -23,7 +23,7 @@ fn run(toml: &str, overrides: &[&str], reqs: Vec<HostRequest>) -> Value {
     let ov: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
     let cfg = load(toml, "<test>", &ov).expect("config");
     let mut open = || Ok(VecSource::new(reqs.clone()));
-    simulate_source(cfg, &mut open, Value::Null, &mut |_, _| {}).expect("run")
+    simulate_source(cfg, &mut open, Value::Null, &mut |_, _, _| {}).expect("run")
 }
 
 /// AGCR classifies a host write by the page's history in the run. Pages written by the

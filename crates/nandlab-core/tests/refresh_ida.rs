@@ -65,7 +65,7 @@ fn run(toml: &str, overrides: &[&str], reqs: Vec<HostRequest>) -> Value {
     let ov: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
     let cfg = load(toml, "<test>", &ov).expect("config");
     let mut open = || Ok(VecSource::new(reqs.clone()));
-    simulate_source(cfg, &mut open, Value::Null, &mut |_, _| {}).expect("run")
+    simulate_source(cfg, &mut open, Value::Null, &mut |_, _, _| {}).expect("run")
 }
 
 fn f(v: &Value, path: &str) -> f64 {
@@ -89,7 +89,7 @@ fn table_i_eight_cases_plan() {
     let cfg = load(TLC, "<t>", &[]).unwrap();
     let mut e = engine(&cfg, "baseline", "");
     // Replay only the writes, before any refresh is due.
-    e.run(&mut VecSource::new(eight_cases()), 0, &mut |_, _| {})
+    e.run(&mut VecSource::new(eight_cases()), 0, &mut |_, _, _| {})
         .unwrap();
     let mut ida = registry(
         "ida",
@@ -139,7 +139,7 @@ fn table_i_eight_cases_plan() {
 fn error_fraction_marks_e_percent_of_adjusted_pages() {
     let cfg = load(TLC, "<t>", &[]).unwrap();
     let mut e = engine(&cfg, "baseline", "");
-    e.run(&mut VecSource::new(eight_cases()), 0, &mut |_, _| {})
+    e.run(&mut VecSource::new(eight_cases()), 0, &mut |_, _, _| {})
         .unwrap();
     for (ef, seed) in [(0.0, 1), (0.2, 2), (0.5, 3), (0.8, 4), (1.0, 5)] {
         let mut ida = registry(
@@ -183,7 +183,8 @@ fn e50_corrupts_both_adjusted_page_types_in_proportion() {
     let mut e = engine(&cfg, "baseline", "");
     // Block 0 fully valid: 8 case-1 word lines, each adjusting its CSB (→ LSB) and MSB (→ CSB).
     let reqs: Vec<HostRequest> = (0..24).map(|l| req(l * 10_000_000, Op::Write, l)).collect();
-    e.run(&mut VecSource::new(reqs), 0, &mut |_, _| {}).unwrap();
+    e.run(&mut VecSource::new(reqs), 0, &mut |_, _, _| {})
+        .unwrap();
     let mut ida = registry(
         "ida",
         &"error_fraction = 0.5".parse().unwrap(),
@@ -347,7 +348,7 @@ fn refresh_off_leaves_the_report_unchanged() {
     )
     .unwrap();
     let mut open = || Ok(VecSource::new(reqs.clone()));
-    let err = simulate_source(cfg, &mut open, Value::Null, &mut |_, _| {}).unwrap_err();
+    let err = simulate_source(cfg, &mut open, Value::Null, &mut |_, _, _| {}).unwrap_err();
     assert!(err.to_string().contains("`ida-tlc`"), "{err}");
 }
 
@@ -387,7 +388,8 @@ fn invariants_hold_with_refresh_and_gc() {
                 req(t, op, rng.gen_range(0..logical))
             })
             .collect();
-        e.run(&mut VecSource::new(reqs), 0, &mut |_, _| {}).unwrap();
+        e.run(&mut VecSource::new(reqs), 0, &mut |_, _, _| {})
+            .unwrap();
         assert_eq!(e.check_invariants(), Ok(()), "{scheme}");
         assert!(e.stats.gc_invocations > 0, "{scheme}: no GC");
         assert!(e.stats.refresh.blocks_refreshed > 0, "{scheme}: no refresh");

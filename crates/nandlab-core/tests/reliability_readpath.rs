@@ -64,7 +64,7 @@ fn one_read(cfg_text: &str, pe: u32, read_at_ns: u64) -> Value {
         },
     ];
     let mut open = || Ok(VecSource::new(reqs.clone()));
-    simulate_source(cfg, &mut open, Value::Null, &mut |_, _| {}).unwrap()
+    simulate_source(cfg, &mut open, Value::Null, &mut |_, _, _| {}).unwrap()
 }
 
 #[test]
@@ -137,7 +137,7 @@ fn xia_preset_runs_in_both_read_cost_modes_and_says_which() {
         )
         .unwrap();
         let mut open = || Ok(VecSource::new(reqs.clone()));
-        let r = simulate_source(cfg, &mut open, Value::Null, &mut |_, _| {}).unwrap();
+        let r = simulate_source(cfg, &mut open, Value::Null, &mut |_, _, _| {}).unwrap();
         assert_eq!(r["reliability"]["model"], model);
         assert!(r["host"]["requests"].as_u64() == Some(400));
         if model == "vth" {

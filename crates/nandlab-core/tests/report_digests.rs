@@ -38,13 +38,7 @@ fn digest_file() -> PathBuf {
 }
 
 /// Report fields that are not model outputs.
-const VOLATILE_TOP: &[&str] = &[
-    "wall_s",
-    "replay_wall_s",
-    "host_requests_per_s",
-    "replay_requests_per_s",
-    "nandlab_version",
-];
+const VOLATILE_TOP: &[&str] = &["timing", "nandlab_version"];
 
 fn strip(mut v: Value) -> Value {
     let o = v.as_object_mut().expect("report is an object");
@@ -347,6 +341,7 @@ const CASES: &[Case] = &[
             "precondition.fill=\"fraction\"",
             "precondition.age_overwrites=0.5",
             "ftl.copyback=true",
+            "ftl.allocation=\"static\"",
             "ftl.gc_victim=\"fifo\"",
         ],
     },
@@ -423,7 +418,7 @@ fn run_case(c: &Case, tmp: &std::path::Path) -> Value {
     let path = trace_path(c.trace, tmp);
     let opts = TraceOptions::default();
     let mut open = || Ok(TraceReader::open(&path, &opts)?);
-    simulate_source(cfg, &mut open, Value::Null, &mut |_, _| {})
+    simulate_source(cfg, &mut open, Value::Null, &mut |_, _, _| {})
         .unwrap_or_else(|e| panic!("{}: {e}", c.name))
 }
 
@@ -531,7 +526,7 @@ fn threaded_run_matches_a_direct_replay() {
             trace_path: trace_path(c.trace, tmp.path()),
             trace_options: TraceOptions::default(),
         };
-        let json = run(&req, &mut |_, _| {}).expect("run");
+        let json = run(&req, &mut |_, _, _| {}).expect("run");
         let threaded = strip(serde_json::from_str(&json).expect("json"));
         assert_eq!(
             serde_json::to_string(&threaded).unwrap(),

@@ -54,7 +54,7 @@ fn workload(n: u64) -> Vec<HostRequest> {
 fn run(overrides: &[String], reqs: &[HostRequest]) -> Value {
     let cfg = load(SMALL, "<test>", overrides).expect("config");
     let mut open = || Ok(VecSource::new(reqs.to_vec()));
-    let r = simulate_source(cfg, &mut open, Value::Null, &mut |_, _| {}).expect("run");
+    let r = simulate_source(cfg, &mut open, Value::Null, &mut |_, _, _| {}).expect("run");
     crate::without_wall_clock(r)
 }
 

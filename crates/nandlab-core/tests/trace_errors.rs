@@ -236,13 +236,28 @@ fn empty_and_header_only() {
         let p = write_file(&dir, name, content.as_bytes());
         let msg = error_of(&p, &TraceOptions::default());
         assert_has(&msg, &[name, "no requests"]);
-        // The same with the format given (no sniffing).
+        // The same with the format given (no sniffing); a header of another format is a first
+        // line that is not MSR's header, so data, and a bad line (issue 28).
         let opts = TraceOptions {
             format: Some(TraceFormat::Msr),
             ..TraceOptions::default()
         };
         let msg = error_of(&p, &opts);
-        assert_has(&msg, &[name, "no requests"]);
+        if name == "canon_header.csv" {
+            assert_has(
+                &msg,
+                &[
+                    name,
+                    "line 1:",
+                    "`Timestamp`",
+                    "\"time_ns\"",
+                    "not a header of this format",
+                    "Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime",
+                ],
+            );
+        } else {
+            assert_has(&msg, &[name, "no requests"]);
+        }
     }
     // Empty gzip.
     let enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());

@@ -17,7 +17,7 @@ use std::panic::{self, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use nandlab_core::api::{self, NandlabError, RunRequest};
+use nandlab_core::api::{self, NandlabError, RunRequest, Stage};
 use nandlab_core::trace::TraceOptions;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -96,10 +96,12 @@ fn parse_trace_options(json: &str) -> PyResult<TraceOptions> {
 /// Run one simulation; returns the JSON report.
 ///
 /// `progress(done, total)` is called from time to time (at most every 100 ms) with the number
-/// of host requests replayed so far and the total (0 when unknown). An exception raised by it
-/// (or a pending KeyboardInterrupt) stops the run and is re-raised.
+/// of host requests replayed so far and the total (0 when unknown); `setup_progress(stage,
+/// done, total)` likewise for the set-up before the replay (`stage` "prepass": requests read,
+/// total 0; "precondition": page writes of at most `total`). An exception raised by either (or
+/// a pending KeyboardInterrupt) stops the run and is re-raised.
 #[pyfunction]
-#[pyo3(signature = (config_toml, config_path, overrides, scheme, trace_path, trace_options_json, progress=None))]
+#[pyo3(signature = (config_toml, config_path, overrides, scheme, trace_path, trace_options_json, progress=None, setup_progress=None))]
 #[allow(clippy::too_many_arguments)]
 fn run(
     py: Python<'_>,
@@ -110,6 +112,7 @@ fn run(
     trace_path: PathBuf,
     trace_options_json: &str,
     progress: Option<PyObject>,
+    setup_progress: Option<PyObject>,
 ) -> PyResult<String> {
     let trace_options = parse_trace_options(trace_options_json)?;
     let req = RunRequest {
@@ -123,19 +126,30 @@ fn run(
     let mut pending: Option<PyErr> = None;
     let out = py.allow_threads(|| {
         let mut last: Option<Instant> = None;
-        let mut cb = |done: u64, total: u64| {
+        let mut last_stage = Stage::Replay;
+        let mut cb = |stage: Stage, done: u64, total: u64| {
             let now = Instant::now();
             let finished = total != 0 && done >= total;
             if let Some(t) = last {
-                if !finished && now.duration_since(t) < PROGRESS_INTERVAL {
+                if stage == last_stage && !finished && now.duration_since(t) < PROGRESS_INTERVAL {
                     return;
                 }
             }
             last = Some(now);
+            last_stage = stage;
             let res = Python::with_gil(|py| -> PyResult<()> {
                 py.check_signals()?;
-                if let Some(f) = &progress {
-                    f.call1(py, (done, total))?;
+                match stage {
+                    Stage::Replay => {
+                        if let Some(f) = &progress {
+                            f.call1(py, (done, total))?;
+                        }
+                    }
+                    _ => {
+                        if let Some(f) = &setup_progress {
+                            f.call1(py, (stage.name(), done, total))?;
+                        }
+                    }
                 }
                 Ok(())
             });
@@ -177,6 +191,29 @@ fn check_config(
             &overrides,
             scheme.as_deref(),
         )
+    })
+}
+
+/// [`check_config`] of many runs on one configuration, parsed once: `runs` is a list of
+/// `(overrides, scheme)`; returns, per run in order, `(True, scheme name)` or `(False, error
+/// message)`. Raises `ConfigError` for a TOML syntax error of the configuration itself.
+#[pyfunction]
+#[pyo3(signature = (config_toml, config_path, runs))]
+fn check_configs(
+    py: Python<'_>,
+    config_toml: String,
+    config_path: Option<PathBuf>,
+    runs: Vec<(Vec<String>, Option<String>)>,
+) -> PyResult<Vec<(bool, String)>> {
+    call_core(py, "check_configs", || {
+        api::check_configs(&config_toml, config_path.as_deref(), &runs).map(|v| {
+            v.into_iter()
+                .map(|r| match r {
+                    Ok(s) => (true, s),
+                    Err(e) => (false, e.to_string()),
+                })
+                .collect()
+        })
     })
 }
 
@@ -304,6 +341,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(rber_table, m)?)?;
     m.add_function(wrap_pyfunction!(ecc_table, m)?)?;
     m.add_function(wrap_pyfunction!(check_config, m)?)?;
+    m.add_function(wrap_pyfunction!(check_configs, m)?)?;
     m.add_function(wrap_pyfunction!(scheme_names, m)?)?;
     m.add_function(wrap_pyfunction!(config_keys, m)?)?;
     m.add_function(wrap_pyfunction!(scheme_param_keys, m)?)?;

@@ -311,7 +311,13 @@ def _bench_spec(spec: str) -> tuple[str, int, int]:
     show_default=True,
     help="Seeded power cuts (uniform over the flash operations).",
 )
-@click.option("--seed", type=int, default=1, show_default=True, help="Seed of the cut points.")
+@click.option(
+    "--seed",
+    type=click.IntRange(0, 2**64 - 1),
+    default=1,
+    show_default=True,
+    help="Seed of the cut points.",
+)
 @click.option(
     "--cut-only",
     "cut_only",

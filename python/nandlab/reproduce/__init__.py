@@ -20,6 +20,7 @@ from nandlab.reproduce import efm as _efm
 from nandlab.reproduce import flexecc as _flexecc
 from nandlab.reproduce import flexlevel as _flexlevel
 from nandlab.reproduce import ida as _ida
+from nandlab.reproduce import run_all as _run_all
 from nandlab.reproduce import xia_diffecc as _xia_diffecc
 
 
@@ -35,5 +36,6 @@ reproduce.add_command(_dpa.dpa)
 reproduce.add_command(_flexlevel.flexlevel)
 reproduce.add_command(_flexecc.flexecc)
 reproduce.add_command(_dmm.dmm)
+reproduce.add_command(_run_all.run_all)
 
 __all__ = ["reproduce"]

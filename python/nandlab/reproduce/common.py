@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
-import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -13,7 +11,18 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import click
 
-from nandlab._console import make_console
+from nandlab.reproduce.fmt import (
+    EXIT_CHECK_FAILED,
+    EXIT_USER_ERROR,
+    RESULT_FILE,
+    err_console,
+    fmt_num,
+    fmt_pct,
+    out_console,
+    plural,
+)
+from nandlab.reproduce.load import TARGET_BAND, time_scale_callback
+from nandlab.reproduce.output import runs_json, write_json, write_result
 
 if TYPE_CHECKING:
     import polars as pl
@@ -22,17 +31,23 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: Tables go to stdout; when it is not a terminal (a log, CI) they are plain text at full width
-#: (:mod:`nandlab._console`).
-out_console = make_console()
-err_console = make_console(stderr=True)
-
-#: Exit status when the reproduction ran but its check failed (or runs failed).
-EXIT_CHECK_FAILED = 1
-#: Exit status of a user error (as everywhere in the CLI): bad input, missing dependency.
-EXIT_USER_ERROR = 2
-#: The result JSON a reproduction writes into its out directory when no --json is given.
-RESULT_FILE = "result.json"
+__all__ = [
+    "EXIT_CHECK_FAILED",
+    "EXIT_USER_ERROR",
+    "RESULT_FILE",
+    "CommonOptions",
+    "TraceChoice",
+    "common_options",
+    "err_console",
+    "fmt_num",
+    "fmt_pct",
+    "out_console",
+    "plural",
+    "run_planned",
+    "runs_json",
+    "write_json",
+    "write_result",
+]
 
 
 @dataclass
@@ -56,11 +71,45 @@ class CommonOptions:
         return self.json_out == "-"
 
 
+def traces_option(
+    help: str = "Directory of traces, searched recursively by their usual file names "
+    "(repeatable). Default: the bundled samples and the workspace's captured traces.",
+) -> Callable[[F], F]:
+    """``--traces DIR`` (repeatable; existing directories)."""
+    return click.option(
+        "--traces",
+        "traces",
+        multiple=True,
+        type=click.Path(file_okay=False, exists=True, path_type=Path),
+        metavar="DIR",
+        help=help,
+    )
+
+
+def processes_option() -> Callable[[F], F]:
+    """``--processes / -j N``."""
+    return click.option(
+        "--processes",
+        "-j",
+        type=click.IntRange(min=1),
+        default=None,
+        help="Worker processes (default: one per CPU; 1 runs inline).",
+    )
+
+
+def progress_option() -> Callable[[F], F]:
+    """``--progress/--no-progress`` (default: on when stderr is a terminal)."""
+    return click.option(
+        "--progress/--no-progress",
+        default=None,
+        help="Progress of the runs (default: on when stderr is a terminal).",
+    )
+
+
 def common_options(paper: str) -> Callable[[F], F]:
     """Decorator adding ``--traces --quick --out --json --processes --scheduler --progress
     --time-scale`` to a command and passing them on as one :class:`CommonOptions` argument
     named ``opts``."""
-    from nandlab.reproduce.load import TARGET_BAND, time_scale_callback
 
     def deco(fn: F) -> F:
         @click.option(
@@ -76,15 +125,7 @@ def common_options(paper: str) -> Callable[[F], F]:
             "1,10,100 or auto,1 sweeps levels. Runs whose baseline is saturated are marked "
             "overloaded and left out of the headline means (docs/reproductions.md).",
         )
-        @click.option(
-            "--traces",
-            "traces",
-            multiple=True,
-            type=click.Path(file_okay=False, exists=True, path_type=Path),
-            metavar="DIR",
-            help="Directory of traces, searched recursively by their usual file names "
-            "(repeatable). Default: the bundled samples and the workspace's captured traces.",
-        )
+        @traces_option()
         @click.option("--quick", is_flag=True, help="A small CI-sized subset (minutes).")
         @click.option(
             "--out",
@@ -102,13 +143,7 @@ def common_options(paper: str) -> Callable[[F], F]:
             help="Write paper, runs (full reports) and table as JSON to OUT ('-': stdout; "
             "default: OUT_DIR/result.json).",
         )
-        @click.option(
-            "--processes",
-            "-j",
-            type=click.IntRange(min=1),
-            default=None,
-            help="Worker processes (default: one per CPU; 1 runs inline).",
-        )
+        @processes_option()
         @click.option(
             "--scheduler",
             metavar="ADDR",
@@ -116,11 +151,7 @@ def common_options(paper: str) -> Callable[[F], F]:
             help="Run on a Dask cluster at ADDR (tcp://host:port) instead of local processes "
             "(needs pip install 'nandlab[dask]'; traces must be readable on the workers).",
         )
-        @click.option(
-            "--progress/--no-progress",
-            default=None,
-            help="Progress bar over runs (default: on when stderr is a terminal).",
-        )
+        @progress_option()
         @functools.wraps(fn)
         def wrapper(
             traces: tuple[Path, ...],
@@ -171,30 +202,61 @@ def common_options(paper: str) -> Callable[[F], F]:
 # --------------------------------------------------------------------------- traces
 
 
-def msr_patterns(short: str, vol: int, host: str, *alias: str) -> list[str]:
+#: MSR Cambridge servers in the SNIA IOTTA archive by volume prefix (``CAMRESHMSA01-lvm0.csv`` is
+#: hm_0; two names where both are in use).
+MSR_HOSTS: dict[str, tuple[str, ...]] = {
+    "hm": ("CAMRESHMSA01",),
+    "mds": ("CAMRESWMSA03",),
+    "proj": ("CAM-02-SRV",),
+    "prxy": ("CAM-01-SRV",),
+    "rsrch": ("CAMRESIRA01",),
+    "src1": ("CAMRESSDPA03",),
+    "src2": ("CAMRESSDPA03",),
+    "stg": ("CAMRESSTGA01",),
+    "ts": ("CAMRESTSA01",),
+    "usr": ("CAMRESUSRA01", "CAMRESSDPA03-usr"),
+    "wdev": ("CAMWEBDEV",),
+    "web": ("CAMRESWEBA03",),
+}
+
+
+def msr_patterns(short: str, vol: int, *alias: str) -> list[str]:
     """Usual file names of an MSR Cambridge volume: ``hm_0.csv.gz``, ``hm0.csv``, the SNIA
     IOTTA archive's ``CAMRESHMSA01-lvm0.csv``, and any ``alias.csv``."""
-    pats = [f"{short}_{vol}.csv*", f"{short}{vol}.csv*", f"{host}-lvm{vol}.csv*"]
-    for a in alias:
-        pats += [f"{a}.csv*"]
-    return pats
+    pats = [f"{short}_{vol}.csv*", f"{short}{vol}.csv*"]
+    pats += [f"{host}-lvm{vol}.csv*" for host in MSR_HOSTS[short]]
+    return pats + [f"{a}.csv*" for a in alias]
 
 
-#: The captured real-application traces (``shared/traces/captured``) by file name.
-CAPTURED_PATTERNS: dict[str, list[str]] = {
-    "pgbench_wh": ["pgbench_wh.csv*"],
-    "pgbench_rw": ["pgbench_rw.csv*"],
-    "pgbench_ro": ["pgbench_ro.part1.csv*", "pgbench_ro.csv*"],
-    "devtree": ["devtree.csv*"],
+def known_traces(*names: str, **aliases: Sequence[str]) -> dict[str, list[str]]:
+    """A paper's trace table by the usual file names of each trace: an MSR Cambridge volume
+    (``hm_0``, :func:`msr_patterns`; ``aliases`` adds other names, e.g. the paper's ``src0``)
+    or a UMass SPC trace (``Financial1.spc`` and its conversions)."""
+    out: dict[str, list[str]] = {}
+    for name in names:
+        short, _, vol = name.rpartition("_")
+        if short in MSR_HOSTS and vol.isdigit():
+            out[name] = msr_patterns(short, int(vol), *aliases.get(name, ()))
+        else:
+            out[name] = [f"{name}{ext}" for ext in (".spc*", ".csv*", ".ascii*", ".trace*")]
+    return out
+
+
+#: Our stand-ins by name: the captured real-application traces (``shared/traces/captured``)
+#: and the bundled excerpts (``nandlab/data``): file names, and the paper trace an excerpt is
+#: cut from (a reproduction that finds the full trace runs it instead).
+STANDINS: dict[str, tuple[list[str], str | None]] = {
+    "pgbench_wh": (["pgbench_wh.csv*"], None),
+    "pgbench_rw": (["pgbench_rw.csv*"], None),
+    "pgbench_ro": (["pgbench_ro.part1.csv*", "pgbench_ro.csv*"], None),
+    "devtree": (["devtree.csv*"], None),
+    "hm_0 excerpt": (["msr_hm_0_sample1000.csv*"], "hm_0"),
+    "Financial1 excerpt": (["Financial1_first10000*"], "Financial1"),
+    "WebSearch1 excerpt": (["WebSearch1_first24783*"], "WebSearch1"),
+    "pgbench_rw slice": (["pgbench_rw_slice.csv*"], None),
 }
-#: The bundled excerpts' names: the same in every reproduction.
-HM0_EXCERPT_NAME = "hm_0 excerpt"
-FINANCIAL1_EXCERPT_NAME = "Financial1 excerpt"
-#: The bundled excerpts (``nandlab/data``) by file name.
-HM0_EXCERPT = ["msr_hm_0_sample1000.csv*"]
-FINANCIAL1_EXCERPT = ["Financial1_first10000*"]
-WEBSEARCH1_EXCERPT = ["WebSearch1_first24783*"]
-PGBENCH_RW_SLICE = ["pgbench_rw_slice.csv*"]
+CAPTURED = ("pgbench_wh", "pgbench_rw", "pgbench_ro", "devtree")
+EXCERPTS = ("hm_0 excerpt", "Financial1 excerpt", "WebSearch1 excerpt")
 
 
 @dataclass
@@ -229,101 +291,6 @@ class TraceChoice:
 # --------------------------------------------------------------------------- outputs
 
 
-def _clean(v: Any) -> Any:
-    """JSON-safe: NaN/inf become null, Paths strings, tuples lists."""
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    if isinstance(v, Mapping):
-        return {str(k): _clean(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_clean(x) for x in v]
-    if isinstance(v, Path):
-        return str(v)
-    return v
-
-
-def runs_json(df: pl.DataFrame) -> list[dict[str, Any]]:
-    """One object per run: trace, scheme, label, params, its load (die utilisation, offered
-    load, queue-wait share, ``overloaded``: :func:`nandlab.reproduce.load.load_info`), full
-    report (and error, key)."""
-    from nandlab.reproduce.load import load_info
-
-    out = []
-    for r in df.iter_rows(named=True):
-        report = json.loads(r["report"]) if r["report"] else None
-        out.append(
-            {
-                "trace": r["trace"],
-                "scheme": r["scheme"],
-                "label": r["label"],
-                "params": json.loads(r["params"]) if r["params"] else {},
-                "load": load_info(report),
-                "report": report,
-                "error": r["error"],
-                "key": r["key"],
-            }
-        )
-    return out
-
-
-def write_json(
-    target: str | None,
-    paper: str,
-    runs: pl.DataFrame,
-    table: Sequence[Mapping[str, Any]],
-    **extra: Any,
-) -> dict[str, Any] | None:
-    """Write ``{"paper", "runs", "table", **extra}`` to ``target`` (``-``: stdout)."""
-    if target is None:
-        return None
-    obj: dict[str, Any] = {"paper": paper, "runs": runs_json(runs), "table": list(table)}
-    obj.update(extra)
-    obj = _clean(obj)
-    text = json.dumps(obj, indent=1)
-    if target == "-":
-        click.echo(text)
-    else:
-        p = Path(target)
-        if p.parent != Path():
-            p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = p.with_name(f".{p.name}.tmp-{os.getpid()}")
-        tmp.write_text(text + "\n", encoding="utf-8")
-        os.replace(tmp, p)
-    return obj
-
-
-def plural(n: int, noun: str, nouns: str | None = None) -> str:
-    """``1 trace``, ``2 traces`` (``nouns``: an irregular plural)."""
-    return f"{n:,} {noun if n == 1 else (nouns or noun + 's')}"
-
-
-def fmt_num(v: Any, digits: int = 3) -> str:
-    """A table cell: ``—`` for missing, thousands separators, ``digits`` significant-ish."""
-    if v is None or (isinstance(v, float) and not math.isfinite(v)):
-        return "—"
-    if isinstance(v, bool):
-        return str(v).lower()
-    if isinstance(v, int):
-        return f"{v:,}"
-    if isinstance(v, float):
-        if abs(v) >= 1000:
-            return f"{v:,.0f}"
-        if abs(v) >= 100:
-            return f"{v:.1f}"
-        return f"{v:.{digits}f}" if abs(v) < 10 else f"{v:.2f}"
-    return str(v)
-
-
-def fmt_pct(v: float | None, signed: bool = True) -> str:
-    """A relative change as ``-12.3 %``; ``—`` when undefined."""
-    if v is None or not math.isfinite(v):
-        return "—"
-    return f"{v * 100:+.1f} %" if signed else f"{v * 100:.1f} %"
-
-
-# --------------------------------------------------------------------------- run results
-
-
 def reports_by_key(df: pl.DataFrame) -> dict[str, tuple[dict[str, Any] | None, str | None]]:
     """``key -> (report or None, error or None)`` for the rows of a grid's DataFrame."""
     out: dict[str, tuple[dict[str, Any] | None, str | None]] = {}
@@ -333,10 +300,11 @@ def reports_by_key(df: pl.DataFrame) -> dict[str, tuple[dict[str, Any] | None, s
 
 
 def exit_on_failures(
-    errors: Sequence[tuple[str, str, str]], check: Mapping[str, Any] | None, out: Path
+    errors: Sequence[tuple[str, str, str]], checks: Sequence[Mapping[str, Any]], out: Path
 ) -> None:
-    """Report failed runs (``(trace, label, error)``) and the ``--quick`` check, and exit with
-    :data:`EXIT_CHECK_FAILED` if a run failed or the check did not pass."""
+    """Report failed runs (``(trace, label, error)``) and the checks, and exit with
+    :data:`EXIT_CHECK_FAILED` if a run failed or a sanity check did not pass (a comparison
+    with the paper, kind ``"paper"``, is a result: it is reported, never an exit status)."""
     import sys
 
     failed = False
@@ -347,12 +315,14 @@ def exit_on_failures(
             f"[red]{len(errors)} run(s) failed[/] (re-run to retry; see the error column of "
             f"{out / 'runs.parquet'}); first: {first[0]} {first[1]}: {first[2]}"
         )
-    if check is not None:
-        if check["passed"]:
-            err_console.print(f"[green]check passed:[/] {check['message']}")
+    for c in checks:
+        if c.get("kind", "sanity") != "sanity" or c.get("passed") is None:
+            continue
+        if c["passed"]:
+            err_console.print(f"[green]check passed:[/] {c['name']}: {c['detail']}")
         else:
             failed = True
-            err_console.print(f"[red]check FAILED:[/] {check['message']}")
+            err_console.print(f"[red]check FAILED:[/] {c['name']}: {c['detail']}")
     if failed:
         sys.exit(EXIT_CHECK_FAILED)
 

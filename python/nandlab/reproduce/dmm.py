@@ -43,7 +43,8 @@ from rich.table import Table
 
 from nandlab import osd as _osd
 from nandlab._core import SimError
-from nandlab.reproduce.common import (
+from nandlab.reproduce.common import progress_option, traces_option
+from nandlab.reproduce.fmt import (
     EXIT_CHECK_FAILED,
     EXIT_USER_ERROR,
     RESULT_FILE,
@@ -51,6 +52,11 @@ from nandlab.reproduce.common import (
     fmt_pct,
     out_console,
 )
+from nandlab.reproduce.framework import print_table
+from nandlab.reproduce.headline import Headline as H
+from nandlab.reproduce.headline import headline_rows as fw_headline_rows
+from nandlab.reproduce.headline import print_rows
+from nandlab.reproduce.output import emit
 
 PAPER = "dmm"
 KIB = 1 << 10
@@ -170,12 +176,32 @@ class Runner:
         self.done = 0
         self.cached = 0
         self.failed: list[str] = []
+        #: every run of this reproduction: (key, what, report), for runs.parquet
+        self.runs: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
 
     def _key(self, what: dict[str, Any]) -> Path:
         h = hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()
         return self.dir / f"{h[:20]}.json"
 
+    def trace_stats(self, path: Path) -> dict[str, Any]:
+        """The file-level trace's statistics, cached beside the runs (by size and mtime)."""
+        st = path.stat()
+        p = self._key({"stats": str(path.resolve()), "size": st.st_size, "mtime": st.st_mtime_ns})
+        if p.is_file():
+            cached: dict[str, Any] = json.loads(p.read_text())
+            return cached
+        stats = dict(_osd.trace_stats(path))
+        tmp = p.with_suffix(".tmp")
+        tmp.write_text(json.dumps(stats))
+        tmp.replace(p)
+        return stats
+
     def run(self, what: dict[str, Any]) -> dict[str, Any]:
+        rep = self._run(what)
+        self.runs.append((self._key(what).stem, what, rep))
+        return rep
+
+    def _run(self, what: dict[str, Any]) -> dict[str, Any]:
         p = self._key(what)
         if p.is_file():
             self.cached += 1
@@ -267,14 +293,9 @@ def _mean(xs: Iterable[float | None]) -> float | None:
 
 
 @click.command("dmm")
-@click.option(
-    "--traces",
-    "traces",
-    multiple=True,
-    type=click.Path(file_okay=False, exists=True, path_type=Path),
-    metavar="DIR",
-    help="Directory of file-level traces (*_fs.jsonl*), searched recursively "
-    "(repeatable). Default: the workspace's captured traces.",
+@traces_option(
+    "Directory of file-level traces (*_fs.jsonl*), searched recursively "
+    "(repeatable). Default: the workspace's captured traces."
 )
 @click.option(
     "--quick",
@@ -298,11 +319,7 @@ def _mean(xs: Iterable[float | None]) -> float | None:
     help="Write the tables and every run's report as JSON to OUT ('-': stdout; "
     "default: OUT_DIR/result.json).",
 )
-@click.option(
-    "--progress/--no-progress",
-    default=None,
-    help="A line per finished run on stderr (default: on when stderr is a terminal).",
-)
+@progress_option()
 def dmm(
     traces: tuple[Path, ...],
     quick: bool,
@@ -315,7 +332,7 @@ def dmm(
     YAFFS2, endurance +76 %)."""
     from nandlab._interrupt import on_interrupt
     from nandlab.experiment import shared_traces_dir
-    from nandlab.reproduce.common import err_console
+    from nandlab.reproduce.fmt import err_console
 
     out = out if out is not None else Path("nandlab-out") / PAPER
     json_target = json_out if json_out is not None else str(out / RESULT_FILE)
@@ -338,24 +355,34 @@ def dmm(
     checks = direction_checks(bench, trace_res)
     result = {
         "paper": PAPER,
+        "title": "Guo, PhD thesis ch. 4: DMM object-based flash device vs OBFS / YAFFS2, "
+        "Pittsburgh 2016",
         "quick": quick,
+        "checks": [
+            {"name": c["check"], "passed": c["pass"], "detail": c["detail"], "kind": "paper"}
+            for c in checks
+        ],
+        "headline": standard_headline(headline),
+        "tables": [bench_table(bench), channels_table(bench)]
+        + [trace_table(n, tr) for n, tr in trace_res.items()],
+        "figures": [],
+        "table": bench["rows"],
         "traces": {n: str(p) for n, p in found.items()},
         "missing_traces": [n for n in TRACE_PATTERNS if n not in found],
         "bench": bench,
         "trace_results": trace_res,
-        "headline": headline,
+        "headline_by_trace": headline,
         "thesis_headline": THESIS_HEADLINE,
-        "checks": checks,
         "failed_runs": runner.failed,
-        "runs": {"executed": runner.done, "cached": runner.cached, "wall_s": time.time() - t0},
+        "grid": {"executed": runner.done, "cached": runner.cached, "wall_s": time.time() - t0},
     }
     result["figures"] = [str(f) for f in figures(result, out)]
-    _write(json_target, result)
+    result["runs"] = write_runs(out, runner)
+    emit(json_target, result)
     if not quiet:
-        print_bench(bench)
-        for name, tr in trace_res.items():
-            print_trace(name, tr)
-        print_headline(headline)
+        for t in result["tables"]:
+            print_table(t)
+        print_rows(result["headline"], "Headline: DMM against the baselines (Fig. 45)")
         print_checks(checks)
         if not found:
             out_console.print(
@@ -372,18 +399,6 @@ def dmm(
         raise click.exceptions.Exit(EXIT_CHECK_FAILED)
     if not found and traces:
         raise click.exceptions.Exit(EXIT_USER_ERROR)
-
-
-def _write(target: str, obj: Any) -> None:
-    text = json.dumps(obj, indent=1, default=str)
-    if target == "-":
-        click.echo(text)
-        return
-    p = Path(target)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    tmp = p.with_name(f".{p.name}.tmp")
-    tmp.write_text(text + "\n")
-    tmp.replace(p)
 
 
 # --------------------------------------------------------------------------- DMMbench
@@ -469,51 +484,35 @@ THESIS_BENCH = {
 }
 
 
-def print_bench(bench: dict[str, Any]) -> None:
-    t = Table(
-        title=f"Fig. 39/40: DMMbench ({_size(bench['total_bytes'])} per type), mean "
-        "response of the access command"
-    )
-    for c in (
-        "design",
-        "access",
-        "ours (ms)",
-        "thesis",
-        "data w",
-        "index w",
-        "onode w",
-        "GC w",
-        "erases",
-    ):
-        t.add_column(c, justify="left" if c in ("design", "access", "thesis") else "right")
-    for r in bench["rows"]:
-        t.add_row(
-            r["design"],
-            f"{r['pattern']} {_size(r['request_bytes'])}",
-            fmt_num(r["response_ms"]),
-            THESIS_BENCH.get((r["pattern"], r["request_bytes"]), ""),
-            fmt_num(r["data_writes"]),
-            fmt_num(r["index_writes"]),
-            fmt_num(r["onode_writes"]),
-            fmt_num(r["gc_writes"]),
-            fmt_num(r["erases"]),
-        )
-    out_console.print(t)
-    ct = Table(title="Fig. 41: channels (1 die each), 32 KiB sequential, OBFS")
-    for col in ("channels", "pages/block", "write (ms)", "read (ms)"):
-        ct.add_column(col, justify="right")
+def bench_table(bench: dict[str, Any]) -> dict[str, Any]:
+    """Fig. 39/40 as a table (:func:`~nandlab.reproduce.framework.print_table`)."""
+    cols = ["design", "access", "ours (ms)", "thesis", "data w", "index w", "onode w", "GC w",
+            "erases"]  # fmt: skip
+    rows = [[r["design"], f"{r['pattern']} {_size(r['request_bytes'])}", fmt_num(r["response_ms"]),
+             THESIS_BENCH.get((r["pattern"], r["request_bytes"]), ""),
+             *(fmt_num(r[k]) for k in ("data_writes", "index_writes", "onode_writes", "gc_writes",
+                                       "erases"))] for r in bench["rows"]]  # fmt: skip
+    title = (f"Fig. 39/40: DMMbench ({_size(bench['total_bytes'])} per type), mean response of "
+             "the access command")  # fmt: skip
+    return {"title": title, "columns": cols, "rows": rows}
+
+
+def channels_table(bench: dict[str, Any]) -> dict[str, Any]:
+    rows = []
     for ch, ppb in CHANNELS:
         w = next(x for x in bench["channels"] if x["channels"] == ch and "write" in x["pattern"])
         rd = next(x for x in bench["channels"] if x["channels"] == ch and "read" in x["pattern"])
-        ct.add_row(str(ch), str(ppb), fmt_num(w["response_ms"]), fmt_num(rd["response_ms"]))
-    out_console.print(ct)
+        rows.append([str(ch), str(ppb), fmt_num(w["response_ms"]), fmt_num(rd["response_ms"])])
+    cols = ["channels", "pages/block", "write (ms)", "read (ms)"]
+    title = "Fig. 41: channels (1 die each), 32 KiB sequential, OBFS"
+    return {"title": title, "columns": cols, "rows": rows}
 
 
 # --------------------------------------------------------------------------- traces
 
 
 def run_trace(runner: Runner, name: str, path: Path, quick: bool) -> dict[str, Any]:
-    st = _osd.trace_stats(path)
+    st = runner.trace_stats(path)
     blocks = blocks_for(int(st["footprint_bytes"]))
     capacity = blocks * DIES * PAGES_PER_BLOCK * PAGE_BYTES
     maxc = QUICK_MAX_COMMANDS if quick else 0
@@ -569,7 +568,8 @@ def run_trace(runner: Runner, name: str, path: Path, quick: bool) -> dict[str, A
     }
 
 
-def print_trace(name: str, tr: dict[str, Any]) -> None:
+def trace_table(name: str, tr: dict[str, Any]) -> dict[str, Any]:
+    """Fig. 42-45 of one trace as a table."""
     s = tr["stats"]
     title = (
         f"{name}: {s['files']:,} files, {s['avg_request_kib']:.2f} KiB average, "
@@ -577,40 +577,26 @@ def print_trace(name: str, tr: dict[str, Any]) -> None:
         f"{tr['capacity_bytes'] / 2**30:.2f} GiB, footprint fill {tr['fill']:.0%}"
         + (f"; first {tr['max_commands']:,} commands" if tr["max_commands"] else "")
     )
-    t = Table(title=title)
-    for c in (
-        "configuration",
-        "page writes",
-        "data",
-        "index",
-        "onode",
-        "GC",
-        "erases",
-        "write (ms)",
-        "hit rate",
-    ):
-        t.add_column(c, justify="left" if c == "configuration" else "right")
     groups = [
         ("Fig. 45", ("obfs", "yaffs2", "dmm")),
         ("Fig. 42", tuple(k for k in tr["runs"] if k.startswith("mlgc_"))),
         ("Fig. 43", ("extent_1m", "virtual_1m")),
         ("Fig. 44", tuple(k for k in tr["runs"] if k.startswith("dc_"))),
     ]
+    rows = []
     for fig, keys in groups:
         for k in keys:
             r = tr["runs"][k]
-            t.add_row(
+            rows.append([
                 f"{fig}: {r['label']}" + (" (run FAILED)" if r.get("error") else ""),
-                fmt_num(r["page_writes"]),
-                fmt_num(r["data_writes"]),
-                fmt_num(r["index_writes"]),
-                fmt_num(r["onode_writes"]),
-                fmt_num(r["gc_writes"]),
-                fmt_num(r["erases"]),
-                fmt_num(r["write_response_ms"]),
+                *(fmt_num(r[c]) for c in ("page_writes", "data_writes", "index_writes",
+                                          "onode_writes", "gc_writes", "erases",
+                                          "write_response_ms")),
                 fmt_pct(r["hit_rate"], signed=False) if r["hit_rate"] is not None else "—",
-            )
-    out_console.print(t)
+            ])  # fmt: skip
+    cols = ["configuration", "page writes", "data", "index", "onode", "GC", "erases",
+            "write (ms)", "hit rate"]  # fmt: skip
+    return {"title": title, "columns": cols, "rows": rows}
 
 
 def headline_rows(trace_res: dict[str, Any]) -> dict[str, Any]:
@@ -641,31 +627,47 @@ def headline_rows(trace_res: dict[str, Any]) -> dict[str, Any]:
     return {"per_trace": per, "mean": mean}
 
 
-def print_headline(h: dict[str, Any]) -> None:
-    if not h["per_trace"]:
-        return
-    t = Table(title="Headline: DMM against the baselines (Fig. 45); thesis beside ours")
-    t.add_column("metric")
-    for name in h["per_trace"]:
-        t.add_column(name, justify="right")
-    t.add_column("mean", justify="right")
-    t.add_column("thesis", justify="right")
-    labels = {
-        "page_writes_vs_obfs": "page writes vs OBFS",
-        "write_response_vs_obfs": "write response vs OBFS",
-        "write_response_vs_yaffs2": "write response vs YAFFS2",
-        "page_writes_vs_yaffs2": "page writes vs YAFFS2",
-        "endurance_vs_obfs": "endurance vs OBFS (erase ratio)",
-    }
-    for k, lab in labels.items():
-        th = THESIS_HEADLINE.get(k)
-        t.add_row(
-            lab,
-            *(fmt_pct(p[k]) for p in h["per_trace"].values()),
-            fmt_pct(h["mean"][k]),
-            fmt_pct(th) if th is not None else "-19 %" if k == "page_writes_vs_yaffs2" else "—",
-        )
-    out_console.print(t)
+#: The thesis's headline (§4.6.3, Fig. 45; spec §4) against ours (DMM / baseline per trace).
+HEADLINE = (
+    H("page writes vs OBFS", "§4.6.3, Fig. 45", -25, "page_writes_vs_obfs", deciders=()),
+    H("write response vs OBFS", "§4.6.3, Fig. 45", -38, "write_response_vs_obfs", deciders=()),
+    H("write response vs YAFFS2", "§4.6.3, Fig. 45", -35, "write_response_vs_yaffs2",
+      deciders=(), why="DMM writes back small files' metadata early (capacitor budget)"),
+    H("page writes vs YAFFS2", "§4.6.3, Fig. 45", -19, "page_writes_vs_yaffs2", deciders=()),
+    H("endurance vs OBFS (erase ratio)", "§4.6.3, Fig. 45", 76, "endurance_vs_obfs",
+      deciders=(), why="a 70 % footprint fill: GC amplifies every saved page write"),
+)  # fmt: skip
+
+
+def standard_headline(h: dict[str, Any]) -> list[dict[str, Any]]:
+    """:func:`headline_rows`' changes as the headline rows of every reproduction."""
+    rows = [{"trace": n, **{k: None if v is None else 1.0 + v for k, v in per.items()}}
+            for n, per in h["per_trace"].items()]  # fmt: skip
+    return fw_headline_rows(HEADLINE, rows, lambda t, n: None, {"all": list(h["per_trace"])})
+
+
+def write_runs(out: Path, runner: Runner) -> list[dict[str, Any]]:
+    """Every run of this reproduction in ``OUT/runs.parquet`` (the runs table of every
+    reproduction; the reports are the object device's); returns the runs for the result JSON
+    (each with its report)."""
+    from nandlab.experiment import RUNS_FILE, rows_frame
+
+    rows = {}
+    for key, what, rep in runner.runs:
+        rows[key] = {
+            "key": key, "trace": Path(what["trace"]).name if what["kind"] == "trace" else
+            f"DMMbench {what['pattern']} {_size(what['request_bytes'])}",
+            "trace_path": what.get("trace"), "scheme": what["preset"], "config": what["preset"],
+            "label": what["label"], "params": json.dumps(dict(what["overrides"]), sort_keys=True),
+            "report": json.dumps(rep) if "error" not in rep else None, "error": rep.get("error"),
+        }  # fmt: skip
+    tmp = out / f".{RUNS_FILE}.tmp"
+    rows_frame(rows.values()).write_parquet(tmp)
+    tmp.replace(out / RUNS_FILE)
+    return [
+        {**r, "params": json.loads(r["params"]), "report": json.loads(r["report"] or "null")}
+        for r in rows.values()
+    ]
 
 
 def direction_checks(bench: dict[str, Any], trace_res: dict[str, Any]) -> list[dict[str, Any]]:

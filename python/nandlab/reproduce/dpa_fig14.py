@@ -24,42 +24,15 @@ as ``"<trace>, aged 16 GiB"`` and counted in the headline.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any
 
-from rich.table import Table
+from nandlab.reproduce import framework as fw
+from nandlab.reproduce.common import CommonOptions, TraceChoice, known_traces, traces_json
+from nandlab.reproduce.fmt import fmt_num
+from nandlab.reproduce.headline import Headline as H
+from nandlab.reproduce.load import finite, ratio
 
-from nandlab.reproduce.common import (
-    CAPTURED_PATTERNS,
-    FINANCIAL1_EXCERPT,
-    WEBSEARCH1_EXCERPT,
-    CommonOptions,
-    TraceChoice,
-    fmt_num,
-    fmt_pct,
-    out_console,
-    reports_by_key,
-    run_planned,
-)
-from nandlab.reproduce.load import (
-    expand,
-    finite,
-    groups,
-    headline_rows,
-    load_info,
-    print_headline,
-    print_load_table,
-    ratio,
-    report_value,
-)
-
-if TYPE_CHECKING:
-    from nandlab.experiment import RunSpec
-    from nandlab.reproduce.load import LoadPlan
-
-CONFIG = "dpa"
 #: Configurations: label -> (scheme, chunk bytes or None).
 CONFIGS: dict[str, tuple[str, int | None]] = {
     "baseline": ("baseline", None),
@@ -68,17 +41,8 @@ CONFIGS: dict[str, tuple[str, int | None]] = {
 }
 LABELS = {"baseline": "baseline", "dpa_8B": "DPA+DRM 8 B", "dpa_4B": "DPA+DRM 4 B"}
 #: Table 2 workloads we can have, by their usual file names (UMass Storage Repository).
-TABLE_2: dict[str, list[str]] = {
-    "Financial1": ["Financial1.spc*", "Financial1.csv*", "Financial1.ascii*"],
-    "WebSearch1": ["WebSearch1.spc*", "WebSearch1.csv*", "WebSearch1.trace*"],
-}
-OURS: dict[str, list[str]] = {
-    "Financial1 excerpt": FINANCIAL1_EXCERPT,
-    "WebSearch1 excerpt": WEBSEARCH1_EXCERPT,
-    "pgbench_ro": CAPTURED_PATTERNS["pgbench_ro"],
-    "pgbench_rw": CAPTURED_PATTERNS["pgbench_rw"],
-    "devtree": CAPTURED_PATTERNS["devtree"],
-}
+TABLE_2 = known_traces("Financial1", "WebSearch1")
+OURS = ("Financial1 excerpt", "WebSearch1 excerpt", "pgbench_ro", "pgbench_rw", "devtree")
 QUICK = ("Financial1 excerpt", "WebSearch1 excerpt")
 DEFAULT_MAX_REQUESTS = 1_000_000
 #: Baseline flash programs (erases) below which a trace's write (erase) ratio is left out of
@@ -87,6 +51,7 @@ DEFAULT_MAX_REQUESTS = 1_000_000
 #: still shows them.
 MIN_BASELINE_PROGRAMS = 1000
 MIN_BASELINE_ERASES = 1000
+FLOORS = {"mean_us": 0.0, "programs": MIN_BASELINE_PROGRAMS, "erases": MIN_BASELINE_ERASES}
 #: Fig. 14(c) needs GC, and the traces leave the 256 GB Table 3 device mostly empty (no erase).
 #: So, beside the preset runs, an aged device: 256 blocks per plane (16 GiB), 60 % of the
 #: logical space written and overwritten once at random before the trace (GC in steady state;
@@ -101,315 +66,253 @@ AGED_OVERRIDES: dict[str, object] = {
 AGED_SUFFIX = ", aged 16 GiB"
 #: Traces that also run on the aged device (write-heavy ones: a read-only trace erases nothing).
 AGED_TRACES = ("Financial1", "Financial1 excerpt", "pgbench_rw")
-
-#: The thesis's Fig. 14 headline (§2.6.2) as changes vs the baseline.
-HEADLINE_METRICS: tuple[tuple[str, str, str], ...] = (
-    ("response time, 8 B (Fig. 14a)", "+7 %", "mean_ratio_dpa_8B"),
-    ("response time, 4 B (Fig. 14a)", "+10 % (Web ≈ +20 %)", "mean_ratio_dpa_4B"),
-    ("flash writes, 8 B (Fig. 14b)", "—", "programs_ratio_dpa_8B"),
-    ("flash writes, 4 B (Fig. 14b)", "+6 %", "programs_ratio_dpa_4B"),
-    ("erases, 8 B (Fig. 14c)", "—", "erases_ratio_dpa_8B"),
-    ("erases, 4 B (Fig. 14c)", "+4 %", "erases_ratio_dpa_4B"),
+THESIS = {
+    "response_8B": 0.07,
+    "response_4B": 0.10,
+    "response_web_max": 0.20,
+    "writes_4B": 0.06,
+    "erases_4B": 0.04,
+}
+TRACES = fw.Traces(
+    table="Table 2",
+    paper=TABLE_2,
+    ours=tuple(fw.standin(n, "ours") for n in OURS),
+    quick=tuple(fw.standin(n) for n in QUICK),
+    default_cap=DEFAULT_MAX_REQUESTS,
+    quick_note="--quick: Fig. 14 on the bundled excerpts only",
+    missing_note="Table 2 traces not found under --traces: {missing} (WIN7, RHEL and TPC-C "
+    "were never published; the captured traces stand in)",
 )
 
 
-@dataclass
-class Selection:
-    traces: list[TraceChoice]
-    notes: list[str] = field(default_factory=list)
+def variants(path_a: Mapping[int, float]) -> list[fw.Variant]:
+    """The three configurations (``path_a``: the path-A share by chunk size)."""
+    out = []
+    for c, (scheme, chunk) in CONFIGS.items():
+        ov: dict[str, object] = {}
+        if chunk is not None:
+            ov["scheme.params.chunk_bytes"] = chunk
+            ov["scheme.params.path_a_share"] = round(float(path_a.get(chunk, 0.0)), 6)
+        out.append(fw.Variant(c, scheme, ov))
+    return out
 
 
-def select_traces(dirs: Sequence[Path], *, quick: bool, max_requests: int | None) -> Selection:
-    """The Table 2 traces found under ``dirs`` and the stand-ins we have, each under its name."""
-    from nandlab.experiment import default_trace_dirs, find_traces
-
-    search = list(dict.fromkeys([*map(Path, dirs), *default_trace_dirs()]))
-    cap = max_requests if max_requests is not None else DEFAULT_MAX_REQUESTS
-    if quick:
-        found, _ = find_traces(search, {k: OURS[k] for k in QUICK})
-        sel = Selection([TraceChoice(n, p, "bundled excerpt") for n, p in found.items()])
-        sel.notes.append("--quick: Fig. 14 on the bundled excerpts only")
-        return sel
-    t2, missing = find_traces(list(map(Path, dirs)), TABLE_2)
-    sel = Selection([TraceChoice(n, p, "Table 2", cap or None) for n, p in t2.items()])
-    ours, _ = find_traces(search, OURS)
-    sel.traces += [
-        TraceChoice(n, p, "ours", None if "excerpt" in n else (cap or None))
-        for n, p in ours.items()
-    ]
-    if missing:
-        sel.notes.append(
-            "Table 2 traces not found under --traces: "
-            + ", ".join(missing)
-            + " (WIN7, RHEL and TPC-C were never published; the captured traces stand in)"
-        )
-    return sel
-
-
-@dataclass
-class PlannedRun:
-    trace: str
-    config: str
-    spec: RunSpec
-    key: str = ""
-
-
-def run_spec(t: TraceChoice, config: str, path_a: Mapping[int, float]) -> RunSpec:
-    """The run of ``config`` on trace instance ``t`` (``path_a``: share by chunk size)."""
-    from nandlab.experiment import RunSpec
-
-    scheme, chunk = CONFIGS[config]
-    o: dict[str, object] = dict(t.overrides())
-    if chunk is not None:
-        o["scheme.params.chunk_bytes"] = chunk
-        o["scheme.params.path_a_share"] = round(float(path_a.get(chunk, 0.0)), 6)
-    return RunSpec(t.path, t.name, scheme, CONFIG, o, config)
-
-
-def plan_runs(
-    sel: Selection, path_a: Mapping[int, float], *, aged: bool = False
-) -> list[PlannedRun]:
-    """Every configuration on every trace instance; with ``aged``, also on the aged device
-    (:data:`AGED_OVERRIDES`) for the instances of :data:`AGED_TRACES`."""
-    runs = [PlannedRun(t.name, c, run_spec(t, c, path_a)) for t in sel.traces for c in CONFIGS]
-    if aged:
-        for t in sel.traces:
-            if t.base_name not in AGED_TRACES:
-                continue
-            for c in CONFIGS:
-                spec = run_spec(t, c, path_a)
-                spec.overrides.update(AGED_OVERRIDES)
-                spec.label = f"{c} aged"
-                runs.append(PlannedRun(t.name + AGED_SUFFIX, c, spec))
-    return runs
-
-
-def run_metrics(rep: Mapping[str, Any] | None) -> dict[str, Any]:
-    if not rep:
-        return {}
+def run_metrics(rep: Mapping[str, Any]) -> dict[str, Any]:
     ss = rep.get("scheme_stats") or {}
-    return {
-        "mean_us": finite(report_value(rep, "host.mean_us")),
-        "read_us": finite(report_value(rep, "host.read_mean_us")),
-        "write_us": finite(report_value(rep, "host.write_mean_us")),
-        "requests": finite(report_value(rep, "host.requests")),
-        "programs": finite(report_value(rep, "flash.programs")),
-        "erases": finite(report_value(rep, "flash.erases")),
-        "redundant_writes": finite(ss.get("redundant_page_writes")),
-        "parity_writes": finite(ss.get("parity_page_writes")),
-        "redundant_reads": finite(ss.get("redundant_reads")),
-        "cache_hits": finite(ss.get("cache_hits")),
-        "buffer_hits": finite(ss.get("buffer_hits")),
-        "flushes_idle": finite(ss.get("flushes_idle")),
-        "flushes_forced": finite(ss.get("flushes_forced")),
-        "compactions": finite(ss.get("compactions")),
-        "load": load_info(rep),
-    }
+    own = (("redundant_writes", "redundant_page_writes"), ("parity_writes", "parity_page_writes"),
+           ("redundant_reads", "redundant_reads"), ("cache_hits", "cache_hits"),
+           ("buffer_hits", "buffer_hits"), ("flushes_idle", "flushes_idle"),
+           ("flushes_forced", "flushes_forced"), ("compactions", "compactions"))  # fmt: skip
+    return {**fw.host_metrics(rep), **{k: finite(ss.get(f)) for k, f in own}}
 
 
-@dataclass
-class Analysis:
-    rows: list[dict[str, Any]]
-    headline: list[dict[str, Any]]
-    errors: list[tuple[str, str, str]]
-    loads: dict[str, dict[str, Any]]
-    checks: dict[str, Any]
-
-
-def analyse(
-    runs: Sequence[PlannedRun],
-    reports: Mapping[str, Any],
-    level_groups: Mapping[str, Sequence[str]],
-) -> Analysis:
-    metrics: dict[tuple[str, str], dict[str, Any]] = {}
-    errors: list[tuple[str, str, str]] = []
-    traces: list[str] = []
-    for r in runs:
-        rep, err = reports.get(r.key, (None, "not run"))
-        if err or rep is None:
-            errors.append((r.trace, r.config, err or "no report"))
-        metrics[(r.trace, r.config)] = run_metrics(rep)
-        if r.trace not in traces:
-            traces.append(r.trace)
-    rows: list[dict[str, Any]] = []
-    loads: dict[str, dict[str, Any]] = {}
-    ratios: dict[str, dict[str, float | None]] = {}
-    overloaded: dict[str, bool | None] = {}
-    # Acceptance (issue 16): writes, erases and response >= baseline, and 4 B >= 8 B.
-    failures: list[str] = []
-    for t in traces:
-        b = metrics.get((t, "baseline"), {})
+def rows(res: fw.Results) -> list[dict[str, Any]]:
+    out = []
+    for t in res.traces:
+        b = res.get(t, "baseline")
         li = b.get("load") or {}
-        loads[t] = li
-        overloaded[t] = li.get("overloaded")
         row: dict[str, Any] = {
             "trace": t,
             "time_scale": li.get("time_scale"),
             "overloaded": li.get("overloaded"),
         }
         for c in CONFIGS:
-            m = metrics.get((t, c), {})
+            m = res.get(t, c)
             for k in ("mean_us", "read_us", "write_us", "programs", "erases"):
                 row[f"{k}_{c}"] = m.get(k)
             if c == "baseline":
                 continue
-            for k in ("redundant_writes", "parity_writes", "redundant_reads", "cache_hits"):
-                row[f"{k}_{c}"] = m.get(k)
-            for k in ("flushes_idle", "flushes_forced", "buffer_hits", "compactions"):
-                row[f"{k}_{c}"] = m.get(k)
-            for k, key, floor in (
-                ("mean", "mean_us", 0.0),
-                ("programs", "programs", MIN_BASELINE_PROGRAMS),
-                ("erases", "erases", MIN_BASELINE_ERASES),
+            for k in (
+                "redundant_writes",
+                "parity_writes",
+                "redundant_reads",
+                "cache_hits",
+                "flushes_idle",
+                "flushes_forced",
+                "buffer_hits",
+                "compactions",
             ):
-                v = ratio(m.get(key), b.get(key))
-                row[f"{k}_ratio_{c}"] = v
-                base = b.get(key)
-                enough = base is not None and base >= floor
-                ratios.setdefault(f"{k}_ratio_{c}", {})[t] = v if enough else None
-        floors = {"mean_us": 0.0, "programs": MIN_BASELINE_PROGRAMS, "erases": MIN_BASELINE_ERASES}
-        for key, floor in floors.items():
+                row[f"{k}_{c}"] = m.get(k)
+            for k, key in (("mean", "mean_us"), ("programs", "programs"), ("erases", "erases")):
+                row[f"{k}_ratio_{c}"] = ratio(m.get(key), b.get(key))
+        out.append(row)
+    return out
+
+
+def checks(an: fw.Analysis) -> list[dict[str, Any]]:
+    """Acceptance (issue 16): writes, erases and response >= baseline, and 4 B >= 8 B (writes
+    and erases where the baseline has enough of them)."""
+    failures = []
+    for row in an.trace_rows:
+        for key, floor in FLOORS.items():
             vb, v8, v4 = (row.get(f"{key}_{c}") for c in CONFIGS)
-            if None in (vb, v8, v4) or (vb is not None and vb < floor):
+            if vb is None or v8 is None or v4 is None or vb < floor:
                 continue
-            assert vb is not None and v8 is not None and v4 is not None
             # Counts are exact; a response time may come out a hair below the baseline's
             # when nothing differs but the order of equal-time events: 0.1 % tolerance.
             tol = 0.0 if key != "mean_us" else 1e-3 * vb
             if not (v8 >= vb - tol and v4 >= vb - tol and v4 >= v8 - tol):
                 failures.append(
-                    f"{t}: {key} baseline {fmt_num(vb)}, 8 B {fmt_num(v8)}, 4 B {fmt_num(v4)}"
+                    f"{row['trace']}: {key} baseline {fmt_num(vb)}, 8 B {fmt_num(v8)}, "
+                    f"4 B {fmt_num(v4)}"
                 )
-        rows.append(row)
-    headline = headline_rows(HEADLINE_METRICS, ratios, overloaded, level_groups)
-    checks = {
-        "passed": not failures and not errors,
-        "message": (
-            "writes, erases and response >= baseline and 4 B >= 8 B on every trace (writes "
-            f"and erases where the baseline has at least {MIN_BASELINE_PROGRAMS} programs / "
-            f"{MIN_BASELINE_ERASES} erases)"
-            if not failures
-            else "; ".join(failures)
+    errors = [
+        e
+        for p in an.res.planned
+        for e in [an.res.reports.get(p.key, (None, "not run"))]
+        if e[1] or e[0] is None
+    ]
+    return [
+        {
+            "name": "Fig. 14: DPA costs at least the baseline, 4 B at least 8 B",
+            "passed": not failures and not errors,
+            "detail": (
+                "writes, erases and response >= baseline and 4 B >= 8 B on every trace (writes "
+                f"and erases where the baseline has at least {MIN_BASELINE_PROGRAMS} programs / "
+                f"{MIN_BASELINE_ERASES} erases)"
+                if not failures
+                else "; ".join(failures)
+            ),
+        }
+    ]
+
+
+WHY_RT = ("devtree's write bursts force redundant-page flushes onto host writes; without it "
+          "+6 % / +7.5 %")  # fmt: skip
+WHY_W = ("each tagged page costs 1/15 (8 B) or 1/6 (4 B) of a redundant page plus parity: "
+         "+8 % / +21 % is the floor before GC")  # fmt: skip
+
+
+def _enough(key: str) -> Any:
+    return lambda r: r.get(f"{key}_baseline") is not None and r[f"{key}_baseline"] >= FLOORS[key]
+
+
+def reproduction(path_a: Mapping[int, float], *, aged: bool) -> fw.Reproduction:
+    """Fig. 14 as a reproduction, for the data profile ``path_a``; with ``aged`` the
+    write-heavy traces also run on the aged device."""
+
+    def plan(traces: list[TraceChoice], quick: bool) -> list[tuple[TraceChoice, fw.Variant]]:
+        vs = variants(path_a)
+        out = [(t, v) for t in traces for v in vs]
+        if aged:
+            for t in (t for t in traces if t.base_name in AGED_TRACES):
+                out += [
+                    (
+                        t,
+                        fw.Variant(
+                            v.name,
+                            v.scheme,
+                            {**v.overrides, **AGED_OVERRIDES},
+                            f"{v.name} aged",
+                            AGED_SUFFIX,
+                        ),
+                    )
+                    for v in vs
+                ]
+        return out
+
+    ch = {"mean": "mean_us", "programs": "programs", "erases": "erases"}
+    return fw.Reproduction(
+        paper="dpa",
+        title="Guo, PhD thesis ch. 2: DPA-DRM overheads (Fig. 14)",
+        help="Guo ch. 2 Fig. 14: DPA-DRM overheads against the baseline.",
+        config="dpa",
+        traces=TRACES,
+        plan=plan,
+        metrics=run_metrics,
+        rows=rows,
+        # The thesis's Fig. 14 headline (§2.6.2) as changes vs the baseline.
+        headline=tuple(
+            H(
+                f"{what}, {c[4:].replace('B', ' B')}",
+                "§2.6.2, Fig. 14" + fig,
+                paper,
+                f"{k}_ratio_{c}",
+                when=_enough(ch[k]),
+                paper_text=text,
+                why=why,
+            )
+            for k, what, fig, papers, why in (
+                ("mean", "response time", "a", ((7, ""), (10, "+10 % (Web ≈ +20 %)")), WHY_RT),
+                ("programs", "flash writes", "b", ((None, "no number"), (6, "")), WHY_W),
+                ("erases", "erases", "c", ((None, "no number"), (4, "")), WHY_W),
+            )
+            for c, (paper, text) in zip(("dpa_8B", "dpa_4B"), papers)
         ),
-    }
-    return Analysis(rows, headline, errors, loads, checks)
-
-
-def print_tables(an: Analysis) -> None:
-    t = Table(title="Fig. 14: DPA-DRM overheads vs the baseline, per trace", title_justify="left")
-    for c in (
-        "trace",
-        "K",
-        "resp. base µs",
-        "resp. 8 B",
-        "resp. 4 B",
-        "writes 8 B",
-        "writes 4 B",
-        "erases 8 B",
-        "erases 4 B",
-        "red. reads 4 B",
-        "cache hits 4 B",
-        "forced 4 B",
-    ):
-        t.add_column(c, justify="left" if c == "trace" else "right")
-
-    def ch(r: Mapping[str, Any], k: str) -> str:
-        v = r.get(k)
-        return fmt_pct(None if v is None else v - 1.0)
-
-    for r in an.rows:
-        name = r["trace"] + (" [red](overloaded)[/]" if r.get("overloaded") else "")
-        t.add_row(
-            name,
-            "—" if r.get("time_scale") is None else f"{r['time_scale']:g}",
-            fmt_num(r.get("mean_us_baseline")),
-            ch(r, "mean_ratio_dpa_8B"),
-            ch(r, "mean_ratio_dpa_4B"),
-            ch(r, "programs_ratio_dpa_8B"),
-            ch(r, "programs_ratio_dpa_4B"),
-            ch(r, "erases_ratio_dpa_8B"),
-            ch(r, "erases_ratio_dpa_4B"),
-            fmt_num(r.get("redundant_reads_dpa_4B")),
-            fmt_num(r.get("cache_hits_dpa_4B")),
-            fmt_num(r.get("flushes_forced_dpa_4B")),
-        )
-    out_console.print(t)
-    print_headline(an.headline, "Fig. 14 headline: thesis vs ours (comparable traces)")
-
-
-def make_figure(an: Analysis, out: Path) -> list[Path]:
-    """Fig. 14 (a-c) in the thesis's style: normalised response, writes, erases per trace."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    if not an.rows:
-        return []
-    fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
-    names = [r["trace"] + (" *" if r.get("overloaded") else "") for r in an.rows]
-    x = list(range(len(names)))
-    w = 0.38
-    for ax, (key, title) in zip(
-        axes,
-        (
-            ("mean_ratio", "(a) response time"),
-            ("programs_ratio", "(b) flash writes"),
-            ("erases_ratio", "(c) erases"),
+        tables=(
+            fw.Table(
+                "Fig. 14: DPA-DRM overheads vs the baseline, per trace",
+                [
+                    fw.Col("trace", "trace", "text"),
+                    fw.Col("K", "time_scale", "k"),
+                    fw.Col("resp. base µs", "mean_us_baseline"),
+                    *(
+                        fw.Col(f"{h} {c[4:]}", f"{k}_ratio_{c}", "change")
+                        for k, h in (
+                            ("mean", "resp."),
+                            ("programs", "writes"),
+                            ("erases", "erases"),
+                        )
+                        for c in ("dpa_8B", "dpa_4B")
+                    ),
+                    fw.Col("red. reads 4 B", "redundant_reads_dpa_4B"),
+                    fw.Col("cache hits 4 B", "cache_hits_dpa_4B"),
+                    fw.Col("forced 4 B", "flushes_forced_dpa_4B"),
+                ],
+            ),
         ),
-        strict=True,
-    ):
-        for j, c in enumerate(("dpa_8B", "dpa_4B")):
-            vals = [r.get(f"{key}_{c}") or float("nan") for r in an.rows]
-            ax.bar([i + (j - 0.5) * w for i in x], vals, w, label=LABELS[c])
-        ax.axhline(1.0, color="black", lw=0.8)
-        ax.set_xticks(x)
-        ax.set_xticklabels(names, rotation=30, ha="right", fontsize=8)
-        ax.set_title(title)
-        ax.set_ylabel("normalised to baseline")
-    axes[0].legend(fontsize=8)
-    fig.suptitle("DPA-DRM overheads (Guo Fig. 14; * = overloaded, not in the headline)")
-    fig.tight_layout()
-    paths = []
-    for ext in ("png", "svg"):
-        p = out / f"fig14_overheads.{ext}"
-        fig.savefig(p)
-        paths.append(p)
-    plt.close(fig)
-    return paths
+        figures=(
+            fw.bars(
+                "fig14_overheads",
+                {
+                    f"({a}) {what}": f"{k}_ratio_{{s}}"
+                    for a, what, k in (
+                        ("a", "response time", "mean"),
+                        ("b", "flash writes", "programs"),
+                        ("c", "erases", "erases"),
+                    )
+                },
+                ["dpa_8B", "dpa_4B"],
+                scheme_labels=LABELS,
+                average=False,
+                ylabel="normalised to baseline",
+                title="DPA-DRM overheads (Guo Fig. 14; faded: overloaded, not in the headline)",
+            ),
+        ),
+        load_title="Fig. 14 load level: the baseline per trace",
+    )
 
 
 def run_fig14(
     opts: CommonOptions, path_a: Mapping[int, float], max_requests: int | None
-) -> tuple[Selection, LoadPlan, list[PlannedRun], Any, Any, Analysis]:
-    """Select traces, pick load levels, run the grid and analyse it."""
-    sel = select_traces(opts.traces, quick=opts.quick, max_requests=max_requests)
-    if not sel.traces:
-        raise FileNotFoundError("Fig. 14: no traces found (the bundled excerpts are missing)")
-
-    def probe(t: TraceChoice) -> list[RunSpec]:
-        return [run_spec(t, "baseline", path_a)]
-
-    sel.traces, plan = expand(sel.traces, opts, probe)
-    runs = plan_runs(sel, path_a, aged=not opts.quick)
-    df, st = run_planned(
-        runs,
-        opts,
-        label=f"dpa Fig. 14: {len(sel.traces)} traces ({', '.join(t.name for t in sel.traces)})",
-    )
-    level_groups = groups(plan, sel.traces)
-    aged = {r.trace for r in runs if r.trace.endswith(AGED_SUFFIX)}
-    for names in level_groups.values():
-        names += [n for n in aged if n.removesuffix(AGED_SUFFIX) in names]
-    an = analyse(runs, reports_by_key(df), level_groups)
-    return sel, plan, runs, df, st, an
-
-
-def print_fig14(sel: Selection, an: Analysis) -> None:
-    print_load_table(sel.traces, an.loads, "Fig. 14 load level: the baseline per trace")
-    print_tables(an)
-    for n in sel.notes:
-        out_console.print(n)
+) -> tuple[fw.Analysis, Any, dict[str, Any]]:
+    """Select traces, pick load levels, run the grid, analyse and draw Fig. 14. Returns the
+    analysis, the runs and the ``fig14`` entry of the DPA result JSON (with its rendered
+    ``tables``, which the caller files with the others)."""
+    r = reproduction(path_a, aged=not opts.quick)
+    an, df, st = fw.execute(r, opts, max_requests=max_requests)
+    for f in r.figures:
+        an.figures += f.draw(an, opts.out)
+    an.checks = fw.checks_of(checks(an))
+    res = an.res
+    doc = {
+        "table": an.rows,
+        "tables": [t for t in (x.render(an) for x in r.tables) if t],
+        "loads": an.loads,
+        "load": res.plan.to_json(),
+        "grid": fw.grid_json(st),
+        "traces": traces_json(res.instances),
+        "notes": res.selection.notes,
+        "path_a_share": {f"{k} B": v for k, v in path_a.items()},
+        "thesis": THESIS,
+    }
+    return an, df, doc
 
 
-__all__ = ["HEADLINE_METRICS", "make_figure", "print_fig14", "run_fig14"]
+def print_fig14(an: fw.Analysis, doc: Mapping[str, Any]) -> None:
+    fw.print_load_table(an.res.instances, an.loads, an.res.repro.load_title)
+    for n in an.res.selection.notes:
+        fw.out_console.print(n)
+
+
+__all__ = ["THESIS", "print_fig14", "reproduction", "run_fig14"]

@@ -31,14 +31,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import Any
 
 import click
 
-if TYPE_CHECKING:
-    from nandlab.experiment import RunSpec
-    from nandlab.reproduce.common import CommonOptions, TraceChoice
+from nandlab.reproduce.fmt import fmt_pct, out_console
 
 #: The band of the baseline's mean die utilisation the automatic time scale aims for.
 TARGET_BAND = (0.05, 0.15)
@@ -239,95 +237,6 @@ class LoadPlan:
         }
 
 
-def expand(
-    traces: Sequence[TraceChoice],
-    opts: CommonOptions,
-    probe: Callable[[TraceChoice], Sequence[RunSpec]],
-) -> tuple[list[TraceChoice], LoadPlan]:
-    """One :class:`TraceChoice` per (trace, load level). With ``auto`` among the levels, the
-    ``probe`` specs of each trace (its baseline run(s) at K = 1) run first and K is chosen
-    from the largest offered die load among them. With several levels per trace the instances
-    are named ``"<trace> K=<k>"``; with one they keep the trace's name."""
-    from nandlab.reproduce.common import err_console, reports_by_key, run_planned
-
-    plan = LoadPlan(requested=list(opts.time_scales))
-    if AUTO in plan.requested:
-
-        @dataclass
-        class _Probe:
-            trace: str
-            spec: RunSpec
-            key: str = ""
-
-        def probe_at(pending: Mapping[str, float]) -> dict[str, list[dict[str, Any] | None]]:
-            probes = [
-                _Probe(t.name, s)
-                for t in traces
-                if t.name in pending
-                for s in probe(replace(t, time_scale=pending[t.name]))
-            ]
-            if not probes:
-                return {}
-            df, _ = run_planned(probes, opts)
-            reports = reports_by_key(df)
-            out: dict[str, list[dict[str, Any] | None]] = {}
-            for p in probes:
-                out.setdefault(p.trace, []).append(reports.get(p.key, (None, None))[0])
-            return out
-
-        # K from the mean offered die load at K = 1; then, while the baseline at K is still
-        # overloaded (a hot die, a burst), the next K of the series.
-        at1 = probe_at({t.name: 1.0 for t in traces})
-        pending: dict[str, float] = {}
-        for t in traces:
-            known = [x for x in map(offered_load, at1.get(t.name, [])) if x is not None]
-            plan.offered_at_1[t.name] = max(known) if known else None
-            k = auto_scale(plan.offered_at_1[t.name])
-            if k == 1.0 and any(load_info(r).get("overloaded") for r in at1.get(t.name, []) if r):
-                k = next_scale(k)
-                plan.raised.add(t.name)
-            plan.auto[t.name] = k
-            if k > 1.0:
-                pending[t.name] = k
-        for _ in range(MAX_AUTO_STEPS):
-            if not pending:
-                break
-            got = probe_at(pending)
-            nxt: dict[str, float] = {}
-            for n, k in pending.items():
-                still = any(load_info(r).get("overloaded") for r in got.get(n, []) if r)
-                if still and k < MAX_AUTO_SCALE:
-                    nxt[n] = plan.auto[n] = next_scale(k)
-                    plan.raised.add(n)
-            pending = nxt
-        if not opts.quiet:
-            err_console.print(
-                "load: "
-                + ", ".join(
-                    f"{t.name} {scale_label(plan.auto.get(t.name, 1.0))}"
-                    + (
-                        f" (baseline offered die load at K=1: {plan.offered_at_1[t.name]:.1%}"
-                        + (
-                            ", raised: the baseline was still overloaded"
-                            if t.name in plan.raised
-                            else ""
-                        )
-                        + ")"
-                        if plan.offered_at_1.get(t.name) is not None
-                        else ""
-                    )
-                    for t in traces
-                )
-            )
-    out: list[TraceChoice] = []
-    for t in traces:
-        ks = plan.scales(t.name)
-        for k in ks:
-            name = t.name if len(ks) == 1 else f"{t.name} {scale_label(k)}"
-            out.append(replace(t, name=name, base_name=t.name, time_scale=k))
-    return out, plan
-
-
 # --------------------------------------------------------------------------- summaries
 
 
@@ -357,9 +266,10 @@ def summarise_ratios(
     }
 
 
-def groups(plan: LoadPlan, instances: Sequence[TraceChoice]) -> dict[str, list[str]]:
+def groups(plan: LoadPlan, instances: Sequence[Any]) -> dict[str, list[str]]:
     """Headline groups: each requested level (``"auto"``, ``"K=10"``, ...) -> the names of the
-    (trace, K) instances at that level (an instance can be in two groups, e.g. auto = 1)."""
+    (trace, K) instances (:class:`~nandlab.reproduce.common.TraceChoice`) at that level (an
+    instance can be in two groups, e.g. auto = 1)."""
     out: dict[str, list[str]] = {}
     for lvl in plan.requested:
         label = AUTO if lvl == AUTO else scale_label(float(lvl))
@@ -405,13 +315,11 @@ def headline_rows(
 
 
 def print_load_table(
-    instances: Sequence[TraceChoice], loads: Mapping[str, Mapping[str, Any]], title: str
+    instances: Sequence[Any], loads: Mapping[str, Mapping[str, Any]], title: str
 ) -> None:
     """Per (trace, K): the baseline's die utilisation, offered load, queue-wait share and the
     overloaded flag."""
     from rich.table import Table
-
-    from nandlab.reproduce.common import fmt_pct, out_console
 
     t = Table(title=title, title_justify="left")
     for c in ("trace", "K", "die util.", "offered", "wait share", "comparable"):
@@ -436,8 +344,6 @@ def print_headline(rows: Sequence[Mapping[str, Any]], title: str) -> None:
     """The headline rows of :func:`headline_rows` as a table (paper, arithmetic and geometric
     mean over comparable traces, number of traces, traces left out as overloaded)."""
     from rich.table import Table
-
-    from nandlab.reproduce.common import fmt_pct, out_console
 
     t = Table(title=title, title_justify="left")
     for c in ("level", "metric", "paper", "ours: mean", "geo. mean", "traces", "overloaded"):

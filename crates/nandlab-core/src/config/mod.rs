@@ -556,7 +556,32 @@ pub struct DeviceConfig {
     pub op_percent_of_physical: Option<f64>,
     /// Page-to-word-line order.
     pub page_order: PageOrder,
+    /// How the trace's addresses map onto the modelled logical space
+    /// ([`crate::host::address_map`]): `auto` (compact when the span is sparse and a device
+    /// sized from it would need more than [`DENSE_MAP_MAX_TABLE_BYTES`] of FTL tables),
+    /// `dense` (offsets as they are) or `compact` (only the touched chunks, in order).
+    pub address_map: AddressMapMode,
 }
+
+/// `device.address_map`: see [`DeviceConfig::address_map`].
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum AddressMapMode {
+    /// Compact when the trace touches at most half of its span and a device sized from the
+    /// span would need more than [`DENSE_MAP_MAX_TABLE_BYTES`] of FTL tables; dense otherwise.
+    #[default]
+    Auto,
+    /// The trace's offsets as they are.
+    Dense,
+    /// Only the touched chunks, packed in address order.
+    Compact,
+}
+
+/// With `device.address_map = "auto"`, the FTL table size above which a sparse trace (one
+/// touching at most half of its span) is replayed on the compact map: 1 GiB, about a
+/// 700 GiB device at 8 KiB pages. Below it a dense device costs little memory and keeps every
+/// address as the trace wrote it.
+pub const DENSE_MAP_MAX_TABLE_BYTES: u64 = 1 << 30;
 
 impl Default for DeviceConfig {
     fn default() -> Self {
@@ -574,6 +599,7 @@ impl Default for DeviceConfig {
             op_percent_of_logical: None,
             op_percent_of_physical: None,
             page_order: PageOrder::Sequential,
+            address_map: AddressMapMode::Auto,
         }
     }
 }
@@ -682,6 +708,13 @@ pub enum Allocation {
     Static,
     /// Dynamic: each page program goes to the next plane round-robin.
     Dynamic,
+    /// Super-pages, as firmware writes (issue 29): LPNs are striped over dies as with
+    /// `static`; within a die the planes are allocated in lockstep — a superblock is the block
+    /// of the same index on every plane, filled super-page by super-page (the same page offset
+    /// on every plane; with one-shot programming the word line's pages on every plane) — so
+    /// every program and GC copy is plane-parallel by construction, and GC collects whole
+    /// superblocks. See [`crate::ftl`].
+    Superpage,
 }
 
 /// GC victim selection policy.
@@ -726,6 +759,12 @@ pub struct FtlConfig {
     /// SYSTOR) unmap the pages they cover whole; `false`: readers skip them and count them in
     /// `trace.non_request_skipped`, as before.
     pub trim: bool,
+    /// With `allocation = "superpage"`: how long a die holds host writes that do not fill its
+    /// super-page yet, µs (firmware keeps them in its write buffer until a super-page is
+    /// full); after it, or at the end of the trace, the super-page is programmed padded. 0 =
+    /// never hold (program what is queued, padded). Our reading: no public source gives a
+    /// controller's flush timeout.
+    pub superpage_wait_us: f64,
 }
 
 impl Default for FtlConfig {
@@ -740,6 +779,7 @@ impl Default for FtlConfig {
             streams: 2,
             read_modify_write: false,
             trim: false,
+            superpage_wait_us: 1_000_000.0,
         }
     }
 }
@@ -764,6 +804,11 @@ pub struct SchedConfig {
     /// offset and erases on different planes of a die run as one operation (one array time,
     /// the transfers back to back); `false` (every paper preset): one plane at a time.
     pub multi_plane: bool,
+    /// With `multi_plane`: host reads of *any* page offsets on different planes of a die run
+    /// together (independent plane reads: Micron's 176-tier parts read "four independent
+    /// multiplane page read addresses", Pekny et al., ISSCC 2022); `false`: only reads of the
+    /// same page offset pair up (MQSim's multi-plane rule).
+    pub independent_plane_reads: bool,
     /// Program/erase suspension: a host read queued at a die busy programming or erasing
     /// suspends the operation (after `suspend_program_us` / `suspend_erase_us`), runs, and the
     /// operation resumes (`resume_us`) with the array time it had left. Needs `read_first`.
@@ -783,6 +828,7 @@ impl Default for SchedConfig {
         SchedConfig {
             priority: Priority::ReadFirst,
             multi_plane: false,
+            independent_plane_reads: false,
             suspension: false,
             max_suspends_per_op: 1,
             suspend_program_us: 0.0,
@@ -964,14 +1010,34 @@ impl StatsConfig {
 /// [`ConfigError::Syntax`] for TOML errors and unknown keys, [`ConfigError::Invalid`] for
 /// out-of-range values.
 pub fn load(text: &str, origin: &str, overrides: &[String]) -> Result<Config, ConfigError> {
+    load_table(&parse_table(text, origin)?, origin, overrides)
+}
+
+/// The TOML table of a configuration's text, before overrides and validation (parse once,
+/// [`load_table`] many times: a sweep's grid checks thousands of override sets on one file).
+///
+/// # Errors
+/// [`ConfigError::Syntax`] naming `origin`.
+pub fn parse_table(text: &str, origin: &str) -> Result<toml::Table, ConfigError> {
     // A TOML syntax error keeps its line breaks: the quoted line and the caret under the
     // column are the useful part.
-    let mut table: toml::Table =
-        text.parse()
-            .map_err(|e: toml::de::Error| ConfigError::Syntax {
-                file: origin.to_string(),
-                msg: e.to_string().trim_end().to_string(),
-            })?;
+    text.parse()
+        .map_err(|e: toml::de::Error| ConfigError::Syntax {
+            file: origin.to_string(),
+            msg: e.to_string().trim_end().to_string(),
+        })
+}
+
+/// [`load`] from a table [`parse_table`] returned.
+///
+/// # Errors
+/// As [`load`].
+pub fn load_table(
+    table: &toml::Table,
+    origin: &str,
+    overrides: &[String],
+) -> Result<Config, ConfigError> {
+    let mut table = table.clone();
     drop_replaced_alternatives(&mut table, overrides);
     let base = table.clone();
     for o in overrides {
@@ -1383,6 +1449,7 @@ impl Config {
                 ),
             ));
         }
+        self.validate_superpage()?;
         let s = &self.sched;
         check_range("sched.max_suspends_per_op", s.max_suspends_per_op, 1, 255)?;
         for (k, v) in [
@@ -1721,6 +1788,66 @@ impl Config {
         }
     }
 
+    /// `ftl.allocation = "superpage"`: the features it does not combine with, each an error
+    /// naming the way out.
+    fn validate_superpage(&self) -> Result<(), ConfigError> {
+        let w = self.ftl.superpage_wait_us;
+        if !(w.is_finite() && (0.0..=1e9).contains(&w)) {
+            return Err(invalid(
+                "ftl.superpage_wait_us",
+                w,
+                "must be between 0 and 1e9 µs (0 = never hold host writes)",
+            ));
+        }
+        if self.ftl.allocation != Allocation::Superpage {
+            return Ok(());
+        }
+        let no = |key: &str, value: String, why: &str| {
+            Err(invalid(
+                key,
+                value,
+                format!("{why}; with it use ftl.allocation = \"static\""),
+            ))
+        };
+        if !self.regions.is_off() {
+            return no(
+                "regions",
+                "[regions]".into(),
+                "superpage allocation does not combine with block pools (a superblock spans \
+                 the planes of a die, a region's pools are per plane)",
+            );
+        }
+        if !self.sched.multi_plane {
+            return no(
+                "sched.multi_plane",
+                "false".into(),
+                "a super-page is one multi-plane program over the planes of a die",
+            );
+        }
+        if self.ftl.copyback {
+            return no(
+                "ftl.copyback",
+                "true".into(),
+                "a superpage GC copy may change plane, which copyback cannot",
+            );
+        }
+        if self.device.page_order != PageOrder::Sequential {
+            return no(
+                "device.page_order",
+                format!("{:?}", self.device.page_order),
+                "superpage allocation fills word lines in page order",
+            );
+        }
+        if !self.refresh.is_off() {
+            return no(
+                "refresh.period_s",
+                self.refresh.period_s.to_string(),
+                "data refresh relocates within a plane (IDA), not by super-page",
+            );
+        }
+        Ok(())
+    }
+
     /// Resolve the timing in ns for the core.
     pub fn timing(&self) -> Result<Timing, ConfigError> {
         let bits = self.device.cell.bits();
@@ -1813,16 +1940,32 @@ impl Config {
         let thr = (((bpp as f64) * self.ftl.gc_threshold_pct / 100.0).ceil() as u64).max(2);
         let needed = lbpp + thr + self.ftl.streams as u64;
         if bpp < needed {
-            return Err(invalid(
-                "device.op_percent_of_logical",
-                rho * 100.0,
-                format!(
-                    "{bpp} blocks per plane for {lbpp} logical blocks leave no room for GC: it \
-                     keeps {thr} free blocks and {} open; at least {needed} blocks per plane \
-                     are needed (raise over-provisioning or the device size)",
-                    self.ftl.streams
-                ),
-            ));
+            let why = format!(
+                "{bpp} blocks per plane for {lbpp} logical blocks leave no room for GC: it keeps \
+                 {thr} free blocks and {} open; at least {needed} blocks per plane are needed",
+                self.ftl.streams
+            );
+            // Blame the key the user set: the block count when given, else the
+            // over-provisioning in the definition the config uses, as written.
+            return Err(if d.blocks_per_plane > 0 {
+                invalid(
+                    "device.blocks_per_plane",
+                    d.blocks_per_plane,
+                    format!("{why} (raise device.blocks_per_plane)"),
+                )
+            } else if let (None, Some(p)) = (d.op_percent_of_logical, d.op_percent_of_physical) {
+                invalid(
+                    "device.op_percent_of_physical",
+                    p,
+                    format!("{why} (raise over-provisioning or the device size)"),
+                )
+            } else {
+                invalid(
+                    "device.op_percent_of_logical",
+                    d.op_percent_of_logical.unwrap_or(15.0),
+                    format!("{why} (raise over-provisioning or the device size)"),
+                )
+            });
         }
         if !self.regions.bits_per_cell.is_empty() {
             // Reduced-state regions hold fewer pages per block: the logical data and every
@@ -1900,7 +2043,8 @@ impl Config {
                         human_bytes(trace_max_end_bytes)
                     ),
                     format!(
-                        "{fits}. Replay part of the address space (set \
+                        "{fits}. Pack what the trace touches (device.address_map = \"compact\" \
+                         or \"auto\"), replay part of the address space (set \
                          device.logical_capacity_bytes and ftl.wrap_offsets = true), use larger \
                          pages (device.page_size_bytes), or for a multi-device trace one device \
                          (--device ID; `nandlab trace stats` lists them)"

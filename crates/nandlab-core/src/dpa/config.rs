@@ -35,6 +35,10 @@ pub struct DpaConfig {
     pub dvpp_v: f64,
     /// Read references below verify, V (Guo gives none; nandlab's reading 0.05).
     pub read_ref_margin_v: f64,
+    /// K_s of the lifetime model's retention shift (Guo eq. 2.4; ch. 2 does not restate it);
+    /// absent: ch. 3's 0.333. The preset's value is fitted to the thesis's baseline
+    /// endurance (7,500 P/E, Fig. 5(b)), not to DPA's result (docs/reproductions.md, DPA).
+    pub retention_ks: Option<f64>,
     /// Level map of the cell bit patterns: `printed` (Guo §2.1.1: 11/10/01/00) or `gray`.
     pub level_map: LevelMap,
     /// Baseline ECC (Guo §2.6: 8-bit BCH per 512 B, "(4200,4096,104)").
@@ -57,6 +61,7 @@ impl Default for DpaConfig {
             read_disturb_reads: 5000.0,
             dvpp_v: 0.3,
             read_ref_margin_v: crate::reliability::vth::NORMAL_READ_REF_MARGIN_V,
+            retention_ks: None,
             level_map: LevelMap::Printed,
             baseline_code: CodeSpec::BASELINE,
             code: CodeSpec::DPA,
@@ -129,6 +134,11 @@ impl DpaConfig {
             0.5,
             "0 ..= 0.5 V",
         )?;
+        if let Some(ks) = self.retention_ks {
+            if !(ks.is_finite() && ks > 0.0 && ks <= 10.0) {
+                return Err(invalid("dpa.retention_ks", ks, "allowed range is (0, 10]"));
+            }
+        }
         if self.oob_bytes > 65536 {
             return Err(invalid(
                 "dpa.oob_bytes",

@@ -160,6 +160,10 @@ pub struct LifetimeRequest {
     pub read_ref_margin_v: f64,
     /// ISPP step, V (Guo §2.2.1: 0.3).
     pub dvpp_v: f64,
+    /// K_s of the retention shift (Guo eq. 2.4); ch. 2 does not restate it: `None` keeps
+    /// ch. 3's 0.333 ([`VthParams::guo_ch3_mlc`]). The DPA preset gives the value fitted so
+    /// that the baseline (uniform data, 8-bit BCH) lives the thesis's 7,500 P/E (Fig. 5(b)).
+    pub retention_ks: Option<f64>,
     /// Retention time of f_rt, s (Guo: 1 year).
     pub retention_s: f64,
     /// Reads since erase of f_rd (Guo Fig. 12(c): 5000; Fig. 5(b): 10 K); 0 = no f_rd.
@@ -230,6 +234,7 @@ impl Default for LifetimeRequest {
             level_map: LevelMap::Printed,
             read_ref_margin_v: crate::reliability::vth::NORMAL_READ_REF_MARGIN_V,
             dvpp_v: 0.3,
+            retention_ks: None,
             retention_s: 365.0 * DAY_S,
             read_disturb_reads: 5000.0,
             include_read_disturb: false,
@@ -362,15 +367,22 @@ fn bad(name: &'static str, value: impl ToString, allowed: &str) -> DpaError {
     }
 }
 
-/// The Vth device of Guo §2.2.1 with the request's level map and read references.
+/// The Vth device of Guo §2.2.1 with the request's level map, read references and K_s.
 ///
 /// # Errors
-/// [`DpaError::Reliability`] for a read-reference margin outside [0, 0.5] V.
+/// [`DpaError::Reliability`] for a read-reference margin outside [0, 0.5] V;
+/// [`DpaError::Param`] for `retention_ks` outside (0, 10].
 pub fn device(req: &LifetimeRequest) -> Result<VthParams, DpaError> {
     let mut p = VthParams::guo_ch2_mlc()
         .with_read_ref_margin(req.read_ref_margin_v)
         .map_err(|e| DpaError::Reliability(e.to_string()))?;
     p.bit_map = req.level_map.map().to_vec();
+    if let Some(ks) = req.retention_ks {
+        if !(ks.is_finite() && ks > 0.0 && ks <= 10.0) {
+            return Err(bad("retention_ks", ks, "(0, 10]"));
+        }
+        p.ks = ks;
+    }
     Ok(p)
 }
 

@@ -73,6 +73,10 @@ impl Engine {
                 self.exec.resume(die, self.now);
                 return;
             }
+            if self.sp_on && self.sp_wait_ns > 0 {
+                let hold = self.superpage_hold(die);
+                self.sched.set_hold(die, hold);
+            }
             let Some(picked) = self.sched.pick(die, &self.ftl) else {
                 return;
             };
@@ -84,6 +88,10 @@ impl Engine {
                 // The read that suspended a program/erase waits for the suspension first.
                 self.exec
                     .push_phase(die, Phase::Array(std::mem::take(&mut self.susp_prefix_ns)));
+            }
+            if self.sp_on && self.superpage(die, &t) {
+                self.prefetch_next(die, &t);
+                return;
             }
             if self.os_on && self.one_shot(die, &t) {
                 self.prefetch_next(die, &t);
@@ -218,7 +226,14 @@ impl Engine {
                     self.exec.push_phase(die, Phase::Array(adjust));
                 }
                 TxnKind::Erase => {
-                    self.stats.flash_erases.add(t.source);
+                    // A superblock's erase is one multi-plane erase of its blocks.
+                    for _ in 0..self.ftl.group() {
+                        self.stats.flash_erases.add(t.source);
+                    }
+                    if self.ftl.group() > 1 {
+                        self.stats.device.multi_plane_ops[2] += 1;
+                        self.stats.device.multi_plane_txns += self.ftl.group() as u64;
+                    }
                     if self.rg.is_some() {
                         self.stats.regions.erases[t.placement.region as usize] += 1;
                     }
@@ -319,13 +334,14 @@ impl Engine {
             let ftl = &self.ftl;
             let slots = &self.slots;
             let rmw_on = self.rmw_on;
+            let any_offset = self.cfg.sched.independent_plane_reads;
             stage_partners(&mut self.sched, &mut self.exec, die, t, SCAN, |x| {
                 let bit = 1u64 << (x.plane as usize % ppd);
                 let fits = x.plane != NONE
                     && planes & bit == 0
                     && match kind_idx {
                         0 => {
-                            ftl.page_index(x.ppn) == offset
+                            (any_offset || ftl.page_index(x.ppn) == offset)
                                 && !(rmw_on
                                     && slots[x.owner as usize].op == crate::trace::Op::Write)
                         }
@@ -561,6 +577,167 @@ impl Engine {
                 self.exec.stage_mut(die, k).ppn = dst;
             }
         }
+        self.start_program_run(die, n, [bus_out, ctrl, bus_in, prog]);
+        true
+    }
+
+    /// Superpage allocation (`ftl.allocation = "superpage"`, [`crate::ftl`]): with `t` (a
+    /// program without a page type, or a GC move) staged as transaction 0 of idle `die`, take
+    /// the queued transactions of its kind and stream that fill the rest of the die's current
+    /// super-page, allocate them in order — the superblock's cursor gives each its plane and
+    /// page, every plane of the die at the same word line — pad the slots no transaction fills,
+    /// and start one run: the moves' source senses (planes in parallel, a plane's one after
+    /// another), the transfers out, the controller's decode and re-encode, the transfers in
+    /// (padding included), then **one** array program time (the longest of its pages'). Returns
+    /// `false` when `t` is not such a program (erases, reads; a move of a page no longer
+    /// valid): the caller runs it as usual.
+    ///
+    /// Readings (no public source describes a controller's super-page assembly): partners
+    /// are looked for among the first 64 transactions of `t`'s queue; padding is programmed
+    /// with dummy data, so it costs a transfer per page like data (a conservative reading:
+    /// some parts fill the page register internally); a host program that has waited
+    /// `ftl.superpage_wait_us` runs padded rather than wait longer (the hold is in
+    /// [`Engine::dispatch`]).
+    fn superpage(&mut self, die: u32, t: &Txn) -> bool {
+        const SCAN: usize = 64;
+        let kind_idx = match t.kind {
+            TxnKind::Program => 0usize,
+            TxnKind::Move if t.source == Source::Gc => 1usize,
+            _ => return false,
+        };
+        if t.placement.page_type.is_some() {
+            self.fail(format!(
+                "scheme `{}` places pages by page type, which superpage allocation does not \
+                 model (a super-page is written in one order); use ftl.allocation = \"static\"",
+                self.scheme.name()
+            ));
+            return true;
+        }
+        if t.kind == TxnKind::Move && self.ftl.page_state(t.ppn) != PageState::Valid {
+            return false;
+        }
+        let pool = self.ftl.pool(t.plane, t.placement.region);
+        let stream = t.placement.stream;
+        let room = self.ftl.superpage_room(pool, stream, false) as usize;
+        if room == 0 {
+            return false;
+        }
+        let mut n = 1usize;
+        if room > 1 {
+            let ftl = &self.ftl;
+            stage_partners(&mut self.sched, &mut self.exec, die, t, SCAN, |x| {
+                let ok = x.kind == t.kind
+                    && x.placement.page_type.is_none()
+                    && x.placement.stream == stream
+                    && x.placement.region == t.placement.region
+                    && (x.kind != TxnKind::Move
+                        || (x.source == Source::Gc && ftl.page_state(x.ppn) == PageState::Valid));
+                if ok {
+                    n += 1;
+                }
+                Visit {
+                    take: ok,
+                    more: n < room,
+                }
+            });
+        }
+        let xfer = self.timing.transfer_ns;
+        let ppd = self.ftl.geo.planes_per_die;
+        let first_plane = die * ppd;
+        self.os_sense.fill(0);
+        let (mut prog, mut bus_out, mut ctrl, mut bus_in) = (0u64, 0u64, 0u64, 0u64);
+        let mut planes: u64 = 0;
+        let mut changed_any = false;
+        for k in 0..n {
+            let x = *self.exec.txn(die, k);
+            let encode = self.timing.eccs[x.placement.ecc as usize].encode_ns;
+            if x.kind == TxnKind::Program {
+                let Some((ppn, pt, mode, changed)) = self.program_page(&x, None) else {
+                    return true;
+                };
+                prog = prog.max(self.timing.program_ns(pt, mode));
+                ctrl += encode;
+                bus_in += xfer;
+                planes |= 1 << (self.ftl.plane_of_ppn(ppn) - first_plane);
+                self.exec.stage_mut(die, k).ppn = ppn;
+                changed_any |= changed;
+            } else {
+                let src_pt = self.layout.page_type[self.ftl.page_index(x.ppn) as usize];
+                let ecc = self.ftl.page_ecc(x.ppn);
+                let rt = self.read_type(x.ppn, src_pt, x.source);
+                let (sense, bus, decode) = self.read_cost(x.ppn, rt, ecc);
+                let Some((dst, dst_pt, dst_mode, changed)) = self.program_page(&x, Some(x.ppn))
+                else {
+                    return true;
+                };
+                self.count_read(x.source, ecc, src_pt);
+                self.stats.gc_pages_moved += 1;
+                let ne = self.timing.eccs.len();
+                self.stats.cache.gc_moves_by_ecc[ecc as usize * ne + x.placement.ecc as usize] += 1;
+                self.os_sense[(self.ftl.plane_of_ppn(x.ppn) - first_plane) as usize] += sense;
+                // No copyback with superpages (the config refuses it: the copy changes plane).
+                bus_out += bus;
+                ctrl += decode + encode;
+                bus_in += xfer;
+                prog = prog.max(self.timing.program_ns(dst_pt, dst_mode));
+                planes |= 1 << (self.ftl.plane_of_ppn(dst) - first_plane);
+                self.exec.stage_mut(die, k).ppn = dst;
+                changed_any |= changed;
+            }
+        }
+        // Complete the super-page with padding.
+        let pads = room.saturating_sub(n);
+        for _ in 0..pads {
+            match self.ftl.allocate_pad(pool, stream, self.now) {
+                Ok((ppn, changed)) => {
+                    let pt = self.layout.page_type[self.ftl.page_index(ppn) as usize];
+                    prog = prog.max(self.timing.program_ns(pt, 0));
+                    bus_in += xfer;
+                    planes |= 1 << (self.ftl.plane_of_ppn(ppn) - first_plane);
+                    changed_any |= changed;
+                }
+                Err(_) => {
+                    self.fail(format!(
+                        "internal error: no page to pad the super-page of die {die}"
+                    ));
+                    return true;
+                }
+            }
+        }
+        if kind_idx == 0 {
+            // What is left queued starts a new wait (an approximation: it may have arrived
+            // earlier).
+            self.sp_since[die as usize] = if self.sched.writes_queued(die) > 0 {
+                self.now
+            } else {
+                u64::MAX
+            };
+        }
+        let d = &mut self.stats.device;
+        d.superpage_runs[kind_idx] += 1;
+        d.superpage_pages[kind_idx] += n as u64;
+        d.superpage_padded_pages[kind_idx] += pads as u64;
+        if planes.count_ones() > 1 {
+            d.superpage_multi_plane_pages[kind_idx] += n as u64;
+            d.multi_plane_ops[1] += 1;
+            d.multi_plane_txns += n as u64;
+        }
+        if self.os_on {
+            d.one_shot_ops[kind_idx] += 1;
+            d.one_shot_pages[kind_idx] += n as u64;
+        }
+        if changed_any {
+            self.maybe_gc(pool);
+        }
+        self.start_program_run(die, n, [bus_out, ctrl, bus_in, prog]);
+        true
+    }
+
+    /// Start the staged run of `n` transactions on `die` that ends in one array program (a
+    /// one-shot word line or a super-page): the longest plane's senses (`os_sense`, moves'
+    /// sources), the moved pages out over the bus, the controller's decode/encode, the pages in
+    /// over the bus, then the program. Zero-length phases are left out.
+    fn start_program_run(&mut self, die: u32, n: usize, [bus_out, ctrl, bus_in, prog]: [u64; 4]) {
         let sense = self.os_sense.iter().copied().max().unwrap_or(0);
         if sense > 0 {
             self.exec.push_phase(die, Phase::Array(sense));
@@ -576,7 +753,6 @@ impl Engine {
         }
         self.exec.push_phase(die, Phase::Array(prog));
         self.exec.start(die, n, 0, self.now);
-        true
     }
 
     /// Die `die` finished its run `done` at `self.now`: each of its transactions completes.
@@ -695,7 +871,7 @@ impl Engine {
             TxnKind::Move => self.move_done(self.ftl.pool(t.plane, t.placement.region)),
             TxnKind::Adjust => self.refresh_step_done(t.plane),
             TxnKind::Erase => {
-                self.ftl.erase(t.ppn);
+                self.ftl.erase_victim(t.ppn);
                 let pool = self.ftl.pool(t.plane, t.placement.region);
                 self.gc_active[pool as usize] = false;
                 self.gc_victim[pool as usize] = NONE;

@@ -65,14 +65,26 @@ pub(super) struct Dram {
 
 impl Dram {
     /// A cache of `entries` pages for `logical_pages` LPNs.
-    pub fn new(entries: u32, logical_pages: u64, access_ns: u64) -> Dram {
+    ///
+    /// # Errors
+    /// [`crate::mem::AllocError`] when a table cannot be allocated.
+    pub fn new(
+        entries: u32,
+        logical_pages: u64,
+        access_ns: u64,
+    ) -> Result<Dram, crate::mem::AllocError> {
+        use crate::mem::filled;
         let n = entries as usize;
-        Dram {
-            slot_of: vec![NONE; logical_pages as usize],
-            lpn: vec![NONE; n],
-            state: vec![State::Free; n],
-            prev: vec![NONE; n],
-            next: vec![NONE; n],
+        Ok(Dram {
+            slot_of: filled(
+                logical_pages as usize,
+                NONE,
+                "the DRAM cache's per-LPN index",
+            )?,
+            lpn: filled(n, NONE, "the DRAM cache's entries")?,
+            state: filled(n, State::Free, "the DRAM cache's entries")?,
+            prev: filled(n, NONE, "the DRAM cache's LRU list")?,
+            next: filled(n, NONE, "the DRAM cache's LRU list")?,
             head: NONE,
             tail: NONE,
             free: (0..entries).rev().collect(),
@@ -85,7 +97,7 @@ impl Dram {
             flushes: 0,
             evictions: 0,
             backpressure_waits: 0,
-        }
+        })
     }
 
     fn unlink(&mut self, e: u32) {

@@ -19,14 +19,14 @@ impl Engine {
         };
         let plane = self.ftl.plane_of_pool(pool);
         let region = self.ftl.block_region(victim);
-        let ppb = self.ftl.block_pages(victim);
-        if self.ftl.block_valid(victim) == ppb && self.ftl.allocation() == Allocation::Dynamic {
+        let ppb = self.ftl.victim_pages(victim);
+        if self.ftl.victim_valid(victim) == ppb && self.ftl.allocation() == Allocation::Dynamic {
             // Nothing to reclaim here now; dynamic allocation steers writes to other planes
             // until host overwrites invalidate data in this one.
             self.ftl.unclaim_victim(victim);
             return;
         }
-        if self.ftl.block_valid(victim) == ppb {
+        if self.ftl.victim_valid(victim) == ppb {
             self.gc_zero_gain[p] += 1;
             if self.gc_zero_gain[p] > self.ftl.geo.blocks_per_plane {
                 let what = if self.rg.is_some() {
@@ -52,9 +52,9 @@ impl Engine {
         self.gc_active[p] = true;
         self.gc_victim[p] = victim;
         self.stats.gc_invocations += 1;
-        self.stats.gc_victim_valid_sum += self.ftl.block_valid(victim) as u64;
+        self.stats.gc_victim_valid_sum += self.ftl.victim_valid(victim) as u64;
         self.scratch.clear();
-        self.ftl.valid_pages(victim, &mut self.scratch);
+        self.ftl.victim_valid_pages(victim, &mut self.scratch);
         self.gc_pending[p] = self.scratch.len() as u32;
         for i in 0..self.scratch.len() {
             let src = self.scratch[i];

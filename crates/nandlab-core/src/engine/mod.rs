@@ -85,10 +85,15 @@ const EV_BACKEND: u64 = 5 << 32;
 const EV_FAULT: u64 = 6 << 32;
 /// A host page served from the backend disk is done (id = host request slot).
 const EV_DISK_READ: u64 = 7 << 32;
+/// A die's hold on its host writes expires (superpage allocation; id = die).
+const EV_SP_HOLD: u64 = 8 << 32;
 const ID_MASK: u64 = (1 << 32) - 1;
 const PROGRESS_EVERY: u64 = 1 << 16;
 /// Requests read ahead of the one arriving next (prefetch distance).
 const LOOKAHEAD: usize = 4;
+/// The latest arrival a replay accepts, ns (2^62, 146 years): event times must stay far below
+/// 2^64 (the event queue's empty marker) with every latency added.
+pub const MAX_ARRIVAL_NS: u64 = 1 << 62;
 
 /// The host request stream of a replay: reads ahead of arrival so that what the next requests
 /// touch can be prefetched. A trace error met while reading ahead is held until the requests
@@ -115,8 +120,21 @@ impl Feed {
         match src.next_request()? {
             Some(mut r) => {
                 self.pulled += 1;
+                let t = if self.scale != 1.0 {
+                    r.arrival_ns as f64 * self.scale
+                } else {
+                    r.arrival_ns as f64
+                };
+                if t >= MAX_ARRIVAL_NS as f64 {
+                    return Err(NandlabError::Sim(format!(
+                        "host request {} arrives {} ns after the first (× host.time_scale = {}: \
+                         {t:.3e} ns), beyond the simulated time range of 2^62 ns (146 years); \
+                         check the trace's timestamps (unit, a corrupt line) or the time scale",
+                        self.pulled, r.arrival_ns, self.scale
+                    )));
+                }
                 if self.scale != 1.0 {
-                    r.arrival_ns = (r.arrival_ns as f64 * self.scale).round() as u64;
+                    r.arrival_ns = t.round() as u64;
                 }
                 Ok(Some((r, src.tag())))
             }
@@ -228,6 +246,14 @@ pub struct Engine {
     rmw: Vec<RmwReads>,
     /// `sched.multi_plane` on a device with more than one plane per die.
     mp_on: bool,
+    /// `ftl.allocation = "superpage"`.
+    sp_on: bool,
+    /// `ftl.superpage_wait_us` in ns (0: never hold host writes).
+    sp_wait_ns: u64,
+    /// Per die: since when its queued host writes have waited for a full super-page
+    /// (`u64::MAX`: no wait under way), and whether the expiry timer is set.
+    sp_since: Vec<u64>,
+    sp_armed: Vec<bool>,
     /// `timing.one_shot_program`: programs and GC moves run a word line at a time.
     os_on: bool,
     /// One-shot run scratch, one entry per plane of a die: pages taken, whether the plane
@@ -269,6 +295,56 @@ pub struct Engine {
     fetches: Vec<(u32, u32, u8)>,
     fetch_free: Vec<u32>,
 }
+/// Refuse a device whose FTL tables would not fit in the memory this process may use
+/// ([`crate::mem::budget_bytes`]: half of the machine's, within any address-space limit) with a
+/// one-line error, before anything is allocated.
+pub(crate) fn check_model_memory(
+    cfg: &Config,
+    geo: &crate::flash::Geometry,
+    logical_pages: u64,
+) -> Result<(), NandlabError> {
+    // The FTL's tables, and the DRAM cache's per-LPN index when the cache is on.
+    let dram = if cfg.dram.capacity_bytes >= geo.page_size_bytes as u64 {
+        logical_pages * 4
+    } else {
+        0
+    };
+    let need = crate::ftl::Ftl::table_bytes(geo, logical_pages) + dram;
+    crate::mem::check_budget(need).map_err(|why| {
+        NandlabError::Config(crate::config::ConfigError::Invalid {
+            key: "device".into(),
+            value: format!(
+                "{} logical, {} physical",
+                crate::config::human_bytes(logical_pages * geo.page_size_bytes as u64),
+                crate::config::human_bytes(geo.pages() * geo.page_size_bytes as u64)
+            ),
+            msg: format!(
+                "{why}; model a smaller device (device.logical_capacity_bytes, with \
+                 ftl.wrap_offsets = true to fold a large address space onto it; \
+                 device.address_map = \"compact\" for a trace that touches little of its span) \
+                 or larger pages (device.page_size_bytes)"
+            ),
+        })
+    })
+}
+
+/// The error for a device table that cannot be allocated: its size and the ways to a smaller
+/// model.
+fn table_error(
+    e: crate::mem::AllocError,
+    geo: &crate::flash::Geometry,
+    logical_pages: u64,
+) -> NandlabError {
+    NandlabError::Sim(format!(
+        "{e}, for a device of {} logical / {} physical; model a smaller device \
+         (device.logical_capacity_bytes, with ftl.wrap_offsets = true to fold a large address \
+         space onto it; device.address_map = \"compact\" for a trace that touches little of \
+         its span) or larger pages (device.page_size_bytes)",
+        crate::config::human_bytes(logical_pages * geo.page_size_bytes as u64),
+        crate::config::human_bytes(geo.physical_bytes()),
+    ))
+}
+
 impl Engine {
     /// Build an engine for a sized device. `logical_pages` is the host-visible capacity.
     pub fn new(
@@ -287,10 +363,11 @@ impl Engine {
             }
             .into());
         }
+        check_model_memory(&cfg, &geo, logical_pages)?;
         let timing = cfg.timing()?;
         let layout = cfg.layout();
         let read_model = crate::reliability::runtime::ReadModel::new(&cfg, &timing)?;
-        let mut ftl = Ftl::with_regions(
+        let mut ftl = Ftl::try_with_regions(
             geo.clone(),
             logical_pages,
             cfg.ftl.streams,
@@ -298,13 +375,22 @@ impl Engine {
             cfg.ftl.gc_victim,
             cfg.ftl.gc_threshold_pct,
             &cfg.regions.blocks_per_plane(geo.blocks_per_plane),
-        );
+        )
+        .map_err(|e| table_error(e, &geo, logical_pages))?;
         ftl.set_wear_stages(&cfg.regions.stage_pe);
         ftl.set_layout(layout.clone());
         ftl.set_region_pages(
             &cfg.regions
                 .pages_per_block(geo.pages_per_block, geo.cell.bits()),
         );
+        if cfg.ftl.allocation == Allocation::Superpage {
+            // A super-page holds a word line of every plane with one-shot programming.
+            ftl.set_superpage_unit(if cfg.timing.one_shot_program {
+                geo.cell.bits() as u32
+            } else {
+                1
+            });
+        }
         let rg = RegionRuntime::new(&cfg.regions, &timing);
         let dies = geo.dies();
         let planes = geo.planes() as usize;
@@ -373,8 +459,24 @@ impl Engine {
                     scheme.name()
                 )));
             }
-            ftl.extend_hidden(hidden);
+            ftl.extend_hidden(hidden)
+                .map_err(|e| table_error(e, &geo, logical_pages))?;
         }
+        let dram = if cfg.dram.capacity_bytes >= geo.page_size_bytes as u64 {
+            let entries = (cfg.dram.capacity_bytes / geo.page_size_bytes as u64)
+                .min(logical_pages)
+                .min(u32::MAX as u64 >> 2) as u32;
+            Some(Box::new(
+                dram::Dram::new(
+                    entries,
+                    logical_pages,
+                    (cfg.dram.access_us * 1000.0).round() as u64,
+                )
+                .map_err(|e| table_error(e, &geo, logical_pages))?,
+            ))
+        } else {
+            None
+        };
         let mut e = Engine {
             placement_limit: Placement {
                 stream: cfg.ftl.streams.min(255) as u8,
@@ -448,6 +550,10 @@ impl Engine {
             rmw_on: cfg.ftl.read_modify_write,
             rmw: Vec::new(),
             mp_on: cfg.sched.multi_plane && geo.planes_per_die > 1,
+            sp_on: cfg.ftl.allocation == Allocation::Superpage,
+            sp_wait_ns: (cfg.ftl.superpage_wait_us * 1000.0).round() as u64,
+            sp_since: vec![u64::MAX; dies as usize],
+            sp_armed: vec![false; dies as usize],
             os_on: cfg.timing.one_shot_program,
             os_taken: vec![0; geo.planes_per_die as usize],
             os_join: vec![0; geo.planes_per_die as usize],
@@ -462,16 +568,7 @@ impl Engine {
             ],
             susp_cap: cfg.sched.max_suspends_per_op.min(255) as u8,
             susp_prefix_ns: 0,
-            dram: (cfg.dram.capacity_bytes >= geo.page_size_bytes as u64).then(|| {
-                let entries = (cfg.dram.capacity_bytes / geo.page_size_bytes as u64)
-                    .min(logical_pages)
-                    .min(u32::MAX as u64 >> 2) as u32;
-                Box::new(dram::Dram::new(
-                    entries,
-                    logical_pages,
-                    (cfg.dram.access_us * 1000.0).round() as u64,
-                ))
-            }),
+            dram,
             disk_ns: cfg.cache.as_ref().map_or(0, |c| c.disk_ns()),
             idle_threshold_ns: None,
             scheme_prefetch: false,
@@ -558,7 +655,8 @@ impl Engine {
 
     // ----- replay loop -----------------------------------------------------------------
 
-    /// Replay every request of `src`. `total_hint` (0 = unknown) feeds `progress(done, total)`,
+    /// Replay every request of `src`. `total_hint` (0 = unknown) feeds
+    /// `progress(Stage::Replay, done, total)`,
     /// called every 65,536 completed requests and once at the end.
     ///
     /// # Errors
@@ -595,8 +693,12 @@ impl Engine {
         match self.cfg.host.mode {
             ReplayMode::Open => {
                 feed.fill(src, |r| self.prefetch_request(r));
-                if let (None, Some(e)) = (feed.ahead.front(), feed.err.take()) {
-                    return Err(e);
+                // The error of a request read ahead, once the requests before it have arrived
+                // (a tuple pattern would take it, and drop it, while they are still ahead).
+                if feed.ahead.is_empty() {
+                    if let Some(e) = feed.err.take() {
+                        return Err(e);
+                    }
                 }
                 let mut next = feed.ahead.front().copied();
                 let idle = self.idle_threshold_ns;
@@ -606,7 +708,7 @@ impl Engine {
                         return Err(e);
                     }
                     if self.completed >= next_progress {
-                        progress(self.completed, total_hint);
+                        progress(crate::error::Stage::Replay, self.completed, total_hint);
                         next_progress += PROGRESS_EVERY;
                     }
                     let ev_t = self.exec.events.next_time();
@@ -628,8 +730,10 @@ impl Engine {
                             self.now = self.now.max(r.arrival_ns);
                             self.on_arrival(r, tag)?;
                             feed.ahead.pop_front();
-                            if let (None, Some(e)) = (feed.ahead.front(), feed.err.take()) {
-                                return Err(e);
+                            if feed.ahead.is_empty() {
+                                if let Some(e) = feed.err.take() {
+                                    return Err(e);
+                                }
                             }
                             feed.fill(src, |r| self.prefetch_request(r));
                             next = feed.ahead.front().copied();
@@ -644,7 +748,7 @@ impl Engine {
                                         }
                                     }
                                 }
-                                None => self.input_done = true,
+                                None => self.input_ended(),
                             }
                         }
                         (_, Some(_)) => {
@@ -664,7 +768,7 @@ impl Engine {
                         return Err(e);
                     }
                     if self.completed >= next_progress {
-                        progress(self.completed, total_hint);
+                        progress(crate::error::Stage::Replay, self.completed, total_hint);
                         next_progress += PROGRESS_EVERY;
                     }
                     while self.to_issue > 0 && !self.input_done {
@@ -674,7 +778,7 @@ impl Engine {
                                 r.arrival_ns = self.now;
                                 self.on_arrival(r, tag)?;
                             }
-                            None => self.input_done = true,
+                            None => self.input_ended(),
                         }
                     }
                     match self.exec.events.pop() {
@@ -690,7 +794,7 @@ impl Engine {
         if let Some(e) = self.error.take() {
             return Err(e);
         }
-        progress(self.completed, total_hint);
+        progress(crate::error::Stage::Replay, self.completed, total_hint);
         if self.sched.queued() > 0 || self.in_flight > 0 || self.exec.any_busy() {
             return Err(NandlabError::Sim(format!(
                 "simulation stalled at t = {} ns with {} queued flash transactions and {} host \
@@ -736,6 +840,10 @@ impl Engine {
             EV_DISK_READ => {
                 let d = self.disk_ns;
                 self.host_page_done(id, self.now, d);
+            }
+            EV_SP_HOLD => {
+                self.sp_armed[id as usize] = false;
+                self.dispatch(id);
             }
             EV_TICK => {
                 self.actions.clear();
@@ -820,6 +928,48 @@ impl Engine {
                 self.scheme.prefetch_mapped(lpn, read, &self.ftl);
             }
         }
+    }
+
+    /// The host's requests have all arrived: no die holds its writes for a fuller super-page
+    /// any more.
+    fn input_ended(&mut self) {
+        self.input_done = true;
+        if self.sp_on && self.sp_wait_ns > 0 {
+            for d in 0..self.exec.dies() {
+                self.dispatch(d);
+            }
+        }
+    }
+
+    /// Superpage allocation: whether `die` holds its queued host writes now — fewer than the
+    /// super-page's free slots are queued, they have waited less than `ftl.superpage_wait_us`,
+    /// and more may come — so that they fill a super-page instead of a padded one (firmware
+    /// keeps them in its write buffer). Sets the expiry timer of a new wait.
+    fn superpage_hold(&mut self, die: u32) -> bool {
+        let d = die as usize;
+        let q = self.sched.writes_queued(die);
+        if q == 0 {
+            self.sp_since[d] = u64::MAX;
+            return false;
+        }
+        if self.input_done {
+            return false;
+        }
+        if self.sp_since[d] == u64::MAX {
+            self.sp_since[d] = self.now;
+        }
+        let pool = self.ftl.pool(die * self.ftl.geo.planes_per_die, 0);
+        let room = self.ftl.superpage_room(pool, 0, false) as usize;
+        let deadline = self.sp_since[d].saturating_add(self.sp_wait_ns);
+        if q >= room || self.now >= deadline {
+            return false;
+        }
+        if !self.sp_armed[d] {
+            self.sp_armed[d] = true;
+            self.stats.device.superpage_holds += 1;
+            self.push(deadline, EV_SP_HOLD | die as u64);
+        }
+        true
     }
 
     /// Prefetch the L2P entries of a request read ahead (its reads look them up on arrival,
@@ -1016,7 +1166,9 @@ impl Engine {
     #[inline]
     fn queue_host_program(&mut self, lpn: u32, slot: u32, pl: Placement, skip: u32) {
         let plane = match self.cfg.ftl.allocation {
-            Allocation::Static => self.ftl.plane_for_write_in(lpn, pl.region),
+            Allocation::Static | Allocation::Superpage => {
+                self.ftl.plane_for_write_in(lpn, pl.region)
+            }
             Allocation::Dynamic => NONE,
         };
         let die = self

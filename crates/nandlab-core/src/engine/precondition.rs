@@ -81,8 +81,16 @@ pub struct PreconditionReport {
 
 impl Engine {
     /// Run the configured preconditioning. `prepass` carries the touched-LPN bitmap for
-    /// `fill = "touched"`.
-    pub fn precondition(&mut self, prepass: Option<&Prepass>) -> Result<(), NandlabError> {
+    /// `fill = "touched"`; `progress(Stage::Precondition, done, total)` is called every 65,536
+    /// page writes (fill and aging; `total` is the fill plus the aging cap, which aging until
+    /// steady may not reach).
+    pub fn precondition(
+        &mut self,
+        prepass: Option<&Prepass>,
+        progress: &mut crate::error::ProgressFn<'_>,
+    ) -> Result<(), NandlabError> {
+        use crate::error::Stage;
+        const EVERY: u64 = 1 << 16;
         let pc = self.cfg.precondition.clone();
         let mut filled: Vec<u32> = Vec::new();
         match pc.fill {
@@ -104,8 +112,24 @@ impl Engine {
                 filled.extend(0..n as u32);
             }
         }
-        for &lpn in &filled {
+        // What the aging step will write at most (for the progress total).
+        let n_filled = filled.len() as u64;
+        let aging_cap = if n_filled > 0 && (pc.age_overwrites > 0.0 || pc.age_until_steady) {
+            if pc.age_overwrites > 0.0 {
+                (pc.age_overwrites * n_filled as f64) as u64
+            } else {
+                let free = self.ftl.geo.pages().saturating_sub(n_filled);
+                10 * n_filled + free
+            }
+        } else {
+            0
+        };
+        let total = n_filled + aging_cap;
+        for (i, &lpn) in filled.iter().enumerate() {
             self.untimed_write(lpn, &mut 0)?;
+            if (i as u64 + 1).is_multiple_of(EVERY) {
+                progress(Stage::Precondition, i as u64 + 1, total);
+            }
         }
         self.precondition.filled_pages = filled.len() as u64;
         self.precondition.aging_last_round_wa = 1.0;
@@ -121,6 +145,7 @@ impl Engine {
             } else {
                 10 * n + free_pages
             };
+            debug_assert_eq!(cap, aging_cap);
             let round = if pc.age_until_steady {
                 (n / 10).max(1)
             } else {
@@ -165,6 +190,7 @@ impl Engine {
                     self.untimed_write(lpn, &mut moves)?;
                 }
                 done += this;
+                progress(Stage::Precondition, n_filled + done, total);
                 self.precondition.aging_rounds += 1;
                 self.precondition.aging_gc_moves += moves;
                 let wa = (this + moves) as f64 / this as f64;
@@ -241,6 +267,7 @@ impl Engine {
             }
             self.precondition.initial_pe_mean = pe_sum as f64 / blocks.max(1) as f64;
         }
+        progress(Stage::Precondition, total, total);
         Ok(())
     }
 
@@ -447,7 +474,7 @@ impl Engine {
         let plane = self.ftl.plane_of_pool(pool);
         let region = self.ftl.block_region(victim);
         self.scratch.clear();
-        self.ftl.valid_pages(victim, &mut self.scratch);
+        self.ftl.victim_valid_pages(victim, &mut self.scratch);
         // The moved pages' LPNs are scattered over the L2P: fetch their entries a few moves
         // ahead (the move writes them).
         const AHEAD: usize = 8;
@@ -488,7 +515,7 @@ impl Engine {
             self.ftl.relocate(src, dst, mode, pl.ecc, 0);
             *moves += 1;
         }
-        self.ftl.erase(victim);
+        self.ftl.erase_victim(victim);
         Ok(true)
     }
 }

@@ -55,6 +55,7 @@ use std::collections::VecDeque;
 
 use crate::config::{Allocation, VictimPolicy};
 use crate::flash::{BlockLayout, DivU32, Geometry, PageOrder, PageType};
+use crate::mem::{filled, zeroed, AllocError};
 
 /// L2P / page-LPN sentinel: not mapped.
 pub const UNMAPPED: u32 = u32::MAX;
@@ -209,6 +210,17 @@ pub struct Ftl {
     regions_div: DivU32,
     /// Static CWDP plane of `lpn` = `cwdp[lpn % planes]`.
     cwdp: Vec<u32>,
+    /// Planes allocated together: a die's planes with [`Allocation::Superpage`], else 1 (each
+    /// plane its own pool). See "Superblocks" in the module documentation.
+    group: u32,
+    group_div: DivU32,
+    /// Pages of one plane in a super-page: a word line's pages with one-shot programming, else
+    /// 1 ([`Ftl::set_superpage_unit`]).
+    sp_unit: u32,
+    /// Superpage mode, per superblock (indexed by its representative block, the block on the
+    /// die's first plane): pages allocated, and valid pages.
+    sb_wp: Vec<u32>,
+    sb_valid: Vec<u32>,
 }
 
 impl Ftl {
@@ -237,9 +249,13 @@ impl Ftl {
     /// [`crate::scheme::Scheme::hidden_pages`]); `logical_pages` stays the host's capacity.
     /// Called before anything is programmed: the L2P is allocated anew, zeroed (so the OS backs
     /// it lazily, as the logical part).
-    pub fn extend_hidden(&mut self, n: u64) {
+    ///
+    /// # Errors
+    /// [`AllocError`] when the larger table cannot be allocated.
+    pub fn extend_hidden(&mut self, n: u64) -> Result<(), AllocError> {
         debug_assert_eq!(self.mapped_pages(), 0);
-        self.l2p = vec![0u32; self.logical_pages as usize + n as usize];
+        self.l2p = zeroed(self.logical_pages as usize + n as usize, "the L2P table")?;
+        Ok(())
     }
 
     /// Bytes the FTL's tables take for `geo` and `logical_pages` (L2P 4 B per logical page;
@@ -250,8 +266,10 @@ impl Ftl {
     }
 
     /// Build an empty FTL whose planes are split into regions of `region_blocks[r]` blocks
-    /// each (they must sum to `blocks_per_plane`; checked by the config). Region `r` holds the
-    /// plane's blocks from `Σ_{i<r} region_blocks[i]` on.
+    /// each; see [`Ftl::try_with_regions`].
+    ///
+    /// # Panics
+    /// When the tables cannot be allocated (use [`Ftl::try_with_regions`] on user input).
     pub fn with_regions(
         geo: Geometry,
         logical_pages: u64,
@@ -261,24 +279,69 @@ impl Ftl {
         gc_threshold_pct: f64,
         region_blocks: &[u32],
     ) -> Ftl {
+        Ftl::try_with_regions(
+            geo,
+            logical_pages,
+            streams,
+            allocation,
+            victim_policy,
+            gc_threshold_pct,
+            region_blocks,
+        )
+        .expect("FTL tables")
+    }
+
+    /// Build an empty FTL whose planes are split into regions of `region_blocks[r]` blocks
+    /// each (they must sum to `blocks_per_plane`; checked by the config). Region `r` holds the
+    /// plane's blocks from `Σ_{i<r} region_blocks[i]` on.
+    pub fn try_with_regions(
+        geo: Geometry,
+        logical_pages: u64,
+        streams: u32,
+        allocation: Allocation,
+        victim_policy: VictimPolicy,
+        gc_threshold_pct: f64,
+        region_blocks: &[u32],
+    ) -> Result<Ftl, AllocError> {
         let pages = geo.pages() as usize;
         let blocks = geo.blocks() as usize;
         let planes = geo.planes() as usize;
         let ppb = geo.pages_per_block as usize;
         let bpp = geo.blocks_per_plane as usize;
         let nr = region_blocks.len().max(1);
-        let mut blk_region = vec![0u8; blocks];
-        let mut free = Vec::with_capacity(planes * nr);
-        for p in 0..planes {
-            let mut start = p * bpp;
-            for (r, &n) in region_blocks.iter().enumerate() {
-                let mut q = VecDeque::with_capacity(n as usize);
-                q.extend((start..start + n as usize).map(|b| b as u32));
-                blk_region[start..start + n as usize].fill(r as u8);
-                start += n as usize;
-                free.push(q);
+        let mut blk_region: Vec<u8> = zeroed(blocks, "the per-block regions")?;
+        let group = if allocation == Allocation::Superpage {
+            // The config refuses regions with superpages: one region, one pool per die.
+            debug_assert_eq!(nr, 1);
+            geo.planes_per_die
+        } else {
+            1
+        };
+        let mut free = Vec::with_capacity(planes / group as usize * nr);
+        if group > 1 {
+            // One pool per die holding its superblocks, each named by its block on the die's
+            // first plane.
+            for d in 0..planes / group as usize {
+                let first = d * group as usize * bpp;
+                free.push(
+                    (first..first + bpp)
+                        .map(|b| b as u32)
+                        .collect::<VecDeque<u32>>(),
+                );
+            }
+        } else {
+            for p in 0..planes {
+                let mut start = p * bpp;
+                for (r, &n) in region_blocks.iter().enumerate() {
+                    let mut q = VecDeque::with_capacity(n as usize);
+                    q.extend((start..start + n as usize).map(|b| b as u32));
+                    blk_region[start..start + n as usize].fill(r as u8);
+                    start += n as usize;
+                    free.push(q);
+                }
             }
         }
+        let pools = free.len();
         let thr_of = |n: usize| (((n as f64) * gc_threshold_pct / 100.0).ceil() as usize).max(2);
         let thr = ((bpp as f64) * gc_threshold_pct / 100.0).ceil() as usize;
         let region_gc_threshold: Vec<usize> = if nr == 1 {
@@ -290,36 +353,43 @@ impl Ftl {
             .iter()
             .map(|&t| (t / 2).max(HOST_RESERVE_BLOCKS))
             .collect();
-        Ftl {
+        Ok(Ftl {
             logical_pages: logical_pages as u32,
-            l2p: vec![0u32; logical_pages as usize],
-            state: vec![0u64; pages.div_ceil(STATE_PER_WORD as usize)],
-            p2l: vec![0u32; pages],
-            ecc: vec![0u8; pages],
-            mode: vec![0u8; pages],
-            flags: vec![0u8; pages],
-            program_s: vec![0i32; pages],
+            l2p: zeroed(logical_pages as usize, "the L2P table")?,
+            state: zeroed(
+                pages.div_ceil(STATE_PER_WORD as usize),
+                "the page-state bitmap",
+            )?,
+            p2l: zeroed(pages, "the per-page LPN table (P2L)")?,
+            ecc: zeroed(pages, "the per-page ECC table")?,
+            mode: zeroed(pages, "the per-page program-mode table")?,
+            flags: zeroed(pages, "the per-page flags")?,
+            program_s: zeroed(pages, "the per-page program times")?,
             any_read_type: false,
             any_ecc: false,
             any_mode: false,
-            blk_valid: vec![0; blocks],
-            blk_wp: vec![0; blocks],
-            blk_erase: vec![0; blocks],
-            blk_state: vec![BlockState::Free as u8; blocks],
-            blk_stream: vec![0; blocks],
-            blk_full_ns: vec![0; blocks],
-            blk_reads: vec![0; blocks],
-            blk_data_s: vec![0; blocks],
-            blk_kind: vec![0; blocks],
-            bkt_head: vec![NONE; planes * nr * (ppb + 1)],
-            bkt_next: vec![NONE; blocks],
-            bkt_prev: vec![NONE; blocks],
-            fifo: (0..planes * nr)
+            blk_valid: zeroed(blocks, "the per-block valid counts")?,
+            blk_wp: zeroed(blocks, "the per-block write pointers")?,
+            blk_erase: zeroed(blocks, "the per-block erase counts")?,
+            blk_state: zeroed(blocks, "the per-block states")?,
+            blk_stream: zeroed(blocks, "the per-block streams")?,
+            blk_full_ns: zeroed(blocks, "the per-block fill times")?,
+            blk_reads: zeroed(blocks, "the per-block read counts")?,
+            blk_data_s: zeroed(blocks, "the per-block data ages")?,
+            blk_kind: zeroed(blocks, "the per-block kinds")?,
+            bkt_head: filled(
+                pools * (ppb * group as usize + 1),
+                NONE,
+                "the GC victim buckets",
+            )?,
+            bkt_next: filled(blocks, NONE, "the GC victim lists")?,
+            bkt_prev: filled(blocks, NONE, "the GC victim lists")?,
+            fifo: (0..pools)
                 .map(|_| VecDeque::with_capacity(bpp / nr))
                 .collect(),
             free,
-            open: vec![NONE; planes * nr * streams as usize],
-            open_cursor: vec![None; planes * nr * streams as usize],
+            open: vec![NONE; pools * streams as usize],
+            open_cursor: vec![None; pools * streams as usize],
             layout: BlockLayout::new(ppb, geo.cell.bits(), PageOrder::Sequential),
             streams,
             regions: nr as u32,
@@ -340,8 +410,80 @@ impl Ftl {
             planes_div: DivU32::new(geo.planes()),
             regions_div: DivU32::new(nr as u32),
             cwdp: (0..geo.planes()).map(|l| geo.cwdp_plane(l)).collect(),
+            group,
+            group_div: DivU32::new(group),
+            sp_unit: 1,
+            sb_wp: if group > 1 {
+                zeroed(blocks, "the superblock cursors")?
+            } else {
+                Vec::new()
+            },
+            sb_valid: if group > 1 {
+                zeroed(blocks, "the superblock valid counts")?
+            } else {
+                Vec::new()
+            },
             geo,
+        })
+    }
+
+    /// Superpage mode: the pages of one plane in a super-page, `bits` per cell with one-shot
+    /// programming (a word line's pages are programmed at once), else 1. Called before
+    /// anything is allocated.
+    pub fn set_superpage_unit(&mut self, unit: u32) {
+        debug_assert_eq!(self.mapped_pages(), 0);
+        debug_assert!(unit >= 1 && self.geo.pages_per_block.is_multiple_of(unit));
+        self.sp_unit = unit;
+    }
+
+    /// Planes allocated together (a die's with superpages, else 1).
+    #[inline]
+    pub fn group(&self) -> u32 {
+        self.group
+    }
+
+    /// Pages of a super-page: the group's planes × the pages of each (1, or a word line's).
+    #[inline]
+    pub fn superpage_pages(&self) -> u32 {
+        self.group * self.sp_unit
+    }
+
+    /// Superpage mode: the slots left in the super-page that `stream`'s next program in
+    /// `pool` (a die) fills — a whole super-page when a new superblock would be opened — or 0
+    /// when nothing can be allocated (`host`: without the GC reserve). A run that programs
+    /// this many pages ends on a super-page boundary.
+    pub fn superpage_room(&self, pool: u32, stream: u8, host: bool) -> u32 {
+        let sp = self.superpage_pages();
+        let slot = (pool * self.streams + stream as u32) as usize;
+        match self.open[slot] {
+            NONE => {
+                let reserve = if host { HOST_RESERVE_BLOCKS } else { 0 };
+                if self.free[pool as usize].len() > reserve {
+                    sp
+                } else {
+                    0
+                }
+            }
+            rep => sp - self.sb_wp[rep as usize] % sp,
         }
+    }
+
+    /// The representative (first-plane) block of `block`'s superblock; `block` itself
+    /// without superpages.
+    #[inline]
+    pub fn rep_of(&self, block: u32) -> u32 {
+        if self.group == 1 {
+            return block;
+        }
+        let bpp = self.geo.blocks_per_plane;
+        let plane = self.bpp_div.quot(block);
+        block - self.group_div.modulo(plane) * bpp
+    }
+
+    /// The blocks of the GC unit `victim` names: its superblock's members, or itself.
+    fn members(&self, victim: u32) -> impl Iterator<Item = u32> {
+        let bpp = self.geo.blocks_per_plane;
+        (0..self.group).map(move |k| victim + k * bpp)
     }
 
     /// Use `layout` (the device's page order; [`crate::config::Config::layout`]) for page types
@@ -442,6 +584,10 @@ impl Ftl {
     /// Pool (plane · R + region) of a plane's region.
     #[inline]
     pub fn pool(&self, plane: u32, region: u8) -> u32 {
+        if self.group > 1 {
+            // Superpages: one pool per die (no regions).
+            return self.group_div.quot(plane);
+        }
         plane * self.regions + region as u32
     }
 
@@ -454,13 +600,17 @@ impl Ftl {
     /// Plane of a pool.
     #[inline]
     pub fn plane_of_pool(&self, pool: u32) -> u32 {
+        if self.group > 1 {
+            // The die's first plane.
+            return pool * self.group;
+        }
         self.regions_div.quot(pool)
     }
 
-    /// Number of pools (planes × regions).
+    /// Number of pools (planes × regions; dies with superpages).
     #[inline]
     pub fn pools(&self) -> u32 {
-        self.geo.planes() * self.regions
+        self.geo.planes() / self.group * self.regions
     }
 
     // ----- read-only views -------------------------------------------------------------
@@ -678,6 +828,9 @@ impl Ftl {
     /// True when any pool of `plane` is critically low.
     #[inline]
     pub fn plane_gc_urgent(&self, plane: u32) -> bool {
+        if self.group > 1 {
+            return self.gc_urgent(self.pool(plane, 0));
+        }
         if self.regions == 1 {
             return self.free[plane as usize].len() <= self.region_urgent[0];
         }
@@ -701,7 +854,10 @@ impl Ftl {
     #[inline]
     pub fn plane_for_write_in(&mut self, lpn: u32, region: u8) -> u32 {
         match self.allocation {
-            Allocation::Static => self.cwdp[self.planes_div.modulo(lpn) as usize],
+            // Superpages: the die of the CWDP plane; the plane within it is the superblock's.
+            Allocation::Static | Allocation::Superpage => {
+                self.cwdp[self.planes_div.modulo(lpn) as usize]
+            }
             Allocation::Dynamic => {
                 // Round-robin, skipping planes that are short of free blocks (unless all are),
                 // so that valid data cannot pile up in one plane.
@@ -814,6 +970,9 @@ impl Ftl {
         prefer: Option<PageType>,
     ) -> Result<(u32, bool), NoSpace> {
         let pool = self.pool(plane, region);
+        if self.group > 1 {
+            return self.allocate_super(pool, stream, host, now_ns);
+        }
         let mut changed = false;
         let slot = (pool * self.streams + stream as u32) as usize;
         let mut b = self.open[slot];
@@ -852,11 +1011,83 @@ impl Ftl {
         Ok((ppn, changed))
     }
 
+    /// Superpage mode: the next page of `stream`'s open superblock in `pool` (a die), opening
+    /// one when needed. The cursor walks super-page by super-page: within one, the group's
+    /// planes in order, each taking `sp_unit` pages (a word line with one-shot programming),
+    /// so every plane of the die is at the same page offset at each super-page boundary.
+    fn allocate_super(
+        &mut self,
+        pool: u32,
+        stream: u8,
+        host: bool,
+        now_ns: u64,
+    ) -> Result<(u32, bool), NoSpace> {
+        let slot = (pool * self.streams + stream as u32) as usize;
+        let mut changed = false;
+        let mut rep = self.open[slot];
+        if rep == NONE {
+            let reserve = if host { HOST_RESERVE_BLOCKS } else { 0 };
+            if self.free[pool as usize].len() <= reserve {
+                return Err(NoSpace);
+            }
+            rep = self.free[pool as usize].pop_front().ok_or(NoSpace)?;
+            let bpp = self.geo.blocks_per_plane;
+            for k in 0..self.group {
+                let b = (rep + k * bpp) as usize;
+                self.blk_state[b] = BlockState::Open as u8;
+                self.blk_stream[b] = stream;
+            }
+            self.open[slot] = rep;
+            changed = true;
+        }
+        let c = self.sb_wp[rep as usize];
+        let (u, sp) = (self.sp_unit, self.superpage_pages());
+        let r = c % sp;
+        let page = c / sp * u + r % u;
+        let b = rep + r / u * self.geo.blocks_per_plane;
+        let ppn = b * self.geo.pages_per_block + page;
+        self.blk_wp[b as usize] += 1;
+        self.sb_wp[rep as usize] = c + 1;
+        if c + 1 == sp * (self.geo.pages_per_block / u) {
+            self.open[slot] = NONE;
+            let bpp = self.geo.blocks_per_plane;
+            for k in 0..self.group {
+                let m = (rep + k * bpp) as usize;
+                self.blk_state[m] = BlockState::Full as u8;
+                self.blk_full_ns[m] = now_ns;
+            }
+            self.track_full(rep);
+            changed = true;
+        }
+        Ok((ppn, changed))
+    }
+
+    /// Superpage mode: allocate the next page of `stream` in `pool` as padding — programmed
+    /// with no data to complete a super-page that has no more to hold (a real part cannot add
+    /// pages to a programmed word line) — and mark it invalid at once.
+    ///
+    /// # Errors
+    /// [`NoSpace`] when no page can be allocated.
+    pub fn allocate_pad(
+        &mut self,
+        pool: u32,
+        stream: u8,
+        now_ns: u64,
+    ) -> Result<(u32, bool), NoSpace> {
+        let (ppn, changed) = self.allocate_super(pool, stream, false, now_ns)?;
+        self.p2l[ppn as usize] = UNMAPPED;
+        self.set_state_bits(ppn, PageState::Invalid);
+        Ok((ppn, changed))
+    }
+
     /// The page index within its block that [`Ftl::allocate_typed`] would give a program in
     /// `plane` (`region`, `stream`, no page-type preference) now, or `None` when it cannot
     /// tell (no space, a page-type cursor, a reduced-capacity region). For multi-plane
     /// programs, which need the same page offset on each plane.
     pub fn next_page_offset(&self, plane: u32, region: u8, stream: u8) -> Option<u32> {
+        if self.group > 1 {
+            return None;
+        }
         let pool = self.pool(plane, region);
         let slot = (pool * self.streams + stream as u32) as usize;
         if self.region_ppb[region as usize] < self.geo.pages_per_block {
@@ -985,9 +1216,9 @@ impl Ftl {
     pub fn select_victim(&mut self, pool: u32, now_ns: u64) -> Option<u32> {
         let b = match self.victim_policy {
             VictimPolicy::Greedy => {
-                let ppb = self.geo.pages_per_block as usize;
-                let base = pool as usize * (ppb + 1);
-                (0..=ppb)
+                let n = (self.geo.pages_per_block * self.group) as usize;
+                let base = pool as usize * (n + 1);
+                (0..=n)
                     .map(|v| self.bkt_head[base + v])
                     .find(|&h| h != NONE)?
             }
@@ -999,13 +1230,15 @@ impl Ftl {
                 let ppb = self.region_ppb[region as usize] as f64;
                 let mut best = NONE;
                 let mut best_score = f64::NEG_INFINITY;
+                // Superpages: the superblocks (named by their first-plane block) of the die.
+                let ppb = ppb * self.group as f64;
                 for b in plane * bpp..(plane + 1) * bpp {
                     if self.blk_state[b as usize] != BlockState::Full as u8
                         || self.blk_region[b as usize] != region
                     {
                         continue;
                     }
-                    let u = self.blk_valid[b as usize] as f64 / ppb;
+                    let u = self.victim_valid(b) as f64 / ppb;
                     let age = now_ns.saturating_sub(self.blk_full_ns[b as usize]) as f64 + 1.0;
                     let score = if u == 0.0 {
                         f64::INFINITY
@@ -1024,15 +1257,66 @@ impl Ftl {
             }
         };
         self.untrack_full(b);
-        self.blk_state[b as usize] = BlockState::Victim as u8;
+        let bpp = self.geo.blocks_per_plane;
+        for k in 0..self.group {
+            self.blk_state[(b + k * bpp) as usize] = BlockState::Victim as u8;
+        }
         Some(b)
     }
 
     /// Return a victim to the full blocks without collecting it.
     pub fn unclaim_victim(&mut self, block: u32) {
         debug_assert_eq!(self.blk_state[block as usize], BlockState::Victim as u8);
-        self.blk_state[block as usize] = BlockState::Full as u8;
+        let bpp = self.geo.blocks_per_plane;
+        for k in 0..self.group {
+            self.blk_state[(block + k * bpp) as usize] = BlockState::Full as u8;
+        }
         self.track_full(block);
+    }
+
+    /// Valid pages of the GC unit `victim` ([`Ftl::select_victim`]): its superblock's with
+    /// superpages, else the block's.
+    #[inline]
+    pub fn victim_valid(&self, victim: u32) -> u32 {
+        if self.group > 1 {
+            self.sb_valid[victim as usize]
+        } else {
+            self.blk_valid[victim as usize]
+        }
+    }
+
+    /// Pages the GC unit `victim` holds when full.
+    #[inline]
+    pub fn victim_pages(&self, victim: u32) -> u32 {
+        self.block_pages(victim) * self.group
+    }
+
+    /// PPNs of the valid pages of the GC unit `victim`, appended to `out` (plane by plane).
+    pub fn victim_valid_pages(&self, victim: u32, out: &mut Vec<u32>) {
+        for m in self.members(victim) {
+            self.valid_pages(m, out);
+        }
+    }
+
+    /// Erase the GC unit `victim`: its superblock's blocks (one multi-plane erase), or the
+    /// block. Returns the blocks erased.
+    pub fn erase_victim(&mut self, victim: u32) -> u32 {
+        if self.group == 1 {
+            self.erase(victim);
+            return 1;
+        }
+        debug_assert_eq!(self.sb_valid[victim as usize], 0);
+        if self.blk_state[victim as usize] == BlockState::Full as u8 {
+            self.untrack_full(victim);
+        }
+        let bpp = self.geo.blocks_per_plane;
+        for k in 0..self.group {
+            self.reset_block(victim + k * bpp);
+        }
+        self.sb_wp[victim as usize] = 0;
+        let pool = self.pool_of_block(victim);
+        self.free[pool as usize].push_back(victim);
+        self.group
     }
 
     /// The allocation policy.
@@ -1066,13 +1350,24 @@ impl Ftl {
     }
 
     /// Erase a block: all pages free, erase count + 1, back to its plane's free list.
+    /// Without superpages (there, [`Ftl::erase_victim`] erases a superblock).
     pub fn erase(&mut self, block: u32) {
-        let ppb = self.geo.pages_per_block;
+        debug_assert_eq!(self.group, 1);
         let b = block as usize;
-        debug_assert_eq!(self.blk_valid[b], 0, "erasing a block with valid pages");
         if self.blk_state[b] == BlockState::Full as u8 {
             self.untrack_full(block);
         }
+        self.reset_block(block);
+        let pool = self.pool_of_block(block);
+        self.free[pool as usize].push_back(block);
+    }
+
+    /// A block's erase: pages free, counters reset, erase count + 1, state free (not yet in
+    /// a free list).
+    fn reset_block(&mut self, block: u32) {
+        let ppb = self.geo.pages_per_block;
+        let b = block as usize;
+        debug_assert_eq!(self.blk_valid[b], 0, "erasing a block with valid pages");
         for ppn in block * ppb..(block + 1) * ppb {
             self.set_state_bits(ppn, PageState::Free);
         }
@@ -1088,8 +1383,6 @@ impl Ftl {
             }
         }
         self.blk_state[b] = BlockState::Free as u8;
-        let pool = self.pool_of_block(block);
-        self.free[pool as usize].push_back(block);
     }
 
     /// Set a block's erase count (preconditioning).
@@ -1137,6 +1430,23 @@ impl Ftl {
 
     #[inline]
     fn bucket_move(&mut self, b: u32, delta: i32) {
+        if self.group > 1 {
+            // Superpages: the bucket is the superblock's.
+            let rep = self.rep_of(b);
+            let full = self.blk_state[rep as usize] == BlockState::Full as u8
+                && self.victim_policy == VictimPolicy::Greedy;
+            if full {
+                self.bkt_remove(rep);
+            }
+            let v = &mut self.blk_valid[b as usize];
+            *v = (*v as i64 + delta as i64) as u32;
+            let v = &mut self.sb_valid[rep as usize];
+            *v = (*v as i64 + delta as i64) as u32;
+            if full {
+                self.bkt_insert(rep);
+            }
+            return;
+        }
         let full = self.blk_state[b as usize] == BlockState::Full as u8
             && self.victim_policy == VictimPolicy::Greedy;
         if full {
@@ -1152,6 +1462,10 @@ impl Ftl {
     #[inline]
     fn bkt_index(&self, b: u32) -> usize {
         let ppb = self.geo.pages_per_block as usize;
+        if self.group > 1 {
+            let n = ppb * self.group as usize;
+            return self.pool_of_block(b) as usize * (n + 1) + self.sb_valid[b as usize] as usize;
+        }
         self.pool_of_block(b) as usize * (ppb + 1) + self.blk_valid[b as usize] as usize
     }
 
@@ -1269,6 +1583,53 @@ impl Ftl {
                 ));
             }
         }
+        if self.group > 1 {
+            self.check_superblocks()?;
+        }
+        Ok(())
+    }
+
+    /// Superpage invariants: a superblock's blocks share its state and stream; its cursor is
+    /// the sum of their write pointers and its valid count the sum of theirs; at the cursor,
+    /// the blocks' write pointers differ as the super-page order allows (planes before the
+    /// cursor's plane one unit ahead).
+    fn check_superblocks(&self) -> Result<(), String> {
+        let bpp = self.geo.blocks_per_plane;
+        let (u, sp) = (self.sp_unit, self.superpage_pages());
+        for plane in (0..self.geo.planes()).step_by(self.group as usize) {
+            for s in 0..bpp {
+                let rep = plane * bpp + s;
+                let c = self.sb_wp[rep as usize];
+                let (mut wp, mut valid) = (0, 0);
+                for k in 0..self.group {
+                    let b = (rep + k * bpp) as usize;
+                    if self.blk_state[b] != self.blk_state[rep as usize]
+                        || self.blk_stream[b] != self.blk_stream[rep as usize]
+                    {
+                        return Err(format!("superblock {rep}: block {b} differs in state"));
+                    }
+                    let full_units = c / sp * u;
+                    let r = c % sp;
+                    let expect = full_units + (r.saturating_sub(k * u)).min(u);
+                    if self.blk_wp[b] != expect {
+                        return Err(format!(
+                            "superblock {rep} (cursor {c}): block {b} has write pointer {} \
+                             not {expect}",
+                            self.blk_wp[b]
+                        ));
+                    }
+                    wp += self.blk_wp[b];
+                    valid += self.blk_valid[b];
+                }
+                if wp != c || valid != self.sb_valid[rep as usize] {
+                    return Err(format!(
+                        "superblock {rep}: cursor {c} / valid {} but its blocks hold {wp} / \
+                         {valid}",
+                        self.sb_valid[rep as usize]
+                    ));
+                }
+            }
+        }
         Ok(())
     }
 }
@@ -1313,7 +1674,106 @@ mod tests {
         f.program(ppn, lpn, 0, 0, 0);
     }
 
+    fn small_super(policy: VictimPolicy, unit: u32) -> Ftl {
+        let geo = Geometry {
+            channels: 2,
+            chips_per_channel: 1,
+            dies_per_chip: 1,
+            planes_per_die: 4,
+            blocks_per_plane: 12,
+            pages_per_block: 6,
+            page_size_bytes: 4096,
+            cell: CellType::Tlc,
+        };
+        let mut f = Ftl::new(geo, 300, 2, Allocation::Superpage, policy, 10.0);
+        f.set_superpage_unit(unit);
+        f
+    }
+
+    /// Untimed write with GC of whole superblocks.
+    fn write_super(f: &mut Ftl, lpn: u32, moves: &mut u64) {
+        let plane = f.plane_for_write(lpn);
+        let pool = f.pool(plane, 0);
+        let mut buf = Vec::new();
+        while f.needs_gc(pool) {
+            let v = f.select_victim(pool, 0).expect("victim");
+            buf.clear();
+            f.victim_valid_pages(v, &mut buf);
+            assert_eq!(buf.len() as u32, f.victim_valid(v));
+            for &src in &buf {
+                let (dst, _) = f.allocate_tracked(plane, 0, 1, false, 0).expect("gc space");
+                f.relocate(src, dst, 0, 0, 0);
+                *moves += 1;
+            }
+            assert_eq!(f.erase_victim(v), 4);
+        }
+        let (ppn, _) = f
+            .allocate_tracked(plane, 0, 0, true, 0)
+            .expect("host space");
+        f.program(ppn, lpn, 0, 0, 0);
+    }
+
+    #[test]
+    fn superpages_fill_every_plane_of_a_die_at_the_same_offset() {
+        let mut f = small_super(VictimPolicy::Greedy, 3);
+        assert_eq!(f.pools(), 2);
+        assert_eq!(f.superpage_pages(), 12);
+        let pool = 0;
+        assert_eq!(f.superpage_room(pool, 0, true), 12);
+        let bpp = 12;
+        let mut got = Vec::new();
+        for lpn in 0..12 {
+            let (ppn, _) = f.allocate_tracked(0, 0, 0, true, 0).unwrap();
+            f.program(ppn, lpn, 0, 0, 0);
+            got.push((
+                f.plane_of_ppn(ppn),
+                f.page_index(ppn),
+                f.block_of(ppn) % bpp,
+            ));
+            if got.len() == 5 {
+                assert_eq!(f.superpage_room(pool, 0, true), 7);
+            }
+        }
+        // Plane by plane, a word line's three pages each, all in the superblock's blocks.
+        let want: Vec<(u32, u32, u32)> = (0..4)
+            .flat_map(|p| (0..3).map(move |i| (p, i, 0)))
+            .collect();
+        assert_eq!(got, want);
+        assert_eq!(f.superpage_room(pool, 0, true), 12);
+        // Padding completes a super-page with invalid pages.
+        let (ppn, _) = f.allocate_tracked(0, 0, 0, true, 0).unwrap();
+        f.program(ppn, 12, 0, 0, 0);
+        for _ in 0..11 {
+            let (ppn, _) = f.allocate_pad(pool, 0, 0).unwrap();
+            assert_eq!(f.page_state(ppn), PageState::Invalid);
+        }
+        assert_eq!(f.check_invariants(), Ok(()));
+    }
+
     proptest! {
+        #[test]
+        fn superpage_invariants_hold_under_random_writes(
+            lpns in proptest::collection::vec(0u32..300, 1..3000),
+            unit in prop_oneof![Just(1u32), Just(3u32)],
+            policy in prop_oneof![
+                Just(VictimPolicy::Greedy),
+                Just(VictimPolicy::Fifo),
+                Just(VictimPolicy::CostBenefit)
+            ],
+        ) {
+            let mut f = small_super(policy, unit);
+            let mut moves = 0;
+            for (i, &l) in lpns.iter().enumerate() {
+                write_super(&mut f, l, &mut moves);
+                if i % 97 == 0 {
+                    prop_assert_eq!(f.check_invariants(), Ok(()));
+                }
+            }
+            prop_assert_eq!(f.check_invariants(), Ok(()));
+            let distinct: std::collections::HashSet<_> = lpns.iter().collect();
+            prop_assert_eq!(f.mapped_pages(), distinct.len() as u64);
+        }
+
         #[test]
         fn invariants_hold_under_random_writes(
             lpns in proptest::collection::vec(0u32..120, 1..2000),

@@ -16,6 +16,7 @@
 //! Requests are pulled lazily from a [`RequestSource`], so a trace of any length streams in
 //! constant memory.
 
+pub mod address_map;
 pub mod cache;
 pub mod spill;
 pub mod threaded;
@@ -89,6 +90,11 @@ pub struct Prepass {
     pub max_end_bytes: u64,
     /// The touched LPNs, when requested.
     pub touched: TouchedPages,
+    /// The touched chunks of [`PrepassOptions::chunk_bytes`] (indices), when requested: what
+    /// an [`address_map::AddressMap`] is built from.
+    pub touched_chunks: TouchedPages,
+    /// Chunks in `touched_chunks`.
+    pub chunks: u64,
 }
 
 impl Prepass {
@@ -152,6 +158,23 @@ impl TouchedPages {
             }
         }
     }
+    /// Leaves (allocated or not), 32,768 entries each.
+    pub(crate) fn leaf_count(&self) -> usize {
+        self.leaves.len()
+    }
+    /// The leaves in order, `None` where nothing is set.
+    pub(crate) fn leaves(&self) -> impl Iterator<Item = Option<&[u64; LEAF_WORDS]>> {
+        self.leaves.iter().map(|l| l.as_deref())
+    }
+    /// Set `i` and say whether it was new.
+    #[inline]
+    pub fn insert(&mut self, i: u64) -> bool {
+        if self.get(i) {
+            return false;
+        }
+        self.set(i);
+        true
+    }
     /// Bytes held (leaves and pointers).
     pub fn heap_bytes(&self) -> usize {
         self.leaves.len() * std::mem::size_of::<Option<Box<[u64; LEAF_WORDS]>>>()
@@ -159,22 +182,27 @@ impl TouchedPages {
     }
 }
 
-/// One pass over a source: request count, highest byte, and (when `page_size_bytes` is given)
-/// the touched-LPN bitmap; with `wrap_pages = Some(n)` LPNs are taken modulo `n`.
-pub fn prepass<S: RequestSource>(
-    src: &mut S,
-    page_size_bytes: Option<u64>,
-    wrap_pages: Option<u64>,
-) -> Result<Prepass, TraceError> {
-    prepass_with(src, page_size_bytes, wrap_pages, |_| Ok(()))
+/// What a pre-pass collects besides the request count and the highest byte.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PrepassOptions {
+    /// Collect the touched LPNs of pages of this size ([`Prepass::touched`]).
+    pub page_size_bytes: Option<u64>,
+    /// With `page_size_bytes`: LPNs taken modulo this many pages (`ftl.wrap_offsets`).
+    pub wrap_pages: Option<u64>,
+    /// Collect the touched chunks of this many bytes ([`Prepass::touched_chunks`]).
+    pub chunk_bytes: Option<u64>,
+}
+
+/// One pass over a source: request count, highest byte, and what `opts` asks for.
+pub fn prepass<S: RequestSource>(src: &mut S, opts: PrepassOptions) -> Result<Prepass, TraceError> {
+    prepass_with(src, opts, |_| Ok(()))
 }
 
 /// [`prepass`], handing each request to `each` as it is read (to keep it for the replay:
 /// [`spill`]).
 pub fn prepass_with<S: RequestSource>(
     src: &mut S,
-    page_size_bytes: Option<u64>,
-    wrap_pages: Option<u64>,
+    opts: PrepassOptions,
     mut each: impl FnMut(&HostRequest) -> Result<(), TraceError>,
 ) -> Result<Prepass, TraceError> {
     let mut p = Prepass::default();
@@ -182,9 +210,16 @@ pub fn prepass_with<S: RequestSource>(
         each(&r)?;
         p.requests += 1;
         p.max_end_bytes = p.max_end_bytes.max(r.offset_bytes + r.len_bytes);
-        if let Some(ps) = page_size_bytes {
+        if let Some(cb) = opts.chunk_bytes {
+            let first = r.offset_bytes / cb;
+            let last = (r.offset_bytes + r.len_bytes.max(1) - 1) / cb;
+            for c in first..=last {
+                p.chunks += u64::from(p.touched_chunks.insert(c));
+            }
+        }
+        if let Some(ps) = opts.page_size_bytes {
             let s = crate::hil::span(r.offset_bytes, r.len_bytes, ps);
-            match wrap_pages {
+            match opts.wrap_pages {
                 // Every page of the folded space: no need to walk the request.
                 Some(n) if s.pages >= n => p.touched.set_range(0, n),
                 Some(n) => {
@@ -193,26 +228,7 @@ pub fn prepass_with<S: RequestSource>(
                     p.touched.set_range(first, head);
                     p.touched.set_range(0, s.pages - head);
                 }
-                None => {
-                    let end = s.first_lpn + s.pages;
-                    if end > MAX_LPNS {
-                        return Err(TraceError::Address {
-                            file: src.describe()["path"].as_str().unwrap_or("<trace>").into(),
-                            request: p.requests,
-                            msg: format!(
-                                "bytes {} .. {} reach page {} of {ps} B, beyond the 2^32 pages \
-                                 a device model addresses ({} at this page size); fold the \
-                                 address space onto a device of fixed size \
-                                 (device.logical_capacity_bytes with ftl.wrap_offsets = true)",
-                                r.offset_bytes,
-                                r.offset_bytes + r.len_bytes,
-                                end - 1,
-                                crate::config::human_bytes(MAX_LPNS * ps),
-                            ),
-                        });
-                    }
-                    p.touched.set_range(s.first_lpn, s.pages);
-                }
+                None => p.touched.set_range(s.first_lpn, s.pages),
             }
         }
     }

@@ -129,6 +129,19 @@ impl ReadModel {
                     e.to_string(),
                 )
             })?;
+        // The grids are checked here, naming their keys (the table's own check would name the
+        // table and its cache file).
+        for (key, grid, hi) in [
+            ("reliability.pe_grid", &r.pe_grid, 1e7),
+            ("reliability.retention_grid_s", &r.retention_grid_s, 1e10),
+            ("reliability.read_disturb_grid", &r.read_disturb_grid, 1e12),
+        ] {
+            if key.ends_with("read_disturb_grid") && grid.is_empty() {
+                continue; // empty = read disturb off
+            }
+            crate::reliability::table::axis("grid", grid, hi)
+                .map_err(|e| cfg_err(key, format!("{grid:?}"), e.to_string()))?;
+        }
         spec.pe = r.pe_grid.clone();
         spec.retention_s = r.retention_grid_s.clone();
         spec.modes_dvpp = axis;

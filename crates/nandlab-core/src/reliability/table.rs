@@ -120,7 +120,7 @@ impl TableSpec {
     }
 }
 
-fn axis(name: &'static str, v: &[f64], hi: f64) -> Result<(), ReliabilityError> {
+pub(crate) fn axis(name: &'static str, v: &[f64], hi: f64) -> Result<(), ReliabilityError> {
     if v.is_empty() {
         return Err(ReliabilityError::BadLength {
             name,

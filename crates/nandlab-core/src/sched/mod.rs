@@ -69,6 +69,8 @@ pub struct Sched {
     priority: Priority,
     seq: u32,
     queued: usize,
+    /// Per die: host writes held back (superpage allocation filling a super-page).
+    held: Vec<bool>,
 }
 
 impl Sched {
@@ -94,6 +96,7 @@ impl Sched {
             priority,
             seq: 0,
             queued: 0,
+            held: vec![false; dies as usize],
         }
     }
 
@@ -153,8 +156,24 @@ impl Sched {
     /// The head of queue `q` of die `d`, when it can start.
     #[inline]
     fn head<V: SpaceView>(&self, d: usize, q: usize, v: &V) -> Option<&Txn> {
+        if q == Q_WRITE && self.held[d] {
+            return None;
+        }
         let t = self.queues[d][q].front()?;
         v.can_start(t).then_some(t)
+    }
+
+    /// Hold (or release) `die`'s host writes: while held, the die takes reads and background
+    /// work only (superpage allocation waiting for a full super-page).
+    #[inline]
+    pub fn set_hold(&mut self, die: u32, hold: bool) {
+        self.held[die as usize] = hold;
+    }
+
+    /// Host writes queued on `die`.
+    #[inline]
+    pub fn writes_queued(&self, die: u32) -> usize {
+        self.queues[die as usize][Q_WRITE].len()
     }
 
     /// Take the next transaction for `die` under the priority policy, or `None` when nothing

@@ -1,10 +1,12 @@
 //! Statistics: counters and HDR latency histograms, declared beside what they count, and the
 //! JSON report (`engine::report`) built from them.
 //!
-//! Latencies are recorded in ns into `hdrhistogram` histograms (3 significant digits, 1 ns …
-//! 1 hour; larger values are clamped to 1 hour and counted in `clamped`), and reported in µs:
-//! mean (exact, from the sum), p50, p90, p99, p99.9 (from the histogram, so a percentile above
-//! 1 hour reads 1 hour) and max (exact, tracked beside the histogram). A distribution without samples
+//! Latencies are recorded in ns into `hdrhistogram` histograms (3 significant digits: a
+//! percentile is within 0.1 % of the exact value), and reported in µs: mean (exact, from the
+//! sum), p50, p90, p99, p99.9 (from the histogram) and max (exact, tracked beside the
+//! histogram). A histogram covers 1 ns … 1 hour from the start and grows its range when a
+//! sample lies beyond it (a saturated run's responses of hours), so no sample is ever clamped
+//! and every percentile is right for any latency the simulation produces. A distribution without samples
 //! (the writes of a read-only trace) has no mean, percentiles or max: they are `None`, `null`
 //! in the JSON report, never 0.
 
@@ -18,7 +20,8 @@ pub use timeseries::TimeSeries;
 
 use crate::scheme::Source;
 
-const HIST_MAX_NS: u64 = 3_600_000_000_000;
+/// The range a histogram covers from the start (1 hour); it grows past it on demand.
+const HIST_INITIAL_MAX_NS: u64 = 3_600_000_000_000;
 
 /// One latency distribution.
 #[derive(Clone, Debug)]
@@ -26,18 +29,19 @@ pub struct Latency {
     hist: Histogram<u64>,
     sum_ns: u128,
     count: u64,
-    clamped: u64,
-    /// The largest sample, exact (the histogram's max is rounded and clamped).
+    /// The largest sample, exact (the histogram's max is rounded to its bucket).
     max_ns: u64,
 }
 
 impl Default for Latency {
     fn default() -> Self {
+        let mut hist =
+            Histogram::new_with_bounds(1, HIST_INITIAL_MAX_NS, 3).expect("static bounds are valid");
+        hist.auto(true);
         Latency {
-            hist: Histogram::new_with_bounds(1, HIST_MAX_NS, 3).expect("static bounds are valid"),
+            hist,
             sum_ns: 0,
             count: 0,
-            clamped: 0,
             max_ns: 0,
         }
     }
@@ -58,10 +62,8 @@ pub struct LatencySummary {
     pub p99_us: Option<f64>,
     /// 99.9th percentile, µs.
     pub p999_us: Option<f64>,
-    /// Maximum, µs (exact, also above 1 hour).
+    /// Maximum, µs (exact).
     pub max_us: Option<f64>,
-    /// Samples above 1 hour (recorded as 1 hour).
-    pub clamped: u64,
 }
 
 impl Latency {
@@ -71,14 +73,9 @@ impl Latency {
         self.sum_ns += ns as u128;
         self.count += 1;
         self.max_ns = self.max_ns.max(ns);
-        let v = if ns > HIST_MAX_NS {
-            self.clamped += 1;
-            HIST_MAX_NS
-        } else {
-            ns.max(1)
-        };
-        // Cannot fail: v is within the histogram's bounds.
-        let _ = self.hist.record(v);
+        // Cannot fail: the histogram resizes to any u64 value it is given (0 is recorded as
+        // 1 ns, its lowest discernible value).
+        let _ = self.hist.record(ns.max(1));
     }
 
     /// Exact mean in µs (0 when empty).
@@ -94,13 +91,12 @@ impl Latency {
     /// built at report time instead of recorded per request).
     pub fn merged(a: &Latency, b: &Latency) -> Latency {
         let mut hist = a.hist.clone();
-        // Cannot fail: both histograms have the same bounds.
+        // Cannot fail: the histogram resizes to `b`'s range.
         let _ = hist.add(&b.hist);
         Latency {
             hist,
             sum_ns: a.sum_ns + b.sum_ns,
             count: a.count + b.count,
-            clamped: a.clamped + b.clamped,
             max_ns: a.max_ns.max(b.max_ns),
         }
     }
@@ -134,7 +130,6 @@ impl Latency {
             p99_us: q(0.99),
             p999_us: q(0.999),
             max_us: some.then(|| self.max_ns as f64 / 1000.0),
-            clamped: self.clamped,
         }
     }
 }
@@ -260,6 +255,16 @@ pub struct DeviceStats {
     pub trim_bytes: u64,
     /// Mapped pages they unmapped.
     pub trimmed_pages: u64,
+    /// Superpage runs (`ftl.allocation = "superpage"`) of host-side programs and of GC moves.
+    pub superpage_runs: [u64; 2],
+    /// Data pages those runs programmed (host-side programs, GC moves).
+    pub superpage_pages: [u64; 2],
+    /// Of those, the pages programmed in runs over two planes or more.
+    pub superpage_multi_plane_pages: [u64; 2],
+    /// Pages padded (programmed with no data) to complete super-pages (host-side, GC).
+    pub superpage_padded_pages: [u64; 2],
+    /// Times a die held its host programs to fill a super-page (`ftl.superpage_wait_us`).
+    pub superpage_holds: u64,
 }
 
 /// Counters the engine keeps while replaying.

@@ -84,6 +84,11 @@ impl TimeSeries {
             rows: Vec::with_capacity(1024),
             // 1 ns … 1 hour, 2 significant digits (per-interval p99 to within 1 %).
             hist: Histogram::new_with_bounds(1, 3_600_000_000_000, 2)
+                .map(|mut h| {
+                    // Grows past 1 hour on demand: no response is clamped.
+                    h.auto(true);
+                    h
+                })
                 .expect("static bounds are valid"),
             cur: 0,
             overflow_ns: 0,
@@ -172,8 +177,8 @@ impl TimeSeries {
         }
         r.bytes += len_bytes;
         r.resp_sum_ns += resp;
-        // Cannot fail: clamped to the histogram's bounds.
-        let _ = self.hist.record(resp.clamp(1, 3_600_000_000_000));
+        // Cannot fail: the histogram resizes to any value (0 is recorded as 1 ns).
+        let _ = self.hist.record(resp.max(1));
     }
 
     /// A flash transaction held its die from `start_ns` to `end_ns`; `erase` / `gc_move` say

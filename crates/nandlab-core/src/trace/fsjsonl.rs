@@ -22,7 +22,10 @@
 //! | `kind` | string or null | — | `fsync` / `fdatasync` for an `fsync` record |
 //! | `via` | string or null | — | `link` for a `rename` that was a `link(2)` (+ suppressed unlink) |
 //!
-//! Keys not in the table are ignored (the converter may add some). Blank lines are skipped.
+//! Keys not in the table are ignored (the converter may add some); a key of the table given
+//! twice is an error. Blank lines are skipped. Line endings are `\n`, `\r\n` or `\r`, decided
+//! per line; a last line without one is read and counted
+//! ([`FsReaderCounters::unterminated_last_line`]): a record cut there has no closing `}`.
 //!
 //! # Errors
 //!
@@ -134,6 +137,10 @@ pub struct FsReaderCounters {
     pub records: u64,
     /// Blank lines skipped.
     pub blank_lines: u64,
+    /// 1 when the file's last line has no line ending (the file may have been cut short; a
+    /// record cut inside has no closing `}` and is an error), else 0. Final once
+    /// [`FsJsonlReader::next_record`] returned `None`.
+    pub unterminated_last_line: u64,
 }
 
 /// Streaming reader of a file-level JSON-lines trace (gzip / zstd / plain, detected by
@@ -184,17 +191,25 @@ impl FsJsonlReader {
     ///
     /// # Errors
     /// [`TraceError::Parse`] for a malformed line (file, line, field), [`TraceError::Io`] for
-    /// a read failure or a truncated compressed stream.
+    /// a read failure or a truncated compressed stream, [`TraceError::NoRequests`] at the end
+    /// of a file without a single record (as a block trace: a run that replays nothing is an
+    /// error, not an empty result; issue 28).
     pub fn next_record(&mut self) -> Result<Option<FsRecord<'_>>, TraceError> {
         loop {
             let Some((s, e)) = self.lines.next_line(&self.file)? else {
+                self.counters.unterminated_last_line = u64::from(self.lines.unterminated);
+                if self.counters.records == 0 {
+                    return Err(TraceError::NoRequests {
+                        file: self.file.clone(),
+                        detail: format!(
+                            "the file has {} lines, none of them a record (empty or blank only)",
+                            self.lines.lines
+                        ),
+                    });
+                }
                 return Ok(None);
             };
             let line_no = self.lines.lines;
-            let mut e = e;
-            if e > s && self.lines.buf[e - 1] == b'\r' {
-                e -= 1;
-            }
             if self.lines.buf[s..e].iter().all(u8::is_ascii_whitespace) {
                 self.counters.blank_lines += 1;
                 continue;
@@ -334,10 +349,17 @@ impl Raw {
     }
 }
 
+/// The keys a record may hold once each (a second one is an error: a damaged line, or a
+/// record glued inside another).
+const KNOWN_KEYS: [&str; 10] = [
+    "t_ns", "op", "path", "new_path", "offset", "size", "pid", "lat_ns", "kind", "via",
+];
+
 /// Parse one flat JSON object. Strings of `path` / `new_path` go to the buffers.
 fn parse_line(b: &[u8], path: &mut String, new_path: &mut String) -> Result<Raw, FieldErr> {
     let mut p = Parser { b, i: 0 };
     let mut raw = Raw::default();
+    let mut seen = 0u16;
     p.ws();
     if p.peek() != Some(b'{') {
         return Err((
@@ -367,6 +389,30 @@ fn parse_line(b: &[u8], path: &mut String, new_path: &mut String) -> Result<Raw,
             }
             p.i += 1;
             p.ws();
+            let k = match key_bytes {
+                b"t_ns" => 0,
+                b"op" => 1,
+                b"path" => 2,
+                b"new_path" => 3,
+                b"offset" => 4,
+                b"size" => 5,
+                b"pid" => 6,
+                b"lat_ns" => 7,
+                b"kind" => 8,
+                b"via" => 9,
+                _ => KNOWN_KEYS.len(),
+            };
+            if k < KNOWN_KEYS.len() {
+                if seen & (1 << k) != 0 {
+                    return Err((
+                        KNOWN_KEYS[k],
+                        "the key is in the record twice (a damaged line, or a record glued \
+                         inside another?); expected each key once, one record per line"
+                            .to_string(),
+                    ));
+                }
+                seen |= 1 << k;
+            }
             match key_bytes {
                 b"t_ns" => raw.t_ns = Some(p.uint("t_ns")?),
                 b"offset" => raw.offset = p.opt_uint("offset")?,

@@ -64,11 +64,12 @@ pub(crate) fn open_stream(path: &Path) -> Result<(Box<dyn Read + Send>, Compress
     }
 }
 
-/// Reads lines into one reused buffer; a line is returned as a range into [`LineReader::buf`]
-/// (without the `\n`; a trailing `\r` is left to the caller). A UTF-8 byte-order mark at the
-/// start of the file is skipped, and a file whose first block has carriage returns but no
-/// line feed is read with `\r` as the line end (classic Mac line endings), so that neither
-/// loses or merges requests.
+/// Reads lines into one reused buffer; a line is returned as a range into [`LineReader::buf`],
+/// without its line ending. Line endings are decided per line, as Python's universal newlines
+/// do: `\n`, `\r\n` and a lone `\r` each end a line, in any mix within one file (a file that
+/// is LF at the start and CR-only further on loses no line break). A UTF-8 byte-order mark at
+/// the start of the file is skipped. A last line without a line ending is returned like any
+/// other and flagged in [`LineReader::unterminated`].
 pub(crate) struct LineReader {
     src: Box<dyn Read + Send>,
     compression: Compression,
@@ -78,9 +79,12 @@ pub(crate) struct LineReader {
     eof: bool,
     /// Lines returned so far (= 1-based number of the last line returned).
     pub(crate) lines: u64,
-    /// The line end: `\n`, or `\r` for a file with carriage returns only.
-    sep: u8,
-    /// The start of the file was looked at (BOM, line ends).
+    /// The last line returned is the end of the file and has no line ending.
+    pub(crate) unterminated: bool,
+    /// A `\r` was read: lines are then split at `\n` or `\r` (two-byte search); until then
+    /// at `\n` alone, the faster search (each block read is checked for `\r` once).
+    cr_seen: bool,
+    /// The start of the file was looked at (BOM).
     started: bool,
 }
 
@@ -95,16 +99,17 @@ impl LineReader {
             end: 0,
             eof: false,
             lines: 0,
-            sep: b'\n',
+            unterminated: false,
+            cr_seen: false,
             started: false,
         })
     }
 
-    /// Look at the first block: skip a UTF-8 BOM, pick the line end.
+    /// Look at the first bytes: skip a UTF-8 BOM.
     #[cold]
     fn start_up(&mut self, path: &Path) -> Result<(), TraceError> {
         self.started = true;
-        while !self.eof && self.end < 4096 {
+        while !self.eof && self.end < 3 {
             let before = self.end;
             self.fill(path)?;
             if self.end == before && !self.eof {
@@ -114,14 +119,11 @@ impl LineReader {
         if self.buf[..self.end].starts_with(&[0xEF, 0xBB, 0xBF]) {
             self.start = 3;
         }
-        let head = &self.buf[self.start..self.end];
-        if memchr::memchr(b'\n', head).is_none() && memchr::memchr(b'\r', head).is_some() {
-            self.sep = b'\r';
-        }
         Ok(())
     }
 
-    /// The next line as `start..end` into `self.buf`, or `None` at end of input.
+    /// The next line as `start..end` into `self.buf` (without its line ending), or `None` at
+    /// end of input.
     // Always inlined: the per-line path of every reader (a call per line costs ~5 % of a
     // parse; the inliner's choice changed with the number of callers).
     #[inline(always)]
@@ -130,9 +132,26 @@ impl LineReader {
             self.start_up(path)?;
         }
         loop {
-            if let Some(i) = memchr::memchr(self.sep, &self.buf[self.start..self.end]) {
+            let hay = &self.buf[self.start..self.end];
+            let found = if self.cr_seen {
+                memchr::memchr2(b'\n', b'\r', hay)
+            } else {
+                memchr::memchr(b'\n', hay)
+            };
+            if let Some(i) = found {
                 let s = self.start;
-                self.start += i + 1;
+                let mut next = s + i + 1;
+                if hay[i] == b'\r' {
+                    if next == self.end && !self.eof {
+                        // `\r` at the end of the buffer: a `\n` may follow (CRLF).
+                        self.fill(path)?;
+                        continue;
+                    }
+                    if next < self.end && self.buf[next] == b'\n' {
+                        next += 1;
+                    }
+                }
+                self.start = next;
                 self.lines += 1;
                 return Ok(Some((s, s + i)));
             }
@@ -141,12 +160,40 @@ impl LineReader {
                     let s = self.start;
                     self.start = self.end;
                     self.lines += 1;
+                    self.unterminated = true;
                     return Ok(Some((s, self.end)));
                 }
                 return Ok(None);
             }
             self.fill(path)?;
         }
+    }
+
+    /// Split and parse the next line in one pass: `parse` reads from the start of the line
+    /// in the buffer and returns its record and the index where the record ends, which must be
+    /// a `\n`, `\r\n` or `\r` already in the buffer (`parse` never reads past one). `None`
+    /// (nothing consumed) otherwise: the caller reads the line with [`LineReader::next_line`].
+    /// Only after the first line (the BOM is skipped there).
+    #[inline(always)]
+    pub(crate) fn parse_fused<T>(
+        &mut self,
+        parse: impl Fn(&[u8]) -> Option<(T, usize)>,
+    ) -> Option<T> {
+        let hay = &self.buf[self.start..self.end];
+        let (rec, i) = parse(hay)?;
+        let next = match *hay.get(i)? {
+            b'\n' => i + 1,
+            b'\r' => match hay.get(i + 1) {
+                Some(b'\n') => i + 2,
+                Some(_) => i + 1,
+                None if self.eof => i + 1,
+                None => return None, // a `\n` may follow: read on in next_line
+            },
+            _ => return None,
+        };
+        self.start += next;
+        self.lines += 1;
+        Some(rec)
     }
 
     #[cold]
@@ -177,6 +224,10 @@ impl LineReader {
                     return Ok(());
                 }
                 Ok(n) => {
+                    if !self.cr_seen {
+                        self.cr_seen =
+                            memchr::memchr(b'\r', &self.buf[self.end..self.end + n]).is_some();
+                    }
                     self.end += n;
                     return Ok(());
                 }

@@ -29,34 +29,78 @@
 //! WebSearch1 in MQSim ascii; MQSim's tpcc trace; SYSTOR'17, Tencent CBS and CloudPhysics
 //! samples from caffeine / PyMimircache; DiskSim SSD-extension PostMark and IOzone traces).
 //!
-//! Common rules for all formats:
-//! * blank lines and lines starting with `#` are skipped (counted);
-//! * the first non-blank, non-comment line is a header and skipped if its first character
-//!   is not a digit, `-`, `+` or `.` (not for `Blkparse`, which has no header);
-//! * a missing, empty, non-numeric or negative number is an error naming the file, the
-//!   1-based line, the field, the value and what was expected; so is an unknown op;
-//! * a request of size 0 is an error, except where the format itself defines zero-length
-//!   commands: blkparse flushes (`0` or no sectors) and vSCSI READ/WRITE with transfer length 0
-//!   are skipped and counted in [`ReaderCounters::zero_size_skipped`];
-//! * fields after the last one a format uses are ignored (e.g. MSR `ResponseTime`).
+//! # Input policy: strict by default
+//!
+//! A trace is read exactly as written or refused with a one-line [`TraceError::Parse`] naming
+//! the file, the 1-based line, the field, the value and what was expected. Nothing is dropped
+//! or changed silently (issue 28). What is skipped is counted in [`ReaderCounters`] (and the
+//! run report's `trace.counters`); everything else is an error.
+//!
+//! Skipped and counted:
+//! * blank lines (`blank_lines_skipped`) and lines starting with `#` (`comment_lines_skipped`)
+//!   — unless a request of the format is glued onto the end of the comment (a lost line
+//!   break after it): that is an error;
+//! * a header: the first non-blank, non-comment line, only when it names the format's columns
+//!   (`header_lines_skipped`): the names of the table above, case-insensitive, with or without
+//!   `_`, `-`, spaces, quotes and a unit in parentheses, and known variants (`time` for
+//!   `Timestamp`, `disk` for `DiskNumber`, `type` / `iotype` / `op` / `opcode` for the op
+//!   column…; `version,time,op,size,lbn` as CloudPhysics writes it). A first line that is not
+//!   a header is data — a damaged first record is an error, never skipped as a header.
+//!   `Blkparse` has no header;
+//! * zero-length commands where the format defines them: blkparse flushes (`0` or no
+//!   sectors) and vSCSI READ/WRITE with transfer length 0 (`zero_size_skipped`); in every other
+//!   format a size of 0 is an error;
+//! * known non-requests (`non_request_skipped`): the blkparse actions that are not the arrival
+//!   event, discards (unless [`TraceOptions::discards`]), `D` events without data direction
+//!   (RWBS `N`), and blkparse's own text, counted per action in
+//!   [`ReaderCounters::non_request_by_action`] (see `Blkparse` below); vSCSI SCSI commands
+//!   other than READ/WRITE.
+//!
+//! Errors:
+//! * a missing, empty, non-numeric, negative or too large number, an unknown op, a zero size;
+//! * **a line with more fields than the format has** (an error quoting the extra text: two
+//!   records on one line, a record glued to the previous one by a lost line break). Every
+//!   column is checked, also those nandlab does not use (MSR `ResponseTime`, SYSTOR
+//!   `Response`, vSCSI `version`, blkparse `cpu`, `seq`, `pid`); MSR's `ResponseTime` is
+//!   optional (6 or 7 columns); every other format has exactly the columns of the table;
+//! * **a last line without a line ending whose last field may be a cut number** (the line
+//!   ends in a digit or `.`: `1000,W,8192,16` may have been `…,16384`), or that holds only
+//!   blanks (cut after the indentation of a record), unless
+//!   [`TraceOptions::allow_unterminated`] (`--allow-unterminated`). A last line without a line
+//!   ending is always counted in [`ReaderCounters::unterminated_last_line`] (and `nandlab run`
+//!   / `trace stats` print a one-line warning); it is read when it cannot be a cut number:
+//!   MQSim's last field is the one-digit op (a cut leaves it empty: an error), a blkparse
+//!   event ends in its process name (cut there, the request is whole), a comment.
+//!
+//! **Line endings** are decided per line, as Python's universal newlines do: `\n`, `\r\n`
+//! and a lone `\r` each end a line, in any mix within one file (a file that is LF at the
+//! start and CR-only further on is read line by line, and line numbers in errors count every
+//! ending). A UTF-8 byte-order mark at the start is skipped.
 //!
 //! `Blkparse`: only `D` (issue) events are used, or `Q` (queue) events with
-//! [`BlkparseEvent::Queue`]; other actions, discards (`D` in RWBS), flushes and requests
-//! that are neither R nor W are skipped and counted in
-//! [`ReaderCounters::non_request_skipped`]; so are lines whose first token is not `maj,min`
-//! (blkparse's per-CPU and `Total` summary at the end). Devices are merged as they are
-//! (blkparse sectors are already per-device; traces are normally of one device).
-//! `Vscsi`: other SCSI opcodes are skipped and counted in `non_request_skipped`.
+//! [`BlkparseEvent::Queue`]. An event line is `maj,min cpu seq time pid action RWBS …` with
+//! every header field checked: the action must be one blkparse writes ([`BLK_ACTIONS`]: `A B
+//! C D F G I M P Q R S U UT X m ZP ZU`), the RWBS letters of `F D E W R N A S M`. Events of the
+//! other actions are skipped and counted per action. An arrival event must read `sector +
+//! nsectors`, then optionally `(elapsed)` and `[process]` (at most 16 characters) and
+//! nothing else; no sector (a flush) or 0 sectors is a zero-length command. A line holding a
+//! second event (`maj,min` followed by numbers) is an error, whatever its action. Lines that
+//! are not events are blkparse's own text only if they are `Input file … added` or belong to
+//! its summary (from a line `CPU<n> (maj,min):`, `Total (maj,min):` or `name (pid)` up to the
+//! next event), counted under `text`; any other line is an error. Devices are merged as they
+//! are (blkparse sectors are already per-device; traces are normally of one device).
 //!
-//! # Sniffing
+//! //! # Sniffing
 //!
 //! With [`TraceOptions::format`] `None` the format is guessed from the first (up to 32)
 //! non-blank, non-comment lines; set the format explicitly to override. Rules, in order:
-//! 1. a header line picks the format: `Timestamp,Hostname…` → Msr,
-//!    `Timestamp,Response,IOType…` → Systor, `version,time…` → Vscsi, `time_ns,op…` →
-//!    Canonical, `ASU,…` → Spc (case-insensitive);
+//! 1. a header line picks the format: a header of a format (as the reader accepts it, see
+//!    above), or a line starting `Timestamp,Hostname…` → Msr, `Timestamp,Response,IOType…` →
+//!    Systor, `version,time…` → Vscsi, `time_ns,op…` → Canonical, `ASU,…` → Spc
+//!    (case-insensitive);
 //! 2. otherwise (an unknown header, i.e. a first line not starting with a digit, is passed
-//!    over) the first data line: comma-separated with ≥ 7 fields and field 4 `Read`/`Write`
+//!    over for the guess; the reader then refuses it as a bad first line) the first data
+//!    line: comma-separated with ≥ 7 fields and field 4 `Read`/`Write`
 //!    → Msr; 6 fields with field 3 `R`/`W` → Systor; 5 fields with field 4 `r`/`w` → Spc;
 //!    5 integer fields with field 4 ∈ {0,1} → Tencent; 5 fields with a 1–2 digit hex
 //!    field 3 → Vscsi; 4 fields with field 2 `R`/`W` → Canonical;
@@ -116,8 +160,9 @@ mod sniff;
 mod summary;
 
 pub use convert::{convert, write_canonical};
-pub use fsjsonl::{fs_stats, FsJsonlReader, FsOp, FsRecord, FsTraceStats};
+pub use fsjsonl::{fs_stats, FsJsonlReader, FsOp, FsReaderCounters, FsRecord, FsTraceStats};
 pub use gen::{generate, GenParams};
+pub use parse::BLK_ACTIONS;
 pub use reader::{ReaderCounters, TraceReader};
 pub use sniff::sniff_format;
 pub use summary::{scan, stats, TraceStats, TraceSummary, DENSE_MAX_PAGES};
@@ -336,6 +381,11 @@ pub struct TraceOptions {
     /// Yield discards as [`Op::Trim`] requests (the simulator sets it from `ftl.trim`);
     /// `false`: skip them and count them in `non_request_skipped`.
     pub discards: bool,
+    /// Read a last line without a line ending as written even when its last field is a
+    /// number that may have been cut short with the file (`--allow-unterminated`); `false`
+    /// (the default): such a line is an error. Either way the line is counted in
+    /// [`ReaderCounters::unterminated_last_line`].
+    pub allow_unterminated: bool,
 }
 
 impl Default for TraceOptions {
@@ -346,6 +396,7 @@ impl Default for TraceOptions {
             reorder_window: 1024,
             blkparse_event: BlkparseEvent::Issue,
             discards: false,
+            allow_unterminated: false,
         }
     }
 }

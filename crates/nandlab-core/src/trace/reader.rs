@@ -4,7 +4,11 @@ use std::collections::{BTreeMap, VecDeque};
 use std::path::{Path, PathBuf};
 
 use super::input::LineReader;
-use super::parse::{parse_line, Raw, Rec};
+use super::parse::{
+    blk_text_is_input, blk_text_starts_summary, columns, cut_error, cut_risk, fast_canonical,
+    fast_msr, has_fast_path, is_header, parse_line, record_in_comment, FieldError, Raw, Rec,
+    BLK_ACTIONS, BLK_TEXT, END_FIELD,
+};
 use super::{BlkparseEvent, HostRequest, Op, TraceError, TraceFormat, TraceOptions};
 
 const MIB: u64 = 1 << 20;
@@ -22,9 +26,20 @@ pub struct ReaderCounters {
     pub comment_lines_skipped: u64,
     /// Blank lines skipped.
     pub blank_lines_skipped: u64,
-    /// Lines that are not requests: other blkparse actions, discards, summary lines; vSCSI
-    /// opcodes other than READ/WRITE.
+    /// Lines that are not requests: other blkparse actions, discards, blkparse's own text
+    /// (`Input file … added`, the summary); vSCSI opcodes other than READ/WRITE.
     pub non_request_skipped: u64,
+    /// blkparse: the lines of `non_request_skipped` per action (`Q`, `C`, … as blkparse
+    /// writes them; `D` for discards and `D` events without data direction, when `D` is the
+    /// arrival event) and `text` for blkparse's own text lines. Empty (and left out of the
+    /// JSON) for other formats.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub non_request_by_action: BTreeMap<&'static str, u64>,
+    /// 1 when the file's last line has no line ending (the file may have been cut short; a
+    /// last field that may be a cut number is an error unless
+    /// [`TraceOptions::allow_unterminated`]), else 0 (and left out of the JSON).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub unterminated_last_line: u64,
     /// Documented zero-length commands skipped (blkparse flushes, vSCSI transfer length 0).
     pub zero_size_skipped: u64,
     /// Requests emitted after a request that follows them in the file.
@@ -35,6 +50,10 @@ pub struct ReaderCounters {
     pub dropped_device_filter: u64,
 }
 
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
 /// Line-level reader: yields parsed requests in file order, with their line numbers.
 pub(crate) struct RawReader {
     file: PathBuf,
@@ -42,7 +61,15 @@ pub(crate) struct RawReader {
     format: TraceFormat,
     blk_event: BlkparseEvent,
     discards: bool,
+    allow_unterminated: bool,
     seen_data: bool,
+    /// 1-based number of the first line read as data (0 before it).
+    first_data_line: u64,
+    /// blkparse: inside its summary (non-event lines are skipped up to the next event).
+    blk_summary: bool,
+    /// Past the first data-or-header line of a format with a fast path: try
+    /// [`LineReader::parse_fused`] first.
+    fused: bool,
     pub(crate) counters: ReaderCounters,
 }
 
@@ -50,67 +77,181 @@ impl RawReader {
     pub(crate) fn open(
         path: &Path,
         format: TraceFormat,
-        blk_event: BlkparseEvent,
-        discards: bool,
+        opts: &TraceOptions,
     ) -> Result<RawReader, TraceError> {
         Ok(RawReader {
             file: path.to_path_buf(),
             lines: LineReader::open(path)?,
             format,
-            blk_event,
-            discards,
+            blk_event: opts.blkparse_event,
+            discards: opts.discards,
+            allow_unterminated: opts.allow_unterminated,
             seen_data: false,
+            first_data_line: 0,
+            blk_summary: false,
+            fused: false,
             counters: ReaderCounters::default(),
         })
+    }
+
+    /// A non-request line of blkparse's action `a` (index into [`BLK_ACTIONS`]).
+    fn skip_blk(&mut self, a: u8) {
+        self.counters.non_request_skipped += 1;
+        *self
+            .counters
+            .non_request_by_action
+            .entry(BLK_ACTIONS[a as usize])
+            .or_insert(0) += 1;
+    }
+
+    /// A parse error of line `line_no`, with a hint when it is the first data line and looks
+    /// like a header that is not the format's.
+    #[cold]
+    fn parse_error(&self, line_no: u64, line: &[u8], fe: FieldError) -> TraceError {
+        let mut msg = format!("{} (format {})", fe.msg, self.format);
+        let text = line
+            .trim_ascii_start()
+            .first()
+            .is_some_and(|c| !(c.is_ascii_digit() || matches!(c, b'-' | b'+' | b'.')));
+        if line_no == self.first_data_line && text && self.format != TraceFormat::Blkparse {
+            msg.push_str(&format!(
+                "; the line is read as data because it is not a header of this format (a \
+                 header names the columns `{}`, case-insensitive)",
+                columns(self.format)
+            ));
+        }
+        TraceError::Parse {
+            file: self.file.clone(),
+            line: line_no,
+            field: fe.field,
+            msg,
+        }
     }
 
     /// Next request in file order with its 1-based line number.
     #[inline(always)]
     pub(crate) fn next_raw(&mut self) -> Result<Option<(Raw, u64)>, TraceError> {
         loop {
+            // The common shape, split and parsed in one pass (exactly what the steps below
+            // make of such a line: a data line the fast path reads whole).
+            if self.fused {
+                let fast = match self.format {
+                    TraceFormat::Canonical => self.lines.parse_fused(fast_canonical),
+                    _ => self.lines.parse_fused(fast_msr),
+                };
+                if let Some(Rec::Req(r)) = fast {
+                    self.counters.lines_read += 1;
+                    return Ok(Some((r, self.lines.lines)));
+                }
+            }
             let Some((s, e)) = self.lines.next_line(&self.file)? else {
+                self.counters.unterminated_last_line = u64::from(self.lines.unterminated);
                 return Ok(None);
             };
             self.counters.lines_read += 1;
             let line_no = self.lines.lines;
-            let mut line = &self.lines.buf[s..e];
-            if let [rest @ .., b'\r'] = line {
-                line = rest;
-            }
+            let line = &self.lines.buf[s..e];
             let Some(first) = line.iter().position(|&c| c != b' ' && c != b'\t') else {
+                if self.lines.unterminated && !self.allow_unterminated {
+                    // Blanks and no line ending: a file cut right after the indentation of
+                    // its last record (blkparse's events start with blanks).
+                    return Err(self.parse_error(line_no, line, cut_error(self.format, line)));
+                }
                 self.counters.blank_lines_skipped += 1;
                 continue;
             };
             let c0 = line[first];
             if c0 == b'#' {
+                if let Some(j) = record_in_comment(self.format, line, self.blk_event) {
+                    return Err(self.glued_to_comment(line_no, line, j));
+                }
                 self.counters.comment_lines_skipped += 1;
                 continue;
             }
             if !self.seen_data {
                 self.seen_data = true;
-                if self.format != TraceFormat::Blkparse
-                    && !(c0.is_ascii_digit() || c0 == b'-' || c0 == b'+' || c0 == b'.')
-                {
+                self.fused = has_fast_path(self.format);
+                if is_header(self.format, line) {
                     self.counters.header_lines_skipped += 1;
                     continue;
                 }
+                self.first_data_line = line_no;
             }
-            match parse_line(self.format, line, self.blk_event) {
-                Ok(Rec::Req(r)) if r.op == Op::Trim && !self.discards => {
-                    self.counters.non_request_skipped += 1
+            let last = self.lines.unterminated;
+            match parse_line(self.format, line, self.blk_event, last) {
+                Ok(Rec::Req(r)) => {
+                    if last && !self.allow_unterminated && cut_risk(self.format, line) {
+                        let fe = cut_error(self.format, line);
+                        return Err(self.parse_error(line_no, line, fe));
+                    }
+                    if r.op != Op::Trim || self.discards {
+                        self.blk_summary = false;
+                        return Ok(Some((r, line_no)));
+                    }
+                    if self.format == TraceFormat::Blkparse {
+                        let a = match self.blk_event {
+                            BlkparseEvent::Issue => 3, // D
+                            BlkparseEvent::Queue => 9, // Q
+                        };
+                        self.skip_blk(a);
+                    } else {
+                        self.counters.non_request_skipped += 1;
+                    }
                 }
-                Ok(Rec::Req(r)) => return Ok(Some((r, line_no))),
-                Ok(Rec::ZeroSize) => self.counters.zero_size_skipped += 1,
-                Ok(Rec::NonRequest) => self.counters.non_request_skipped += 1,
-                Err(fe) => {
-                    return Err(TraceError::Parse {
-                        file: self.file.clone(),
-                        line: line_no,
-                        field: fe.field,
-                        msg: format!("{} (format {})", fe.msg, self.format),
-                    })
+                Ok(Rec::ZeroSize) => {
+                    self.blk_summary = false;
+                    self.counters.zero_size_skipped += 1
                 }
+                Ok(Rec::NonRequest(None)) => self.counters.non_request_skipped += 1,
+                Ok(Rec::NonRequest(Some(a))) => {
+                    self.blk_summary = false;
+                    self.skip_blk(a)
+                }
+                Ok(Rec::Text) => {
+                    if self.blk_summary || blk_text_starts_summary(line) {
+                        self.blk_summary = true;
+                    } else if !blk_text_is_input(line) {
+                        return Err(self.not_an_event(line_no, line));
+                    }
+                    self.skip_blk(BLK_TEXT);
+                }
+                Err(fe) => return Err(self.parse_error(line_no, line, fe)),
             }
+        }
+    }
+
+    #[cold]
+    fn glued_to_comment(&self, line_no: u64, line: &[u8], at: usize) -> TraceError {
+        let rec = String::from_utf8_lossy(&line[at..line.len().min(at + 120)]);
+        TraceError::Parse {
+            file: self.file.clone(),
+            line: line_no,
+            field: END_FIELD,
+            msg: format!(
+                "the comment line ends in a request {rec:?} (from byte {}; a lost line break \
+                 after the comment?); expected a comment without a record, and records on \
+                 lines of their own (format {})",
+                at + 1,
+                self.format
+            ),
+        }
+    }
+
+    #[cold]
+    fn not_an_event(&self, line_no: u64, line: &[u8]) -> TraceError {
+        let t = line.trim_ascii();
+        let first = String::from_utf8_lossy(&t[..t.len().min(40)]);
+        TraceError::Parse {
+            file: self.file.clone(),
+            line: line_no,
+            field: "maj,min",
+            msg: format!(
+                "{first:?}{}: not a blkparse event (its first token is not `maj,min`), nor \
+                 blkparse's own text (`Input file … added`, or the summary after the events, \
+                 from `CPU<n> (maj,min):` or `Total (maj,min):`); expected the columns `{}`",
+                if t.len() > 40 { "…" } else { "" },
+                columns(TraceFormat::Blkparse)
+            ),
         }
     }
 }
@@ -178,7 +319,7 @@ impl TraceReader {
         }
         let mut bases = Vec::new();
         if format.is_multi_device() && opts.device.is_none() {
-            let mut rr = RawReader::open(path, format, opts.blkparse_event, opts.discards)?;
+            let mut rr = RawReader::open(path, format, opts)?;
             let mut max_end: BTreeMap<u32, u64> = BTreeMap::new();
             while let Some((r, _)) = rr.next_raw()? {
                 let e = max_end.entry(r.device).or_insert(0);
@@ -201,7 +342,7 @@ impl TraceReader {
                 }
             }
         }
-        let raw = RawReader::open(path, format, opts.blkparse_event, opts.discards)?;
+        let raw = RawReader::open(path, format, opts)?;
         let mut rd = TraceReader {
             raw,
             filter: opts.device,

@@ -3,7 +3,7 @@
 use std::path::Path;
 
 use super::input::LineReader;
-use super::parse::is_blk_dev;
+use super::parse::{is_blk_dev, is_header};
 use super::{TraceError, TraceFormat};
 
 /// Lines looked at (non-blank, non-comment).
@@ -97,6 +97,12 @@ fn is_dec(s: &str) -> bool {
 /// Classify already-trimmed, non-blank, non-comment lines.
 pub(crate) fn sniff_lines(lines: &[String]) -> Option<TraceFormat> {
     let first = lines.first()?;
+    if let Some(f) = TraceFormat::ALL
+        .into_iter()
+        .find(|&f| is_header(f, first.as_bytes()))
+    {
+        return Some(f);
+    }
     let lower = first.to_ascii_lowercase();
     let headers: [(&str, TraceFormat); 5] = [
         ("timestamp,hostname", TraceFormat::Msr),

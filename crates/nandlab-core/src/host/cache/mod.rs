@@ -125,6 +125,11 @@ pub struct CacheConfig {
     pub bypass_seq_threshold_bytes: u64,
 }
 
+/// The shortest periodic flush (`cache.flush_period_s`), s: 1 ns, the simulator's time unit (a
+/// shorter one would round to 0, which means no periodic flush). Any period costs at most one
+/// flush per host request: rounds with nothing dirty are skipped in one step.
+pub const MIN_FLUSH_PERIOD_S: f64 = 1e-9;
+
 impl Default for CacheConfig {
     fn default() -> Self {
         CacheConfig {
@@ -167,11 +172,13 @@ impl CacheConfig {
                  (in (0, 1])",
             ));
         }
-        if !(self.flush_period_s.is_finite() && self.flush_period_s >= 0.0) {
+        if !(self.flush_period_s.is_finite()
+            && (self.flush_period_s == 0.0 || self.flush_period_s >= MIN_FLUSH_PERIOD_S))
+        {
             return Err(bad(
                 "flush_period_s",
                 self.flush_period_s.to_string(),
-                "must be >= 0 s (0 = no periodic flush)",
+                "must be 0 (no periodic flush) or at least 1e-9 s (the simulator's time unit)",
             ));
         }
         if !(self.flush_max_per_s.is_finite() && self.flush_max_per_s >= 0.0) {
@@ -414,6 +421,12 @@ pub struct CacheSource<S: RequestSource> {
     /// apart from the records so that walking the LRU end touches 8 bytes per slot.
     lru: Vec<(u32, u32)>,
     dirty: Vec<bool>,
+    /// Slots dirty now.
+    dirty_count: u64,
+    /// Slots made dirty since the last periodic flush (and, with spread flushes, those still
+    /// dirty from before), possibly repeated or clean again: a flush visits these, in slot
+    /// order, instead of every slot.
+    dirtied: Vec<u32>,
     head: u32,
     tail: u32,
     /// Emissions at the time being processed (times never decrease in push order).
@@ -473,6 +486,8 @@ impl<S: RequestSource> CacheSource<S> {
             sl: Vec::new(),
             lru: Vec::new(),
             dirty: Vec::new(),
+            dirty_count: 0,
+            dirtied: Vec::new(),
             head: NIL,
             tail: NIL,
             now_q: VecDeque::with_capacity(1024),
@@ -500,7 +515,16 @@ impl<S: RequestSource> CacheSource<S> {
 
     /// Blocks cached and dirty now.
     pub fn dirty_blocks(&self) -> u64 {
-        self.dirty.iter().filter(|&&d| d).count() as u64
+        self.dirty_count
+    }
+
+    /// Mark slot `s` clean.
+    #[inline]
+    fn set_clean(&mut self, s: usize) {
+        if self.dirty[s] {
+            self.dirty[s] = false;
+            self.dirty_count -= 1;
+        }
     }
 
     #[inline]
@@ -604,7 +628,7 @@ impl<S: RequestSource> CacheSource<S> {
                 self.counters.evictions_dirty += 1;
                 self.counters.disk_writes += 1;
                 self.emit(t, v, CacheOp::FlushRead);
-                self.dirty[v as usize] = false;
+                self.set_clean(v as usize);
             } else {
                 self.counters.evictions_clean += 1;
             }
@@ -624,29 +648,33 @@ impl<S: RequestSource> CacheSource<S> {
         s
     }
 
-    /// Write back every dirty block at trace time `t`.
+    /// Write back every dirty block at trace time `t`, in slot order. Visits the slots made
+    /// dirty since the last flush (`dirtied`), not every slot: a flush costs what it writes
+    /// back, so short periods stay cheap.
     fn flush_all(&mut self, t: u64) {
         self.cur_t = t;
         self.counters.flush_rounds += 1;
+        let mut list = std::mem::take(&mut self.dirtied);
+        list.sort_unstable();
+        list.dedup();
+        list.retain(|&s| self.dirty[s as usize]);
         if self.flush_gap_ns > 0 {
-            let mut k = 0u64;
-            for s in 0..self.used {
-                if self.dirty[s as usize] {
-                    let seq = self.emit_raw(t + k * self.flush_gap_ns, s, SPREAD_FLUSH);
-                    self.flush_seq[s as usize] = seq;
-                    k += 1;
-                }
+            // Spread write-backs: the blocks stay dirty until theirs runs, so they stay listed.
+            for (k, &s) in list.iter().enumerate() {
+                let seq = self.emit_raw(t + k as u64 * self.flush_gap_ns, s, SPREAD_FLUSH);
+                self.flush_seq[s as usize] = seq;
             }
+            self.dirtied = list;
             return;
         }
-        for s in 0..self.used {
-            if self.dirty[s as usize] {
-                self.dirty[s as usize] = false;
-                self.counters.flushed_blocks += 1;
-                self.counters.disk_writes += 1;
-                self.emit(t, s, CacheOp::FlushRead);
-            }
+        for &s in &list {
+            self.set_clean(s as usize);
+            self.counters.flushed_blocks += 1;
+            self.counters.disk_writes += 1;
+            self.emit(t, s, CacheOp::FlushRead);
         }
+        list.clear();
+        self.dirtied = list;
     }
 
     /// Hint: `r` is processed after the requests read ahead before it. Prefetch the block
@@ -755,7 +783,11 @@ impl<S: RequestSource> CacheSource<S> {
                         self.counters.disk_writes += 1;
                         self.emit(t, s, CacheOp::CleanWrite);
                     } else {
-                        self.dirty[s as usize] = true;
+                        if !self.dirty[s as usize] {
+                            self.dirty[s as usize] = true;
+                            self.dirty_count += 1;
+                            self.dirtied.push(s);
+                        }
                         self.emit(t, s, CacheOp::DirtyWrite);
                     }
                 }
@@ -793,6 +825,18 @@ impl<S: RequestSource> RequestSource for CacheSource<S> {
             let next_in = self.ahead.front().map_or(u64::MAX, |r| r.arrival_ns);
             // Periodic flushes due before the next trace request (none after the trace ends).
             if !inner_done && self.next_flush <= next_in {
+                if self.dirty_count == 0 {
+                    // Nothing to write back, and nothing is dirtied before the next request:
+                    // every round up to it is empty. Count them and skip to the last one (a
+                    // period of nanoseconds costs no more than one of minutes).
+                    let p = self.flush_period_ns.max(1);
+                    let k = (next_in - self.next_flush) / p + 1;
+                    let last = self.next_flush + (k - 1) * p;
+                    self.counters.flush_rounds += k;
+                    self.cur_t = last;
+                    self.next_flush = last.saturating_add(p);
+                    continue;
+                }
                 let t = self.next_flush;
                 self.next_flush = self.next_flush.saturating_add(self.flush_period_ns);
                 self.flush_all(t);
@@ -827,7 +871,7 @@ impl<S: RequestSource> RequestSource for CacheSource<S> {
                             continue;
                         }
                         self.flush_seq[s] = 0;
-                        self.dirty[s] = false;
+                        self.set_clean(s);
                         self.counters.flushed_blocks += 1;
                         self.counters.disk_writes += 1;
                         CacheOp::FlushRead

@@ -1,0 +1,827 @@
+"""The declarative reproduction (issue 31): one description per paper, one runner.
+
+A paper's reproduction is a :class:`Reproduction`: its preset, the traces it runs
+(:class:`Traces`: the paper's trace table by usual file names, the stand-ins we have, the
+``--quick`` subset), the runs per trace (:class:`Variant`), the metrics of one run's report,
+the per-trace rows, the headline (:class:`~nandlab.reproduce.headline.Headline`: the paper's
+value beside ours), the tables (:class:`Table`), the figures to draw (:class:`Fig`) and the
+``--quick`` check. :func:`run` does what every reproduction does with it:
+
+1. select the traces (:meth:`Traces.select`);
+2. pick each trace's load level from the baseline (:func:`expand`, docs/reproductions.md);
+3. plan and run the grid (resumable: finished runs are kept in ``OUT/runs.parquet``);
+4. analyse: metrics per run, rows per trace, the headline over the comparable traces;
+5. draw the figures, write the JSON, print the tables, exit with the documented status.
+
+:func:`command` turns a description into its ``nandlab reproduce <paper>`` command. A paper's
+module keeps only what is truly its own (its rows, its special studies). The recipe is in
+``docs/reproducing.md``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from nandlab.reproduce.common import (
+    STANDINS,
+    CommonOptions,
+    TraceChoice,
+    common_options,
+    exit_on_failures,
+    grid_json,
+    reports_by_key,
+    run_planned,
+    runs_line,
+    traces_json,
+)
+from nandlab.reproduce.fmt import err_console, fmt_num, fmt_pct, out_console, plural
+from nandlab.reproduce.headline import Headline, headline_rows, print_rows, value_of
+from nandlab.reproduce.load import (
+    AUTO,
+    MAX_AUTO_SCALE,
+    MAX_AUTO_STEPS,
+    LoadPlan,
+    auto_scale,
+    finite,
+    groups,
+    load_info,
+    next_scale,
+    offered_load,
+    print_load_table,
+    report_value,
+    scale_label,
+)
+from nandlab.reproduce.output import write_result
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from nandlab.experiment import GridStats, RunSpec
+
+Row = dict[str, Any]
+
+
+# --------------------------------------------------------------------------- traces
+
+
+@dataclass(frozen=True)
+class TraceDef:
+    """A trace a reproduction runs when it is found: its name (the name it runs under), its
+    usual file names (glob patterns, most preferred first), where it comes from
+    (``"captured"``, ``"bundled excerpt"``, ``"ours"``...), whether the request cap applies to
+    it, and the paper trace whose full file, when found, replaces it (an excerpt)."""
+
+    name: str
+    patterns: Sequence[str]
+    source: str
+    capped: bool = True
+    superseded_by: str | None = None
+
+
+def standin(name: str, source: str | None = None, *, capped: bool | None = None) -> TraceDef:
+    """One of our stand-ins (:data:`~nandlab.reproduce.common.STANDINS`), under its own name:
+    a captured trace (source ``"captured"``, cut to the request cap) or a bundled excerpt
+    (``"bundled excerpt"``, whole, replaced by the paper's full trace when that is found)."""
+    pats, full = STANDINS[name]
+    src = source or ("bundled excerpt" if full else "captured")
+    return TraceDef(name, pats, src, (full is None) if capped is None else capped, full)
+
+
+@dataclass
+class Selection:
+    """The traces a run of a reproduction uses (before the load level is chosen)."""
+
+    traces: list[TraceChoice]
+    #: the paper's traces not found (a user has them or not)
+    missing: list[str]
+    searched: list[Path]
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Traces:
+    """Which traces a reproduction runs.
+
+    Without ``--quick``: every trace of the paper's table (``paper``, searched in the
+    ``--traces`` directories only) and our stand-ins (``ours``, also searched in the bundled
+    samples and the workspace's captured traces), each under its own name. With ``--quick``:
+    the ``quick`` list, where an entry that is a tuple takes the first alternative found.
+    Traces that take a cap are cut to their first ``--max-requests`` requests (default
+    ``default_cap``, ``quick_cap`` with ``--quick``; 0 = whole traces).
+    """
+
+    #: the paper's trace table ("Table II"); names the JSON key of the missing ones
+    table: str = ""
+    #: the paper's traces by their usual file names
+    paper: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    ours: Sequence[TraceDef] = ()
+    quick: Sequence[TraceDef | tuple[TraceDef, ...]] = ()
+    default_cap: int = 0
+    quick_cap: int = 0
+    #: the note of a --quick run (what it leaves out)
+    quick_note: str = ""
+    #: when set, the missing paper traces are said in a note ("{missing}": their names)
+    missing_note: str | None = None
+
+    @property
+    def missing_key(self) -> str:
+        """The JSON key of the missing paper traces (``missing_table_ii``)."""
+        return "missing_" + re.sub(r"[^a-z0-9]+", "_", self.table.lower()).strip("_")
+
+    def select(self, dirs: Sequence[Path], *, quick: bool, max_requests: int | None) -> Selection:
+        """The traces found under ``dirs`` (and the default directories for ours)."""
+        from nandlab.experiment import default_trace_dirs, find_traces
+
+        search = list(dict.fromkeys([*map(Path, dirs), *default_trace_dirs()]))
+        sel = Selection([], [], search)
+        if quick:
+            cap = max_requests if max_requests is not None else self.quick_cap
+            for entry in self.quick:
+                alts = entry if isinstance(entry, tuple) else (entry,)
+                for i, t in enumerate(alts):
+                    found, _ = find_traces(search, {t.name: t.patterns})
+                    if t.name in found:
+                        sel.traces.append(self._choice(t, found[t.name], cap))
+                        if i:
+                            sel.notes.append(f"{alts[0].name} not found: {t.name} stands in")
+                        break
+                else:
+                    if len(alts) > 1:
+                        raise FileNotFoundError(
+                            "--quick needs one of "
+                            + " or ".join(a.patterns[0].rstrip("*") for a in alts)
+                            + "; none was found"
+                        )
+            if not sel.traces:
+                names = ", ".join((e if isinstance(e, TraceDef) else e[0]).name for e in self.quick)
+                raise FileNotFoundError(f"--quick needs the bundled traces ({names}); none found")
+            if self.quick_note:
+                sel.notes.append(self.quick_note)
+            return sel
+        cap = max_requests if max_requests is not None else self.default_cap
+        paper, sel.missing = find_traces(list(map(Path, dirs)), self.paper)
+        sel.traces += [TraceChoice(n, p, self.table, cap or None) for n, p in paper.items()]
+        found, _ = find_traces(search, {t.name: t.patterns for t in self.ours})
+        for t in self.ours:
+            if t.name not in found:
+                continue
+            if t.superseded_by is not None and t.superseded_by in paper:
+                sel.notes.append(f"{t.name} skipped: the full {t.superseded_by} trace was found")
+                continue
+            sel.traces.append(self._choice(t, found[t.name], cap))
+        if self.missing_note is not None and sel.missing:
+            sel.notes.append(self.missing_note.format(missing=", ".join(sel.missing)))
+        return sel
+
+    @staticmethod
+    def _choice(t: TraceDef, path: Path, cap: int) -> TraceChoice:
+        return TraceChoice(t.name, path, t.source, (cap or None) if t.capped else None)
+
+
+# --------------------------------------------------------------------------- runs
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One run on a trace: its ``name`` within the trace's row (how the analysis asks for it),
+    the scheme and the overrides. ``label`` names the run in ``runs.parquet`` (default: the
+    name); ``suffix`` files it under another row (``"<trace><suffix>"``: the same trace on
+    another device); ``scaled = False`` runs it without the trace's time scale (closed loop)."""
+
+    name: str
+    scheme: str
+    overrides: Mapping[str, object] = field(default_factory=dict)
+    label: str | None = None
+    suffix: str = ""
+    scaled: bool = True
+
+
+@dataclass
+class Planned:
+    """A planned run: the row it belongs to, its variant, its spec and its key."""
+
+    trace: str
+    variant: Variant
+    spec: RunSpec
+    key: str = ""
+
+
+def run_spec(config: str, t: TraceChoice, v: Variant) -> RunSpec:
+    """The run of variant ``v`` on trace instance ``t`` (its cut and time scale)."""
+    from nandlab.experiment import RunSpec
+
+    ov = t.overrides()
+    if not v.scaled:
+        ov.pop("host.time_scale", None)  # closed loop: no arrival times to scale
+    ov.update(v.overrides)
+    return RunSpec(t.path, t.name, v.scheme, config, ov, v.label or v.name)
+
+
+def expand(
+    traces: Sequence[TraceChoice],
+    opts: CommonOptions,
+    probe: Callable[[TraceChoice], Sequence[RunSpec]],
+) -> tuple[list[TraceChoice], LoadPlan]:
+    """One :class:`TraceChoice` per (trace, load level). With ``auto`` among the levels, the
+    ``probe`` specs of each trace (its baseline run(s) at K = 1) run first and K is chosen
+    from the largest offered die load among them. With several levels per trace the instances
+    are named ``"<trace> K=<k>"``; with one they keep the trace's name."""
+
+    plan = LoadPlan(requested=list(opts.time_scales))
+    if AUTO in plan.requested:
+
+        @dataclass
+        class _Probe:
+            trace: str
+            spec: RunSpec
+            key: str = ""
+
+        def probe_at(pending: Mapping[str, float]) -> dict[str, list[dict[str, Any] | None]]:
+            probes = [
+                _Probe(t.name, s)
+                for t in traces
+                if t.name in pending
+                for s in probe(replace(t, time_scale=pending[t.name]))
+            ]
+            if not probes:
+                return {}
+            df, _ = run_planned(probes, opts)
+            reports = reports_by_key(df)
+            out: dict[str, list[dict[str, Any] | None]] = {}
+            for p in probes:
+                out.setdefault(p.trace, []).append(reports.get(p.key, (None, None))[0])
+            return out
+
+        # K from the mean offered die load at K = 1; then, while the baseline at K is still
+        # overloaded (a hot die, a burst), the next K of the series.
+        at1 = probe_at({t.name: 1.0 for t in traces})
+        pending: dict[str, float] = {}
+        for t in traces:
+            known = [x for x in map(offered_load, at1.get(t.name, [])) if x is not None]
+            plan.offered_at_1[t.name] = max(known) if known else None
+            k = auto_scale(plan.offered_at_1[t.name])
+            if k == 1.0 and any(load_info(r).get("overloaded") for r in at1.get(t.name, []) if r):
+                k = next_scale(k)
+                plan.raised.add(t.name)
+            plan.auto[t.name] = k
+            if k > 1.0:
+                pending[t.name] = k
+        for _ in range(MAX_AUTO_STEPS):
+            if not pending:
+                break
+            got = probe_at(pending)
+            nxt: dict[str, float] = {}
+            for n, k in pending.items():
+                still = any(load_info(r).get("overloaded") for r in got.get(n, []) if r)
+                if still and k < MAX_AUTO_SCALE:
+                    nxt[n] = plan.auto[n] = next_scale(k)
+                    plan.raised.add(n)
+            pending = nxt
+        if not opts.quiet:
+            err_console.print("load: " + ", ".join(_level_text(plan, t.name) for t in traces))
+    out: list[TraceChoice] = []
+    for t in traces:
+        ks = plan.scales(t.name)
+        for k in ks:
+            name = t.name if len(ks) == 1 else f"{t.name} {scale_label(k)}"
+            out.append(replace(t, name=name, base_name=t.name, time_scale=k))
+    return out, plan
+
+
+def _level_text(plan: LoadPlan, name: str) -> str:
+    s = f"{name} {scale_label(plan.auto.get(name, 1.0))}"
+    off = plan.offered_at_1.get(name)
+    if off is None:
+        return s
+    raised = ", raised: the baseline was still overloaded" if name in plan.raised else ""
+    return s + f" (baseline offered die load at K=1: {off:.1%}{raised})"
+
+
+# --------------------------------------------------------------------------- results
+
+
+#: The numbers most reproductions take from a run's report: key -> report path.
+HOST_METRICS = {
+    "mean_us": "host.mean_us", "read_us": "host.read_mean_us", "write_us": "host.write_mean_us",
+    "requests": "host.requests", "reads": "host.reads", "programs": "flash.programs",
+    "erases": "flash.erases",
+}  # fmt: skip
+
+
+def host_metrics(
+    rep: Mapping[str, Any], *, counts: Callable[[Any], Any] = finite
+) -> dict[str, Any]:
+    """A run's response times, request, program and erase counts (:data:`HOST_METRICS`, counts
+    through ``counts``) and its load (:func:`~nandlab.reproduce.load.load_info`)."""
+    out = {k: finite(report_value(rep, p)) for k, p in HOST_METRICS.items()}
+    for k in ("requests", "reads", "programs", "erases"):
+        out[k] = counts(out[k])
+    return {**out, "load": load_info(rep)}
+
+
+@dataclass
+class Results:
+    """Every run's report, by (row, variant name), with the paper's metrics of each."""
+
+    repro: Reproduction
+    opts: CommonOptions
+    selection: Selection
+    instances: list[TraceChoice]
+    plan: LoadPlan
+    planned: list[Planned]
+    reports: Mapping[str, tuple[dict[str, Any] | None, str | None]]
+    #: load level -> the rows (trace instances) at that level
+    groups: dict[str, list[str]]
+    #: what the reproduction's ``prepare`` step recorded (e.g. how it generated a trace)
+    extra: dict[str, Any] = field(default_factory=dict)
+    _by: dict[tuple[str, str], str] = field(default_factory=dict)
+    _metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for p in self.planned:
+            self._by.setdefault((p.trace, p.variant.name), p.key)
+
+    @property
+    def quick(self) -> bool:
+        return self.opts.quick
+
+    @property
+    def traces(self) -> list[str]:
+        """The rows (trace instances, then rows of the same trace on other devices), in plan
+        order."""
+        return list(dict.fromkeys(p.trace for p in self.planned))
+
+    def has(self, trace: str, name: str) -> bool:
+        return (trace, name) in self._by
+
+    def report(self, trace: str, name: str) -> dict[str, Any] | None:
+        key = self._by.get((trace, name))
+        return None if key is None else self.reports.get(key, (None, None))[0]
+
+    def get(self, trace: str, name: str) -> dict[str, Any]:
+        """The paper's metrics (:attr:`Reproduction.metrics`) of a run; ``{}`` without one."""
+        key = self._by.get((trace, name))
+        if key is None:
+            return {}
+        if key not in self._metrics:
+            rep = self.reports.get(key, (None, None))[0]
+            self._metrics[key] = self.repro.metrics(rep) if rep else {}
+        return self._metrics[key]
+
+    def load(self, trace: str) -> dict[str, Any]:
+        """The row's load: the most loaded of the probe runs (:attr:`Reproduction.probe`)."""
+        loads = [load_info(self.report(trace, n)) for n in self.repro.probe if self.has(trace, n)]
+        return max(
+            loads,
+            key=lambda li: (bool(li.get("overloaded")), li.get("offered_die_load") or 0.0),
+            default={},
+        )
+
+    def overloaded_run(self, trace: str, name: str) -> bool | None:
+        return load_info(self.report(trace, name)).get("overloaded")
+
+    @property
+    def errors(self) -> list[tuple[str, str, str]]:
+        """``(trace, label, error)`` of every failed (or missing) run, once per key."""
+        out, seen = [], set()
+        for p in self.planned:
+            err = self.reports.get(p.key, (None, "not run"))[1]
+            if err and p.key not in seen:
+                seen.add(p.key)
+                out.append((p.trace, p.spec.label, err))
+        return out
+
+
+@dataclass
+class Analysis:
+    """What a reproduction found: the rows (per trace, then any summary rows), the headline,
+    the loads and the check."""
+
+    res: Results
+    rows: list[Row]
+    headline: list[Row] = field(default_factory=list)
+    loads: dict[str, dict[str, Any]] = field(default_factory=dict)
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    figures: list[Path] = field(default_factory=list)
+
+    @property
+    def overloaded(self) -> set[str]:
+        return {t for t, li in self.loads.items() if li.get("overloaded")}
+
+    @property
+    def trace_rows(self) -> list[Row]:
+        """The per-trace rows (without the summary rows)."""
+        names = set(self.res.traces)
+        return [r for r in self.rows if r.get("trace") in names]
+
+    def row(self, trace: str) -> Row:
+        return next((r for r in self.rows if r.get("trace") == trace), {})
+
+
+# --------------------------------------------------------------------------- headline
+
+
+# --------------------------------------------------------------------------- tables, figures
+
+
+@dataclass(frozen=True)
+class Col:
+    """A table column: header, value (row key or function) and format: ``"num"``,
+    ``"change"`` (a ratio shown as a relative change), ``"pct"`` (a relative change as a
+    fraction), ``"share"`` (a fraction), ``"int"``, ``"k"`` (a time scale), ``"text"``."""
+
+    header: str
+    value: str | Callable[[Mapping[str, Any]], Any]
+    fmt: str = "num"
+
+
+def cell(v: Any, fmt: str) -> str:
+    """A table cell in format ``fmt`` (see :class:`Col`)."""
+    if fmt == "text":
+        return "—" if v is None else str(v)
+    if fmt == "change":
+        return fmt_pct(None if v is None else v - 1.0)
+    if fmt == "pct":
+        return fmt_pct(v)
+    if fmt == "share":
+        return fmt_pct(v, signed=False)
+    if fmt == "int":
+        return fmt_num(None if v is None else round(v))
+    if fmt == "k":
+        return "—" if v is None else f"{v:g}"
+    return fmt_num(v)
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table of the output (printed, and in the result JSON as it is printed): one line per
+    row of ``rows`` (default: the per-trace rows)."""
+
+    title: str
+    columns: Sequence[Col]
+    rows: Callable[[Analysis], Sequence[Mapping[str, Any]]] | None = None
+
+    def render(self, an: Analysis) -> dict[str, Any] | None:
+        """``{"title", "columns", "rows"}`` with every cell as text; ``None`` without rows."""
+        rows = self.rows(an) if self.rows is not None else an.trace_rows
+        if not rows:
+            return None
+        lines = []
+        for r in rows:
+            cells = [cell(value_of(r, c.value), c.fmt) for c in self.columns]
+            if r.get("overloaded") and r.get("trace") in an.res.traces:
+                cells[0] += " (overloaded)"
+            lines.append(cells)
+        return {"title": self.title, "columns": [c.header for c in self.columns], "rows": lines}
+
+
+def print_table(t: Mapping[str, Any] | None) -> None:
+    """A rendered table (:meth:`Table.render`) on the terminal."""
+    from rich.table import Table as RichTable
+
+    if not t:
+        return
+    rt = RichTable(title=t["title"], title_justify="left")
+    for i, c in enumerate(t["columns"]):
+        rt.add_column(c, justify="left" if i == 0 else "right")
+    for cells in t["rows"]:
+        rt.add_row(*(c.replace(" (overloaded)", " [red](overloaded)[/]") for c in cells))
+    out_console.print(rt)
+
+
+@dataclass(frozen=True)
+class Fig:
+    """A figure file (PNG and SVG) of :mod:`nandlab.figures`: ``kind`` is ``"bars"``
+    (:func:`~nandlab.figures.grouped_bars`), ``"stacked"`` or ``"lines"``; ``data`` gives its
+    first argument from the analysis (``None``: the figure is not drawn), ``options`` the
+    rest; ``"custom"``: ``data`` draws the figure itself (a matplotlib figure). Bar charts fade
+    and leave out of the average the overloaded traces."""
+
+    name: str
+    kind: str
+    data: Callable[[Analysis], Any]
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def draw(self, an: Analysis, out: Path) -> list[Path]:
+        from nandlab import figures
+
+        data = self.data(an)
+        if not data:
+            return []
+        if self.kind == "bars":
+            opts = {"overloaded": an.overloaded, **self.options}
+            schemes = opts.pop("schemes")
+            return figures.grouped_bars(data, schemes, out / self.name, **opts)
+        if self.kind == "custom":  # data gave a matplotlib figure (nandlab.figures._figure)
+            return figures.save(data, out / self.name)
+        if self.kind == "stacked":
+            opts = dict(self.options)
+            return figures.stacked_bars(data, opts.pop("categories"), out / self.name, **opts)
+        return figures.sweep_lines(data, out / self.name, **self.options)
+
+
+#: A value of a figure or a table: a row key pattern (``"{s}_mean_us"``, formatted with the
+#: scheme ``s`` or the parameter ``x``; a dotted key looks into nested dicts) or a function
+#: ``(analysis, trace, **kw) -> value``.
+Getter = str | Callable[..., Any]
+
+
+def get(an: Analysis, trace: str, key: Getter, **kw: Any) -> Any:
+    """The value ``key`` (a :data:`Getter`) of ``trace``."""
+    if callable(key):
+        return key(an, trace, **kw)
+    return value_of(an.row(trace), key.format(**kw))
+
+
+def _traces(an: Analysis, traces: Callable[[Analysis], Sequence[str]] | None) -> Sequence[str]:
+    return traces(an) if traces is not None else [r["trace"] for r in an.trace_rows]
+
+
+def bars(
+    name: str,
+    panels: Mapping[str, Getter],
+    schemes: Sequence[str],
+    *,
+    traces: Callable[[Analysis], Sequence[str]] | None = None,
+    keep: Callable[[Mapping[str, Any]], bool] | None = None,
+    **options: Any,
+) -> Fig:
+    """Grouped bars (:func:`~nandlab.figures.grouped_bars`): per panel title, a group per trace
+    (``traces``, default every trace row; ``keep`` filters a trace by its values) and a bar per
+    scheme, the value ``panels[title]`` with ``s`` = the scheme."""
+
+    def data(an: Analysis) -> dict[str, Any]:
+        out = {}
+        for title, key in panels.items():
+            d = {t: {s: get(an, t, key, s=s) for s in schemes} for t in _traces(an, traces)}
+            out[title] = {t: v for t, v in d.items() if keep is None or keep(v)}
+        return out if any(out.values()) else {}
+
+    return Fig(name, "bars", data, {"schemes": list(schemes), **options})
+
+
+def lines(
+    name: str,
+    panels: Mapping[str, Getter],
+    xs: Sequence[float],
+    *,
+    traces: Callable[[Analysis], Sequence[str]] | None = None,
+    series: Sequence[str] | None = None,
+    **options: Any,
+) -> Fig:
+    """Lines against a parameter (:func:`~nandlab.figures.sweep_lines`): per panel a line per
+    trace of ``(x, value)`` with ``x`` from ``xs``; with ``series`` a panel per trace and a line
+    per series (the value's ``s``) instead."""
+
+    def data(an: Analysis) -> dict[str, Any]:
+        ts = _traces(an, traces)
+        if series is not None:
+            (key,) = panels.values()
+            return {t: {s: [(float(x), get(an, t, key, s=s, x=x)) for x in xs] for s in series}
+                    for t in ts}  # fmt: skip
+        out = {p: {t: [(float(x), get(an, t, k, x=x)) for x in xs] for t in ts}
+               for p, k in panels.items()}  # fmt: skip
+        return out if any(ts) else {}
+
+    return Fig(name, "lines", data, dict(options))
+
+
+def stacked(
+    name: str,
+    key: Getter,
+    categories: Sequence[str],
+    *,
+    groups: Callable[[Analysis], Sequence[tuple[str, str, dict[str, Any]]]] | None = None,
+    **options: Any,
+) -> Fig:
+    """Stacked shares (:func:`~nandlab.figures.stacked_bars`): a bar per trace (or per
+    ``(label, trace, kw)`` of ``groups``) of the ``categories`` (the value's ``k``)."""
+
+    def data(an: Analysis) -> dict[str, Any]:
+        gs = groups(an) if groups is not None else [(t, t, {}) for t in _traces(an, None)]
+        return {lab: {k: get(an, t, key, k=k, **kw) for k in categories} for lab, t, kw in gs}
+
+    return Fig(name, "stacked", data, {"categories": list(categories), **options})
+
+
+def run_value(name: str, metric: str) -> Callable[..., Any]:
+    """A :data:`Getter` of a run's metric: ``name`` (formatted with the scheme ``s``, ``x``)
+    names the run in the trace's row."""
+    return lambda an, t, **kw: an.res.get(t, name.format(**kw)).get(metric.format(**kw))
+
+
+# --------------------------------------------------------------------------- the description
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    """One paper's reproduction (see the module doc and ``docs/reproducing.md``)."""
+
+    #: command name and the JSON's ``paper``
+    paper: str
+    #: the paper, in one line (authors, title, venue)
+    title: str
+    #: the command's help (its first line is the summary)
+    help: str
+    #: the preset every run starts from
+    config: str
+    traces: Traces
+    #: ``(trace instances, quick) -> [(instance, variant)]`` in the order the runs are listed
+    plan: Callable[[list[TraceChoice], bool], Iterable[tuple[TraceChoice, Variant]]]
+    #: the report of one run -> the paper's numbers
+    metrics: Callable[[Mapping[str, Any]], dict[str, Any]]
+    #: results -> rows (one per trace, then any summary rows); each row has ``"trace"``
+    rows: Callable[[Results], list[Row]]
+    #: the variants whose load sets a trace's level (the most loaded of them)
+    probe: tuple[str, ...] = ("baseline",)
+    headline: Sequence[Headline] = ()
+    tables: Sequence[Table] = ()
+    figures: Sequence[Fig] = ()
+    #: the --quick sanity checks: analysis -> [{"name", "passed", "detail"}]; a failure is an
+    #: exit status of 1 (``docs/reproductions.md``, "Exit status")
+    check: Callable[[Analysis], Sequence[Mapping[str, Any]]] | None = None
+    #: the title of the load table (whose load sets the level)
+    load_title: str = "Load level: the baseline per trace"
+    caption: Callable[[Selection], str] | None = None
+    #: entries of the result JSON of the paper's own: analysis -> {key: value}
+    json_extra: Callable[[Analysis], Mapping[str, Any]] | None = None
+    #: ``--max-requests`` help (None: no such option)
+    max_requests_help: str | None = None
+    #: traces the reproduction makes (generated stand-ins), before the runs: options ->
+    #: (trace choices, a record of how they were made, in :attr:`Results.extra`)
+    prepare: Callable[[CommonOptions], tuple[list[TraceChoice], dict[str, Any]]] | None = None
+
+
+def checks_of(items: Iterable[Mapping[str, Any]], kind: str = "sanity") -> list[dict[str, Any]]:
+    """Checks in the result JSON's form: ``{"name", "passed", "detail", "kind", ...}``;
+    ``kind`` is ``"sanity"`` (a failure exits 1) or ``"paper"`` (a comparison with the paper,
+    reported: a difference is a result, not a failure)."""
+    return [{"kind": kind, **c} for c in items]
+
+
+def plan_runs(r: Reproduction, instances: list[TraceChoice], quick: bool) -> list[Planned]:
+    """Every planned run of ``r`` over the trace instances."""
+    return [
+        Planned(t.name + v.suffix, v, run_spec(r.config, t, v)) for t, v in r.plan(instances, quick)
+    ]
+
+
+def probe_specs(r: Reproduction, t: TraceChoice) -> list[RunSpec]:
+    """The runs of ``t`` that set its load level (the probe variants at K = 1)."""
+    return [
+        p.spec
+        for p in plan_runs(r, [t], False)
+        if p.variant.name in r.probe and not p.variant.suffix
+    ]
+
+
+def analyse(res: Results) -> Analysis:
+    """Rows, loads, headline and (with --quick) the checks of a reproduction's results."""
+    r = res.repro
+    an = Analysis(res, r.rows(res))
+    an.loads = {t: res.load(t) for t in res.traces if any(res.has(t, n) for n in r.probe)}
+    an.headline = headline_rows(r.headline, an.trace_rows, res.overloaded_run, res.groups)
+    if res.quick and r.check is not None:
+        an.checks = checks_of(r.check(an))
+    return an
+
+
+def analyse_reports(
+    r: Reproduction,
+    instances: Sequence[TraceChoice],
+    report: Callable[[Planned], dict[str, Any] | None],
+    *,
+    quick: bool = False,
+) -> Analysis:
+    """The analysis of ``r`` over trace ``instances`` with each planned run's report given by
+    ``report`` instead of a run (tests; what a reproduction makes of given reports)."""
+    planned = plan_runs(r, list(instances), quick)
+    reports: dict[str, tuple[dict[str, Any] | None, str | None]] = {}
+    for i, p in enumerate(planned):
+        p.key = f"run{i}"
+        rep = report(p)
+        reports[p.key] = (rep, None if rep is not None else "no report")
+    opts = CommonOptions(r.paper, [], quick, Path(), None, 1, None, False)
+    rows = list(dict.fromkeys(p.trace for p in planned))
+    sel = Selection(list(instances), [], [])
+    plan = LoadPlan(requested=[AUTO])
+    return analyse(Results(r, opts, sel, list(instances), plan, planned, reports, {AUTO: rows}))
+
+
+def execute(
+    r: Reproduction, opts: CommonOptions, *, max_requests: int | None = None
+) -> tuple[Analysis, pl.DataFrame, GridStats]:
+    """Select, pick load levels, run and analyse (no output): the reproduction's results."""
+    sel = r.traces.select(opts.traces, quick=opts.quick, max_requests=max_requests)
+    extra: dict[str, Any] = {}
+    if r.prepare is not None:
+        made, extra = r.prepare(opts)
+        sel.traces += made
+    if not sel.traces:
+        raise FileNotFoundError("no traces found in " + ", ".join(map(str, sel.searched)))
+    instances, plan = expand(sel.traces, opts, lambda t: probe_specs(r, t))
+    planned = plan_runs(r, instances, opts.quick)
+    names = ", ".join(t.name for t in instances)
+    df, st = run_planned(
+        planned, opts, label=f"{r.paper}: {plural(len(instances), 'trace')} ({names})"
+    )
+    level_groups = groups(plan, instances)
+    # rows of a trace on another device (a variant's suffix) go with the trace's level
+    for names_ in level_groups.values():
+        names_ += [
+            p.trace
+            for p in planned
+            if p.variant.suffix
+            and p.trace not in names_
+            and p.trace.removesuffix(p.variant.suffix) in names_
+        ]
+        names_[:] = list(dict.fromkeys(names_))
+    res = Results(r, opts, sel, instances, plan, planned, reports_by_key(df), level_groups)
+    res.extra = extra
+    return analyse(res), df, st
+
+
+def result_json(r: Reproduction, an: Analysis, st: GridStats) -> dict[str, Any]:
+    """The result JSON of a reproduction (every reproduction writes these entries; ``runs``,
+    the runs with their full reports, are added last by
+    :func:`~nandlab.reproduce.output.write_result`)."""
+    res = an.res
+    out: dict[str, Any] = {
+        "paper": r.paper,
+        "title": r.title,
+        "quick": res.quick,
+        "checks": an.checks,
+        "headline": an.headline,
+        "tables": [t for t in (x.render(an) for x in r.tables) if t],
+        "figures": [str(p) for p in an.figures],
+        "table": an.rows,
+        "traces": traces_json(res.instances),
+        "missing_traces": {"table": r.traces.table, "names": res.selection.missing},
+        "notes": res.selection.notes,
+    }
+    if r.caption is not None:
+        out["caption"] = r.caption(res.selection)
+    out["grid"] = grid_json(st)
+    out["load"] = res.plan.to_json()
+    out["loads"] = an.loads
+    if r.json_extra is not None:
+        out.update(r.json_extra(an))
+    return out
+
+
+def run(r: Reproduction, opts: CommonOptions, *, max_requests: int | None = None) -> Analysis:
+    """The whole reproduction: runs, figures, JSON, tables; exits 1 when a run failed or a
+    sanity check did not pass (``docs/reproductions.md``, "Exit status")."""
+    t0 = time.perf_counter()
+    an, df, st = execute(r, opts, max_requests=max_requests)
+    for f in r.figures:
+        an.figures += f.draw(an, opts.out)
+    doc = result_json(r, an, st)
+    write_result(opts.json_out, doc, df)
+    if not opts.quiet:
+        print_all(r, an, doc)
+        out_console.print(runs_line(st, t0, len(an.figures), opts.out))
+    exit_on_failures(an.res.errors, an.checks, opts.out)
+    return an
+
+
+def print_all(r: Reproduction, an: Analysis, doc: Mapping[str, Any]) -> None:
+    """The load table, the paper's tables, the headline, the missing traces and the notes."""
+    res = an.res
+    print_load_table(res.instances, an.loads, r.load_title)
+    for t in doc["tables"]:
+        print_table(t)
+    print_rows(an.headline, f"Headline: {r.title}, the paper vs ours")
+    if res.selection.missing and r.traces.missing_note is None:
+        out_console.print(
+            f"[yellow]{r.traces.table} traces not found[/] (pass --traces DIR): "
+            + ", ".join(res.selection.missing)
+        )
+    for note in res.selection.notes:
+        out_console.print(f"[dim]note: {note}[/]")
+
+
+def command(r: Reproduction) -> click.Command:
+    """The ``nandlab reproduce <paper>`` command of ``r``: the options every reproduction
+    takes (:func:`~nandlab.reproduce.common.common_options`) and ``--max-requests``."""
+
+    def cmd(opts: CommonOptions, max_requests: int | None = None) -> None:
+        run(r, opts, max_requests=max_requests)
+
+    f: Any = common_options(r.paper)(cmd)
+    if r.max_requests_help is not None:
+        f = click.option(
+            "--max-requests",
+            type=click.IntRange(min=0),
+            default=None,
+            help=r.max_requests_help,
+        )(f)
+    return click.command(r.paper, help=inspect.cleandoc(r.help))(f)
