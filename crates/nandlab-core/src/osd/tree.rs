@@ -2,9 +2,17 @@
 //!
 //! All objects' nodes live in one arena ([`Nodes`]); a node id is an index into it and freed
 //! nodes are reused (their vectors keep their capacity, so a steady state allocates nothing).
-//! Leaf entries map a data-page index of the object to ⟨PA, valid length⟩ (spec §1: data pages
-//! are aligned to the object offset, so an entry's offset is its page index times the page
-//! size); internal entries map the smallest key below a child to the child's node id.
+//! Leaf entries are extents: the first data-page index of the object → ⟨PA of its first page,
+//! length in bytes⟩ (spec §1: data pages are aligned to the object offset, so an entry's
+//! offset is its page index times the page size; every page of an extent but the last is
+//! whole). Where page `j` of an extent lies is the device's numbering ([`Geo`]: across the
+//! dies of a stripe, issue 30). Internal entries map the smallest key below a child to the
+//! child's node id. Pages are set and unmapped one at a time ([`Nodes::set_page`],
+//! [`Nodes::remove_page`], [`ext_set`]): the extent covering the page is cut around it, and
+//! a page that continues its neighbour's extent (next page index at the next address) joins
+//! it. An extent never reaches past the key range its leaf routes (joins happen within a
+//! leaf; a split cuts between entries), so the leaf that routes a page holds the extent
+//! covering it.
 //!
 //! The tree does not write pages: it keeps a *dirty count* per node (entries changed since
 //! the node was last written) and the list of dirty nodes of each object, and the device
@@ -89,11 +97,17 @@ pub fn leaf_parts(v: u64) -> (u32, u32) {
     (v as u32, (v >> 32) as u32)
 }
 
-/// Where the pages of a multi-page extent are: the PA of page `j` of an extent whose first
-/// page is at `pa` (`None`: no such page). The device numbers data pages across the dies of
-/// a stripe ([`crate::osd::device::Stripes`]).
+/// How the device numbers the pages of a multi-page extent. A leaf entry stores the
+/// *address* of its first page (the device's numbering: a stripe address across dies, or a
+/// PPN, [`crate::osd::device::Stripes`]); the values this module takes and returns per page
+/// are PPNs.
 pub trait Geo {
-    fn nth(&self, pa: u32, j: u64) -> Option<u32>;
+    /// The address a leaf entry stores for the page at `ppn`.
+    fn addr(&self, ppn: u32) -> u32;
+    /// The address `j` pages after address `a` (`None`: past the end of its numbering).
+    fn next(&self, a: u32, j: u64) -> Option<u32>;
+    /// The PPN at address `a` (`None`: no page there any more).
+    fn ppn(&self, a: u32) -> Option<u32>;
 }
 
 /// Pages of an extent of `len` bytes (a leaf value's length; at least one page).
@@ -113,7 +127,16 @@ pub fn ext_page_len(len: u32, j: u64, n: u64, page: u64) -> u32 {
     }
 }
 
-/// Page `k` in the sorted extent list `keys`/`vals`: its leaf value (PA, valid bytes).
+/// The per-page leaf value (PPN, valid bytes) of page `j` of the extent value `v`.
+#[inline]
+pub fn ext_page<G: Geo>(v: u64, j: u64, page: u64, geo: &G) -> u64 {
+    let (a, len) = leaf_parts(v);
+    let n = ext_pages(len, page);
+    let p = geo.next(a, j).and_then(|x| geo.ppn(x)).unwrap_or(NONE);
+    leaf_val(p, ext_page_len(len, j, n, page))
+}
+
+/// Page `k` in the sorted extent list `keys`/`vals`: its leaf value (PPN, valid bytes).
 #[inline]
 pub fn ext_get<G: Geo>(keys: &[u64], vals: &[u64], k: u64, page: u64, geo: &G) -> Option<u64> {
     let i = match keys.binary_search(&k) {
@@ -121,23 +144,19 @@ pub fn ext_get<G: Geo>(keys: &[u64], vals: &[u64], k: u64, page: u64, geo: &G) -
         Err(0) => return None,
         Err(i) => i - 1,
     };
-    let (pa, len) = leaf_parts(vals[i]);
-    let n = ext_pages(len, page);
     let j = k - keys[i];
-    if j >= n {
+    if j >= ext_pages(leaf_parts(vals[i]).1, page) {
         return None;
     }
-    Some(leaf_val(
-        geo.nth(pa, j).unwrap_or(NONE),
-        ext_page_len(len, j, n, page),
-    ))
+    Some(ext_page(vals[i], j, page, geo))
 }
 
-/// Map page `k` to `new` (a one-page leaf value) in the sorted extent list `keys`/`vals`:
-/// the extent covering `k` is cut around it (up to three entries), and the new page joins
-/// the extent ending just before it, or the one starting just after it, when its PA is
-/// where that extent continues (`geo`) and the pages between are whole. Returns the old
-/// value of page `k` and the entries written (the diff cache's count).
+/// Map page `k` to `new` (a one-page leaf value: PPN, valid bytes) in the sorted extent list
+/// `keys`/`vals`: the extent covering `k` is cut around it (up to three entries), and the new
+/// page joins the extent ending just before it, or the one starting just after it, when its
+/// address is where that extent continues (`geo`) and the pages between are whole. Returns
+/// the old value of page `k` (PPN, valid bytes) and the entries written (the diff cache's
+/// count).
 pub fn ext_set<G: Geo>(
     keys: &mut Vec<u64>,
     vals: &mut Vec<u64>,
@@ -146,7 +165,9 @@ pub fn ext_set<G: Geo>(
     page: u64,
     geo: &G,
 ) -> (Option<u64>, u32) {
-    let (npa, nlen) = leaf_parts(new);
+    let (nppn, nlen) = leaf_parts(new);
+    let na = geo.addr(nppn);
+    let new = leaf_val(na, nlen);
     let mut changed = 0u32;
     let mut old = None;
     let at = match keys.binary_search(&k) {
@@ -156,21 +177,18 @@ pub fn ext_set<G: Geo>(
     };
     let covering = at.filter(|&i| k < keys[i] + ext_pages(leaf_parts(vals[i]).1, page));
     let pos = if let Some(i) = covering {
-        let (spa, slen) = leaf_parts(vals[i]);
+        let (sa, slen) = leaf_parts(vals[i]);
         let n = ext_pages(slen, page);
         let j = k - keys[i];
-        old = Some(leaf_val(
-            geo.nth(spa, j).unwrap_or(NONE),
-            ext_page_len(slen, j, n, page),
-        ));
+        old = Some(ext_page(vals[i], j, page, geo));
         let right = (j + 1 < n).then(|| {
             leaf_val(
-                geo.nth(spa, j + 1).unwrap_or(NONE),
+                geo.next(sa, j + 1).unwrap_or(NONE),
                 (slen as u64 - (j + 1) * page) as u32,
             )
         });
         let pos = if j > 0 {
-            vals[i] = leaf_val(spa, (j * page) as u32);
+            vals[i] = leaf_val(sa, (j * page) as u32);
             keys.insert(i + 1, k);
             vals.insert(i + 1, new);
             changed += 2;
@@ -195,9 +213,9 @@ pub fn ext_set<G: Geo>(
     };
     // Join the extent starting right after it.
     if nlen as u64 == page && pos + 1 < keys.len() && keys[pos + 1] == k + 1 {
-        let (rpa, rlen) = leaf_parts(vals[pos + 1]);
-        if geo.nth(npa, 1) == Some(rpa) && rlen as u64 + page <= u32::MAX as u64 {
-            vals[pos] = leaf_val(npa, (page + rlen as u64) as u32);
+        let (ra, rlen) = leaf_parts(vals[pos + 1]);
+        if geo.next(na, 1) == Some(ra) && rlen as u64 + page <= u32::MAX as u64 {
+            vals[pos] = leaf_val(na, (page + rlen as u64) as u32);
             keys.remove(pos + 1);
             vals.remove(pos + 1);
             changed += 1;
@@ -205,12 +223,12 @@ pub fn ext_set<G: Geo>(
     }
     // Join the extent ending right before it.
     if pos > 0 {
-        let (lpa, llen) = leaf_parts(vals[pos - 1]);
+        let (la, llen) = leaf_parts(vals[pos - 1]);
         let ln = ext_pages(llen, page);
         if llen > 0 && llen as u64 % page == 0 && keys[pos - 1] + ln == k {
-            let (cpa, clen) = leaf_parts(vals[pos]);
-            if geo.nth(lpa, ln) == Some(cpa) && llen as u64 + clen as u64 <= u32::MAX as u64 {
-                vals[pos - 1] = leaf_val(lpa, llen + clen);
+            let (ca, clen) = leaf_parts(vals[pos]);
+            if geo.next(la, ln) == Some(ca) && llen as u64 + clen as u64 <= u32::MAX as u64 {
+                vals[pos - 1] = leaf_val(la, llen + clen);
                 keys.remove(pos);
                 vals.remove(pos);
                 changed += 1;
@@ -221,7 +239,7 @@ pub fn ext_set<G: Geo>(
 }
 
 /// Unmap page `k` in the sorted extent list: the extent covering it is cut (up to two
-/// entries). Returns the old value of page `k` and the entries written.
+/// entries). Returns the old value of page `k` (PPN, valid bytes) and the entries written.
 pub fn ext_remove<G: Geo>(
     keys: &mut Vec<u64>,
     vals: &mut Vec<u64>,
@@ -234,19 +252,16 @@ pub fn ext_remove<G: Geo>(
         Err(0) => return None,
         Err(i) => i - 1,
     };
-    let (spa, slen) = leaf_parts(vals[i]);
+    let (sa, slen) = leaf_parts(vals[i]);
     let n = ext_pages(slen, page);
     let j = k - keys[i];
     if j >= n {
         return None;
     }
-    let old = leaf_val(
-        geo.nth(spa, j).unwrap_or(NONE),
-        ext_page_len(slen, j, n, page),
-    );
+    let old = ext_page(vals[i], j, page, geo);
     let right = (j + 1 < n).then(|| {
         leaf_val(
-            geo.nth(spa, j + 1).unwrap_or(NONE),
+            geo.next(sa, j + 1).unwrap_or(NONE),
             (slen as u64 - (j + 1) * page) as u32,
         )
     });
@@ -262,7 +277,7 @@ pub fn ext_remove<G: Geo>(
             1
         }
         (true, r) => {
-            vals[i] = leaf_val(spa, (j * page) as u32);
+            vals[i] = leaf_val(sa, (j * page) as u32);
             if let Some(r) = r {
                 keys.insert(i + 1, k + 1);
                 vals.insert(i + 1, r);
@@ -492,7 +507,12 @@ impl Nodes {
             self.fix_min_key(id);
         }
         self.touch(id, changed);
-        self.merge_up(root, id, ch);
+        // Unmapping a page inside an extent cuts it in two: a full leaf can overflow.
+        if self.nodes[id as usize].keys.len() > self.leaf_cap {
+            self.split_up(root, id, ch);
+        } else {
+            self.merge_up(root, id, ch);
+        }
         Some(old)
     }
 
@@ -793,8 +813,14 @@ mod tests {
     /// Pages numbered within one address space: page `j` of an extent at `pa` is `pa + j`.
     struct Flat;
     impl Geo for Flat {
-        fn nth(&self, pa: u32, j: u64) -> Option<u32> {
-            Some(pa + j as u32)
+        fn addr(&self, ppn: u32) -> u32 {
+            ppn
+        }
+        fn next(&self, a: u32, j: u64) -> Option<u32> {
+            Some(a + j as u32)
+        }
+        fn ppn(&self, a: u32) -> Option<u32> {
+            Some(a)
         }
     }
 
@@ -832,12 +858,15 @@ mod tests {
         t.entries(root, &mut e);
         assert_eq!(e, vec![(0, leaf_val(1000, 5000))]);
         // A reference page map under random updates, removals and short pages.
-        let mut want: std::collections::BTreeMap<u64, u64> =
-            (0..50).map(|k| (k, leaf_val(1000 + k as u32, 100))).collect();
+        let mut want: std::collections::BTreeMap<u64, u64> = (0..50)
+            .map(|k| (k, leaf_val(1000 + k as u32, 100)))
+            .collect();
         let mut x = 12345u64;
         let mut next_pa = 5000u32;
         for step in 0..4000 {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             let k = (x >> 33) % 300;
             if step % 7 == 3 {
                 let got = t.remove_page(&mut root, k, &Flat, &mut ch);
@@ -855,17 +884,29 @@ mod tests {
             }
             if step % 500 == 0 {
                 check(&t, root);
-                assert_eq!(pages_of(&t, root), want.iter().map(|(&k, &v)| (k, v)).collect::<Vec<_>>());
+                assert_eq!(
+                    pages_of(&t, root),
+                    want.iter().map(|(&k, &v)| (k, v)).collect::<Vec<_>>()
+                );
                 for k in 0..300 {
                     assert_eq!(t.get_page(root, k, &Flat), want.get(&k).copied());
                 }
             }
         }
         check(&t, root);
-        assert_eq!(pages_of(&t, root), want.iter().map(|(&k, &v)| (k, v)).collect::<Vec<_>>());
+        assert_eq!(
+            pages_of(&t, root),
+            want.iter().map(|(&k, &v)| (k, v)).collect::<Vec<_>>()
+        );
         // Sequential rewrites merge again.
         for k in 0..300u64 {
-            t.set_page(&mut root, k, leaf_val(90_000 + k as u32, 100), &Flat, &mut ch);
+            t.set_page(
+                &mut root,
+                k,
+                leaf_val(90_000 + k as u32, 100),
+                &Flat,
+                &mut ch,
+            );
         }
         t.entries(root, &mut e);
         // Extents join within a leaf (never across a separator).

@@ -29,7 +29,7 @@ use serde::Serialize;
 
 use super::command::{ObjectId, OsdOp};
 use super::config::{Design, OsdConfig};
-use super::tree::{ext_page_len, ext_pages, leaf_parts, leaf_val, Change, Geo, Nodes};
+use super::tree::{ext_page, ext_page_len, ext_pages, leaf_parts, leaf_val, Change, Geo, Nodes};
 use crate::config::Config;
 use crate::exec::NONE;
 
@@ -125,12 +125,20 @@ use chunks::{
 };
 pub use recovery::BackupStats;
 pub use scan::{recover, RecObject, Recovered, Variant};
-pub use stripes::Stripes;
+pub use stripes::{Stripes, STRIPED};
 
 impl Geo for Stripes {
     #[inline]
-    fn nth(&self, pa: u32, j: u64) -> Option<u32> {
-        Stripes::nth(self, pa, j)
+    fn addr(&self, ppn: u32) -> u32 {
+        Stripes::addr(self, ppn)
+    }
+    #[inline]
+    fn next(&self, a: u32, j: u64) -> Option<u32> {
+        Stripes::next(self, a, j)
+    }
+    #[inline]
+    fn ppn(&self, a: u32) -> Option<u32> {
+        Stripes::ppn(self, a)
     }
 }
 

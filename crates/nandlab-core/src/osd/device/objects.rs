@@ -37,6 +37,30 @@ impl Device {
             .collect()
     }
 
+    /// The leaf entries of `oid` as the index holds them (inline extents or the B+ tree's
+    /// leaves), in key order: (first page index, PPN of the first page, bytes); a multi-page
+    /// extent's pages are numbered across the dies of a stripe ([`Stripes`]). Tests and
+    /// diagnostics.
+    pub fn extents(&self, oid: ObjectId) -> Vec<(u64, u32, u32)> {
+        let Some(&s) = self.index.get(&oid) else {
+            return Vec::new();
+        };
+        let ob = &self.objs[s as usize];
+        let mut e = Vec::new();
+        if ob.root == NONE {
+            e.extend_from_slice(&ob.inline[..ob.n_inline as usize]);
+            e.sort_unstable_by_key(|x| x.0);
+        } else {
+            self.nodes.entries(ob.root, &mut e);
+        }
+        e.into_iter()
+            .map(|(k, v)| {
+                let (a, l) = leaf_parts(v);
+                (k, self.stripes.ppn(a).unwrap_or(NONE), l)
+            })
+            .collect()
+    }
+
     /// Set or clear an object's `uncommitted` flag, keeping [`Device::uncommitted_objs`] and
     /// [`Device::uncommitted_q`] up to date.
     pub(super) fn set_uncommitted(&mut self, s: u32, u: bool) {
@@ -86,15 +110,7 @@ impl Device {
             ob.inline[..n]
                 .iter()
                 .find(|e| key >= e.0 && key < e.0 + ext_pages(leaf_parts(e.1).1, pb))
-                .and_then(|e| {
-                    let (pa, len) = leaf_parts(e.1);
-                    let j = key - e.0;
-                    let np = ext_pages(len, pb);
-                    Some(leaf_val(
-                        self.stripes.nth(pa, j)?,
-                        ext_page_len(len, j, np, pb),
-                    ))
-                })
+                .map(|e| ext_page(e.1, key - e.0, pb, &self.stripes))
         } else {
             self.nodes.get_page(ob.root, key, &self.stripes)
         }
@@ -215,25 +231,20 @@ impl Device {
             self.nodes.entries(ob.root, &mut ext);
         }
         let pb = self.page as u64;
-        if ext
-            .iter()
-            .all(|&(_, v)| (leaf_parts(v).1 as u64) <= pb)
-        {
+        // Stored addresses → PPNs, one entry per page (in place when every entry is one page
+        // stored by its PPN).
+        if ext.iter().all(|&(_, v)| {
+            let (a, len) = leaf_parts(v);
+            len as u64 <= pb && a & STRIPED == 0
+        }) {
             self.entries_scratch = ext;
             return;
         }
         let mut out = Vec::with_capacity(ext.len());
         for &(k, v) in &ext {
-            let (pa, len) = leaf_parts(v);
-            let n = ext_pages(len, pb);
+            let n = ext_pages(leaf_parts(v).1, pb);
             for j in 0..n {
-                out.push((
-                    k + j,
-                    leaf_val(
-                        self.stripes.nth(pa, j).unwrap_or(NONE),
-                        ext_page_len(len, j, n, pb),
-                    ),
-                ));
+                out.push((k + j, ext_page(v, j, pb, &self.stripes)));
             }
         }
         self.entries_scratch = out;

@@ -342,11 +342,9 @@ impl Device {
             } else {
                 let pb = d.page as u64;
                 for (k, v) in runs {
-                    let (pa, len) = leaf_parts(v);
-                    let n = ext_pages(len, pb);
-                    for j in 0..n {
-                        let p = d.stripes.nth(pa, j).unwrap_or(NONE);
-                        d.map_set(s, k + j, leaf_val(p, ext_page_len(len, j, n, pb)), false);
+                    for j in 0..ext_pages(leaf_parts(v).1, pb) {
+                        let pv = ext_page(v, j, pb, &d.stripes);
+                        d.map_set(s, k + j, pv, false);
                     }
                 }
             }
@@ -544,40 +542,59 @@ impl Device {
         }
     }
 
-    /// Mark page `ppn` valid as a page of type `ty` owned by `back`, if it is a readable page
-    /// of that type not valid yet (else the reference is broken: false).
     /// Mark the pages of extent ⟨`k`, `v`⟩ of `s` valid ([`Device::mark_valid`]) and append
     /// the runs of those that are (an extent cut where a page is gone) to `runs`; returns the
-    /// pages marked.
+    /// pages marked. A page counts only if its OOB names this object and this page index
+    /// ([`Device::data_oob_is`]): a reference of a last consistent state into a chunk erased
+    /// and reused since (or numbered in another stripe since) resolves to some other page,
+    /// which the OOB tells apart; the data written after the LCS is re-applied anyway.
     pub(super) fn valid_runs(&mut self, s: u32, k: u64, v: u64, runs: &mut Vec<(u64, u64)>) -> u64 {
         let pb = self.page as u64;
         let (pa, len) = leaf_parts(v);
         let n = ext_pages(len, pb);
+        let oid = self.objs[s as usize].oid;
         let mut marked = 0;
         let mut open = false;
         for j in 0..n {
             let plen = ext_page_len(len, j, n, pb);
-            let ok = match self.stripes.nth(pa, j) {
-                Some(p) => self.mark_valid(p, DATA, s).then_some(p),
-                None => None,
+            let a = self.stripes.next(pa, j);
+            let ok = match a.and_then(|a| self.stripes.ppn(a)) {
+                Some(p) if self.data_oob_is(p, oid, k + j) => self.mark_valid(p, DATA, s),
+                _ => false,
             };
-            let Some(p) = ok else {
+            let (true, Some(a)) = (ok, a) else {
                 open = false;
                 continue;
             };
             marked += 1;
-            if open {
-                let last = runs.last_mut().expect("an open run");
-                let (rpa, rlen) = leaf_parts(last.1);
-                last.1 = leaf_val(rpa, rlen + plen);
-            } else {
-                runs.push((k + j, leaf_val(p, plen)));
-                open = true;
+            match runs.last_mut() {
+                Some(last) if open => {
+                    let (ra, rlen) = leaf_parts(last.1);
+                    last.1 = leaf_val(ra, rlen + plen);
+                }
+                _ => {
+                    runs.push((k + j, leaf_val(a, plen)));
+                    open = true;
+                }
             }
         }
         marked
     }
 
+    /// Whether page `ppn` is a readable data page whose OOB names object `oid` and page
+    /// index `idx`.
+    pub(super) fn data_oob_is(&self, ppn: u32, oid: u64, idx: u64) -> bool {
+        let (c, off) = self.split(ppn);
+        self.pages.get(c).and_then(|p| p.as_ref()).is_some_and(|p| {
+            matches!(p.state[off], VALID | INVALID)
+                && p.ptype[off] as usize == DATA
+                && p.oid[off] == oid
+                && p.aux[off] as u64 == idx
+        })
+    }
+
+    /// Mark page `ppn` valid as a page of type `ty` owned by `back`, if it is a readable page
+    /// of that type not valid yet (else the reference is broken: false).
     pub(super) fn mark_valid(&mut self, ppn: u32, ty: usize, back: u32) -> bool {
         let (c, off) = self.split(ppn);
         let Some(p) = self.pages.get_mut(c).and_then(|p| p.as_mut()) else {
