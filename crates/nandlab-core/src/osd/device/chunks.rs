@@ -446,6 +446,9 @@ impl Device {
     /// Whether page `ppn` is valid.
     pub fn page_valid(&self, ppn: u32) -> bool {
         let (c, off) = self.split(ppn);
+        if c >= self.pages.len() {
+            return false;
+        }
         match (self.pages[c].as_deref(), self.sparse[c].as_deref()) {
             (Some(p), _) => p.state[off] == VALID,
             (None, Some(sp)) => sp.is_valid(off),

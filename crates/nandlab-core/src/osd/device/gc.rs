@@ -191,6 +191,13 @@ impl Device {
                     self.next_csn = 0;
                     self.invalidate(old);
                 }
+                DATA if back as usize >= self.objs.len() => {
+                    // A valid data page no object maps: garbage (only the `no_reachability`
+                    // negative control of the crash test leaves such pages valid).
+                    self.next_content = None;
+                    self.next_csn = 0;
+                    self.invalidate(old);
+                }
                 DATA => {
                     // The mapped length (a truncate may have cut the page since it was written).
                     let len = self

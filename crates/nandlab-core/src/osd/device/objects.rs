@@ -114,6 +114,8 @@ impl Device {
         } else {
             self.nodes.get_page(ob.root, key, &self.stripes)
         }
+        // (A page an extent no longer resolves to is never mapped in a consistent device.)
+        .filter(|&v| leaf_parts(v).0 != NONE)
     }
 
     /// The inline extents of `s` in the scratch lists, sorted.

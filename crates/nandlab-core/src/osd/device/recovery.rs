@@ -530,6 +530,11 @@ impl Device {
                 for (off, s0) in st.into_iter().enumerate() {
                     if s0 == VALID && p.state[off] == INVALID && p.ptype[off] as usize != BACKUP {
                         p.state[off] = VALID;
+                        // No object owns a data page here (one recovery reached and then
+                        // superseded kept its owner: GC would map its stale copy back).
+                        if p.ptype[off] as usize == DATA {
+                            p.back[off] = NONE;
+                        }
                         self.chunks[c].valid += 1;
                     }
                 }
