@@ -225,7 +225,7 @@ pub fn ext_set<G: Geo>(
     if pos > 0 {
         let (la, llen) = leaf_parts(vals[pos - 1]);
         let ln = ext_pages(llen, page);
-        if llen > 0 && llen as u64 % page == 0 && keys[pos - 1] + ln == k {
+        if llen > 0 && (llen as u64).is_multiple_of(page) && keys[pos - 1] + ln == k {
             let (ca, clen) = leaf_parts(vals[pos]);
             if geo.next(la, ln) == Some(ca) && llen as u64 + clen as u64 <= u32::MAX as u64 {
                 vals[pos - 1] = leaf_val(la, llen + clen);
@@ -476,11 +476,11 @@ impl Nodes {
             self.fix_min_key(id);
         }
         self.touch(id, changed);
-        // Joined extents can leave a leaf under half full.
+        // A cut adds up to two entries: split. Joined extents can leave a leaf under half
+        // full; it stays so until a removal merges it (as an insertion never merged before
+        // extents: a page set, e.g. a GC move, frees no node).
         if self.nodes[id as usize].keys.len() > self.leaf_cap {
             self.split_up(root, id, ch);
-        } else {
-            self.merge_up(root, id, ch);
         }
         old
     }
@@ -873,10 +873,10 @@ mod tests {
                 assert_eq!(got, want.remove(&k), "remove {k}");
             } else {
                 // Runs of sequential PAs, sometimes broken.
-                if (x >> 20) % 5 == 0 {
+                if (x >> 20).is_multiple_of(5) {
                     next_pa += 7;
                 }
-                let len = if (x >> 40) % 9 == 0 { 37 } else { 100 };
+                let len = if (x >> 40).is_multiple_of(9) { 37 } else { 100 };
                 let v = leaf_val(next_pa, len);
                 next_pa += 1;
                 let got = t.set_page(&mut root, k, v, &Flat, &mut ch);
