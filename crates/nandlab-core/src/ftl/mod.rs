@@ -217,6 +217,8 @@ pub struct Ftl {
     /// Pages of one plane in a super-page: a word line's pages with one-shot programming, else
     /// 1 ([`Ftl::set_superpage_unit`]).
     sp_unit: u32,
+    /// Mapping units per flash page ([`Ftl::set_map_units`]; 1: the FTL maps pages).
+    units_div: DivU32,
     /// Superpage mode, per superblock (indexed by its representative block, the block on the
     /// die's first plane): pages allocated, and valid pages.
     sb_wp: Vec<u32>,
@@ -413,6 +415,7 @@ impl Ftl {
             group,
             group_div: DivU32::new(group),
             sp_unit: 1,
+            units_div: DivU32::new(1),
             sb_wp: if group > 1 {
                 zeroed(blocks, "the superblock cursors")?
             } else {
@@ -427,9 +430,16 @@ impl Ftl {
         })
     }
 
+    /// Mapping units per flash page (`ftl.mapping_unit_bytes`): static striping places
+    /// page-sized groups of `units` consecutive LPNs on one die, so a page-aligned host write
+    /// lands in one die as with page mapping. Called before anything is allocated.
+    pub fn set_map_units(&mut self, units: u32) {
+        self.units_div = DivU32::new(units.max(1));
+    }
+
     /// Superpage mode: the pages of one plane in a super-page, `bits` per cell with one-shot
-    /// programming (a word line's pages are programmed at once), else 1. Called before
-    /// anything is allocated.
+    /// programming (a word line's pages are programmed at once), else 1; × the mapping units
+    /// per page. Called before anything is allocated.
     pub fn set_superpage_unit(&mut self, unit: u32) {
         debug_assert_eq!(self.mapped_pages(), 0);
         debug_assert!(unit >= 1 && self.geo.pages_per_block.is_multiple_of(unit));
@@ -856,7 +866,7 @@ impl Ftl {
         match self.allocation {
             // Superpages: the die of the CWDP plane; the plane within it is the superblock's.
             Allocation::Static | Allocation::Superpage => {
-                self.cwdp[self.planes_div.modulo(lpn) as usize]
+                self.cwdp[self.planes_div.modulo(self.units_div.quot(lpn)) as usize]
             }
             Allocation::Dynamic => {
                 // Round-robin, skipping planes that are short of free blocks (unless all are),
