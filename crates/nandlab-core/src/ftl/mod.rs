@@ -217,6 +217,11 @@ pub struct Ftl {
     /// Pages of one plane in a super-page: a word line's pages with one-shot programming, else
     /// 1 ([`Ftl::set_superpage_unit`]).
     sp_unit: u32,
+    /// Dividers by `sp_unit` and by the super-page's pages (`group × sp_unit`): the superblock
+    /// cursor's arithmetic without a hardware division per allocated page (with mapping units
+    /// neither is a power of two: 12 and 48 on the default drive).
+    sp_unit_div: DivU32,
+    sp_div: DivU32,
     /// Mapping units per flash page ([`Ftl::set_map_units`]; 1: the FTL maps pages).
     units_div: DivU32,
     /// Superpage mode, per superblock (indexed by its representative block, the block on the
@@ -415,6 +420,8 @@ impl Ftl {
             group,
             group_div: DivU32::new(group),
             sp_unit: 1,
+            sp_unit_div: DivU32::new(1),
+            sp_div: DivU32::new(group),
             units_div: DivU32::new(1),
             sb_wp: if group > 1 {
                 zeroed(blocks, "the superblock cursors")?
@@ -444,6 +451,8 @@ impl Ftl {
         debug_assert_eq!(self.mapped_pages(), 0);
         debug_assert!(unit >= 1 && self.geo.pages_per_block.is_multiple_of(unit));
         self.sp_unit = unit;
+        self.sp_unit_div = DivU32::new(unit);
+        self.sp_div = DivU32::new(self.group * unit);
     }
 
     /// Planes allocated together (a die's with superpages, else 1).
@@ -474,7 +483,7 @@ impl Ftl {
                     0
                 }
             }
-            rep => sp - self.sb_wp[rep as usize] % sp,
+            rep => sp - self.sp_div.modulo(self.sb_wp[rep as usize]),
         }
     }
 
@@ -1051,14 +1060,16 @@ impl Ftl {
             changed = true;
         }
         let c = self.sb_wp[rep as usize];
-        let (u, sp) = (self.sp_unit, self.superpage_pages());
-        let r = c % sp;
-        let page = c / sp * u + r % u;
-        let b = rep + r / u * self.geo.blocks_per_plane;
+        let u = self.sp_unit;
+        let (sp_idx, r) = (self.sp_div.quot(c), self.sp_div.modulo(c));
+        let (plane_k, in_plane) = (self.sp_unit_div.quot(r), self.sp_unit_div.modulo(r));
+        let page = sp_idx * u + in_plane;
+        let b = rep + plane_k * self.geo.blocks_per_plane;
         let ppn = b * self.geo.pages_per_block + page;
         self.blk_wp[b as usize] += 1;
         self.sb_wp[rep as usize] = c + 1;
-        if c + 1 == sp * (self.geo.pages_per_block / u) {
+        // The superblock is full after every plane's pages: sp × (pages per block ÷ u).
+        if c + 1 == self.group * self.geo.pages_per_block {
             self.open[slot] = NONE;
             let bpp = self.geo.blocks_per_plane;
             for k in 0..self.group {
