@@ -173,8 +173,15 @@ class _Group(click.Group):
     into one line and status 130, and lists its commands with their whole first paragraph."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        import warnings
+
+        from nandlab.experiment import FailedRunsWarning
+
         try:
-            return super().invoke(ctx)
+            with warnings.catch_warnings():
+                # the commands report failed runs themselves, in their own words
+                warnings.simplefilter("ignore", FailedRunsWarning)
+                return super().invoke(ctx)
         except (TraceError, ConfigError, SimError, OSError) as e:
             click.secho(f"error: {_error_message(e)}", fg="red", err=True)
             raise click.exceptions.Exit(EXIT_USER_ERROR) from None
