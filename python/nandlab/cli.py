@@ -813,7 +813,7 @@ def _parse_sizes_kib(ctx: click.Context, param: click.Parameter, value: str) -> 
     default="4,8,16,32,64",
     show_default=True,
     callback=_parse_sizes_kib,
-    help="Request sizes, chosen uniformly.",
+    help="Request sizes in KiB, comma separated; each request picks one uniformly.",
 )
 @click.option(
     "--iops",

@@ -11,7 +11,8 @@ One place computes it for every run (``nandlab.simulate`` adds it to each report
 * ``overloaded``: die utilisation or offered load above :data:`OVERLOAD_UTILISATION` (80 %), or
   a wait share above :data:`OVERLOAD_WAIT_SHARE` (80 %): the latencies then measure the backlog,
   not the device or the scheme (docs/reproductions.md, "Load level"); ``overload_reason`` says
-  which;
+  which (None, with the reason "not judged", for a run of fewer than
+  :data:`MIN_JUDGED_REQUESTS` host requests);
 * ``suggested_time_scale``: for an overloaded run, the ``host.time_scale`` of the 1-2-5 series
   that brings the offered load to at most 15 % (what ``reproduce --time-scale auto`` picks).
 """
@@ -30,6 +31,9 @@ OVERLOAD_WAIT_SHARE = 0.80
 TARGET_BAND = (0.05, 0.15)
 #: The largest time scale ``auto`` picks (the core accepts up to 1e6).
 MAX_AUTO_SCALE = 1e5
+#: Below this many host requests a run is not judged (``overloaded`` is None): a handful of
+#: requests microseconds apart says nothing about the device's load.
+MIN_JUDGED_REQUESTS = 100
 
 
 def report_value(rep: Mapping[str, Any] | None, path: str) -> Any:
@@ -126,6 +130,16 @@ def load_block(report: Mapping[str, Any] | None) -> dict[str, Any]:
         reasons.append(f"offered die load {off:.0%}")
     if ws is not None and ws > OVERLOAD_WAIT_SHARE:
         reasons.append(f"queue wait {ws:.0%} of response")
+    n = finite(report_value(report, "host.requests"))
+    if n is not None and n < MIN_JUDGED_REQUESTS:
+        return {
+            "die_utilization": util,
+            "offered_die_load": off,
+            "wait_share": ws,
+            "overloaded": None,
+            "overload_reason": f"not judged: {n:.0f} host requests (< {MIN_JUDGED_REQUESTS})",
+            "suggested_time_scale": None,
+        }
     suggested = None
     if reasons:
         k0 = finite(report_value(report, "config.host.time_scale")) or 1.0

@@ -125,3 +125,8 @@ def test_saturation_warning() -> None:
         "sim": {"span_s": 10.0, "last_completion_s": 10.0, "last_arrival_s": 10.0},
     }
     assert load_block(calm)["overloaded"] is False and saturation_warning(calm) is None
+    # two requests a microsecond apart say nothing about the device's load: not judged
+    tiny = {**busy, "host": {**busy["host"], "requests": 2}}
+    del tiny["load"]
+    assert load_block(tiny)["overloaded"] is None and saturation_warning(tiny) is None
+    assert "not judged" in load_block(tiny)["overload_reason"]

@@ -52,6 +52,7 @@ from nandlab.load import (
 )
 from nandlab.reproduce.fmt import fmt_pct, out_console
 
+#: The figures of a run's load come from :mod:`nandlab.load` (re-exported here).
 __all__ = [
     "AUTO",
     "MAX_AUTO_SCALE",
@@ -59,13 +60,26 @@ __all__ = [
     "OVERLOAD_UTILISATION",
     "OVERLOAD_WAIT_SHARE",
     "TARGET_BAND",
+    "LoadPlan",
     "auto_scale",
     "finite",
+    "geo_mean",
+    "groups",
+    "headline_rows",
     "host_window_utilisation",
+    "load_block",
     "load_info",
+    "mean_of",
     "next_scale",
     "offered_load",
+    "parse_time_scales",
+    "print_headline",
+    "print_load_table",
+    "ratio",
     "report_value",
+    "scale_label",
+    "summarise_ratios",
+    "time_scale_callback",
     "wait_share",
 ]
 
