@@ -73,7 +73,7 @@ def test_plan_runs_quick(tmp_path: Path) -> None:
 
 def _report(mean: float, lifetime: float = 0.0) -> dict[str, Any]:
     return {
-        "host": {"requests": 10, "mean_us": mean, "read_mean_us": mean, "write_mean_us": mean},
+        "host": {"requests": 1000, "mean_us": mean, "read_mean_us": mean, "write_mean_us": mean},
         "regions": {
             "breakdown_us": {
                 "optimal_rw": 1.0,
