@@ -73,7 +73,7 @@ def test_plan_runs_quick(tmp_path: Path) -> None:
 
 def _report(mean: float, lifetime: float = 0.0) -> dict[str, Any]:
     return {
-        "host": {"requests": 1000, "mean_us": mean, "read_mean_us": mean, "write_mean_us": mean},
+        "host": {"requests": 10, "mean_us": mean, "read_mean_us": mean, "write_mean_us": mean},
         "regions": {
             "breakdown_us": {
                 "optimal_rw": 1.0,
@@ -140,6 +140,7 @@ def test_a_saturated_synchronous_run_is_left_out_on_its_own(tmp_path: Path) -> N
         busy = p.variant.name == "hotis sync" and p.trace == hot
         rep["flash"] = {"die_utilization": 0.95 if busy else 0.05}
         rep["sim"] = {"span_s": 10.0, "last_arrival_s": 10.0, "last_completion_s": 10.0}
+        rep["host"] = {**rep["host"], "requests": 1000}  # enough to be judged for overload
         if busy:
             rep["host"] = {**rep["host"], "mean_us": 873_000.0}
         return rep
