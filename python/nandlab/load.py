@@ -162,8 +162,14 @@ def saturation_warning(report: Mapping[str, Any]) -> str | None:
         return None
     k = ld.get("suggested_time_scale")
     slow = f"--set host.time_scale={k:g}" if k else "--set host.time_scale=K"
+    u = ld.get("die_utilization")
+    busy = (
+        f", dies {u:.1%} busy"
+        if isinstance(u, float) and "die" not in str(ld.get("overload_reason"))
+        else ""
+    )
     return (
-        f"warning: the device is saturated ({ld.get('overload_reason')}): the latencies measure "
+        f"warning: saturated run ({ld.get('overload_reason')}{busy}): the latencies measure "
         f"queueing, not the device or the scheme (load.overloaded = true); slow the trace "
-        f"({slow}) or use a config with more dies"
+        f"({slow}) or use a config with more parallelism"
     )
