@@ -765,6 +765,19 @@ pub struct FtlConfig {
     /// never hold (program what is queued, padded). Our reading: no public source gives a
     /// controller's flush timeout.
     pub superpage_wait_us: f64,
+    /// Mapping unit, bytes: the logical page the FTL maps (its L2P entry), 0 = the flash page
+    /// (`device.page_size_bytes`; every paper preset). A smaller unit that divides the page
+    /// (e.g. 4096 on a 16 KiB-page part) is how firmware maps a current part: each unit has its
+    /// own L2P entry, a flash page holds `page_size_bytes / mapping_unit_bytes` units written in
+    /// arrival order, a 4 KiB host write is one unit (no read-modify-write of the page), a read
+    /// senses the page once and moves only its units over the channel, and GC copies units.
+    /// Needs `allocation = "superpage"` (the units fill super-pages). See [`crate::ftl`].
+    #[serde(skip_serializing_if = "is_zero_u32")]
+    pub mapping_unit_bytes: u32,
+}
+
+fn is_zero_u32(v: &u32) -> bool {
+    *v == 0
 }
 
 impl Default for FtlConfig {
@@ -780,6 +793,7 @@ impl Default for FtlConfig {
             read_modify_write: false,
             trim: false,
             superpage_wait_us: 1_000_000.0,
+            mapping_unit_bytes: 0,
         }
     }
 }
@@ -1788,9 +1802,51 @@ impl Config {
         }
     }
 
+    /// Mapping units per flash page (`ftl.mapping_unit_bytes`; 1 when the FTL maps pages).
+    pub fn map_units(&self) -> u32 {
+        match self.ftl.mapping_unit_bytes {
+            0 => 1,
+            u => (self.device.page_size_bytes / u).max(1),
+        }
+    }
+
+    /// The FTL's page, bytes: the mapping unit, or the flash page when it maps pages. Every
+    /// LPN, PPN and page count of the FTL and the engine is in these units.
+    pub fn map_page_bytes(&self) -> u32 {
+        self.device.page_size_bytes / self.map_units()
+    }
+
     /// `ftl.allocation = "superpage"`: the features it does not combine with, each an error
     /// naming the way out.
     fn validate_superpage(&self) -> Result<(), ConfigError> {
+        let unit = self.ftl.mapping_unit_bytes;
+        let page = self.device.page_size_bytes;
+        if unit != 0 {
+            if !(512..=page).contains(&unit)
+                || !unit.is_multiple_of(512)
+                || !page.is_multiple_of(unit)
+            {
+                return Err(invalid(
+                    "ftl.mapping_unit_bytes",
+                    unit,
+                    format!(
+                        "must be a multiple of 512 B that divides device.page_size_bytes = {page} \
+                         (e.g. 4096), or 0 for the page"
+                    ),
+                ));
+            }
+            if unit < page && self.ftl.allocation != Allocation::Superpage {
+                return Err(invalid(
+                    "ftl.mapping_unit_bytes",
+                    unit,
+                    format!(
+                        "a mapping unit smaller than the {page} B page needs \
+                         ftl.allocation = \"superpage\" (units fill super-pages); use it, or \
+                         ftl.mapping_unit_bytes = 0"
+                    ),
+                ));
+            }
+        }
         let w = self.ftl.superpage_wait_us;
         if !(w.is_finite() && (0.0..=1e9).contains(&w)) {
             return Err(invalid(
@@ -1885,7 +1941,9 @@ impl Config {
             });
         }
         let bytes_per_s = t.channel_mt_s * 1e6 * t.channel_width_bytes as f64;
-        let transfer_ns = (self.device.page_size_bytes as f64 / bytes_per_s * 1e9).round() as u64;
+        // One FTL page's transfer: the mapping unit's bytes (a part moves any column range of
+        // its page register), the page's without sub-page mapping.
+        let transfer_ns = (self.map_page_bytes() as f64 / bytes_per_s * 1e9).round() as u64;
         Ok(Timing {
             read_ns: per_type_ns("timing.read_us", &t.read_us, bits)?,
             modes,
@@ -1896,19 +1954,24 @@ impl Config {
     }
 
     /// Block layout for the configured cell type and page order.
+    ///
+    /// With a mapping unit smaller than the page ([`Config::map_units`] = U > 1) this is the
+    /// FTL's view: each physical page's word line and page type repeated for its U units.
     pub fn layout(&self) -> BlockLayout {
         BlockLayout::new(
             self.device.pages_per_block as usize,
             self.device.cell.bits(),
             self.device.page_order,
         )
+        .with_units(self.map_units() as usize)
     }
 
     /// Size the geometry. `trace_max_end_bytes` is the end of the highest byte the trace
     /// touches (used when neither `blocks_per_plane` nor `logical_capacity_bytes` is set).
     ///
-    /// Returns the geometry and the logical capacity in pages. Logical capacity is rounded up
-    /// to a block stripe (one block in every plane); physical blocks per plane =
+    /// Returns the FTL's geometry and the logical capacity in its pages (mapping units with
+    /// `ftl.mapping_unit_bytes`: page size = the unit, pages per block × units per page; see
+    /// [`Config::map_page_bytes`]). Logical capacity is rounded up to a block stripe (one block in every plane); physical blocks per plane =
     /// ⌈logical blocks per plane × (1 + ρ)⌉.
     pub fn size_device(&self, trace_max_end_bytes: u64) -> Result<(Geometry, u64), ConfigError> {
         let d = &self.device;
@@ -1916,8 +1979,9 @@ impl Config {
             * d.chips_per_channel as u64
             * d.dies_per_chip as u64
             * d.planes_per_die as u64;
-        let ps = d.page_size_bytes as u64;
-        let ppb = d.pages_per_block as u64;
+        // In the FTL's pages: mapping units when the FTL maps units smaller than a page.
+        let ps = self.map_page_bytes() as u64;
+        let ppb = d.pages_per_block as u64 * self.map_units() as u64;
         let rho = self.op_fraction_of_logical();
         let stripe_pages = planes * ppb;
         let (bpp, logical_pages) = if d.blocks_per_plane > 0 {
@@ -2062,8 +2126,8 @@ impl Config {
                 dies_per_chip: d.dies_per_chip,
                 planes_per_die: d.planes_per_die,
                 blocks_per_plane: bpp as u32,
-                pages_per_block: d.pages_per_block,
-                page_size_bytes: d.page_size_bytes,
+                pages_per_block: ppb as u32,
+                page_size_bytes: ps as u32,
                 cell: d.cell,
             },
             logical_pages,

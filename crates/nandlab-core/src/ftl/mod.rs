@@ -217,6 +217,13 @@ pub struct Ftl {
     /// Pages of one plane in a super-page: a word line's pages with one-shot programming, else
     /// 1 ([`Ftl::set_superpage_unit`]).
     sp_unit: u32,
+    /// Dividers by `sp_unit` and by the super-page's pages (`group × sp_unit`): the superblock
+    /// cursor's arithmetic without a hardware division per allocated page (with mapping units
+    /// neither is a power of two: 12 and 48 on the default drive).
+    sp_unit_div: DivU32,
+    sp_div: DivU32,
+    /// Mapping units per flash page ([`Ftl::set_map_units`]; 1: the FTL maps pages).
+    units_div: DivU32,
     /// Superpage mode, per superblock (indexed by its representative block, the block on the
     /// die's first plane): pages allocated, and valid pages.
     sb_wp: Vec<u32>,
@@ -413,6 +420,9 @@ impl Ftl {
             group,
             group_div: DivU32::new(group),
             sp_unit: 1,
+            sp_unit_div: DivU32::new(1),
+            sp_div: DivU32::new(group),
+            units_div: DivU32::new(1),
             sb_wp: if group > 1 {
                 zeroed(blocks, "the superblock cursors")?
             } else {
@@ -427,13 +437,22 @@ impl Ftl {
         })
     }
 
+    /// Mapping units per flash page (`ftl.mapping_unit_bytes`): static striping places
+    /// page-sized groups of `units` consecutive LPNs on one die, so a page-aligned host write
+    /// lands in one die as with page mapping. Called before anything is allocated.
+    pub fn set_map_units(&mut self, units: u32) {
+        self.units_div = DivU32::new(units.max(1));
+    }
+
     /// Superpage mode: the pages of one plane in a super-page, `bits` per cell with one-shot
-    /// programming (a word line's pages are programmed at once), else 1. Called before
-    /// anything is allocated.
+    /// programming (a word line's pages are programmed at once), else 1; × the mapping units
+    /// per page. Called before anything is allocated.
     pub fn set_superpage_unit(&mut self, unit: u32) {
         debug_assert_eq!(self.mapped_pages(), 0);
         debug_assert!(unit >= 1 && self.geo.pages_per_block.is_multiple_of(unit));
         self.sp_unit = unit;
+        self.sp_unit_div = DivU32::new(unit);
+        self.sp_div = DivU32::new(self.group * unit);
     }
 
     /// Planes allocated together (a die's with superpages, else 1).
@@ -464,7 +483,7 @@ impl Ftl {
                     0
                 }
             }
-            rep => sp - self.sb_wp[rep as usize] % sp,
+            rep => sp - self.sp_div.modulo(self.sb_wp[rep as usize]),
         }
     }
 
@@ -856,7 +875,7 @@ impl Ftl {
         match self.allocation {
             // Superpages: the die of the CWDP plane; the plane within it is the superblock's.
             Allocation::Static | Allocation::Superpage => {
-                self.cwdp[self.planes_div.modulo(lpn) as usize]
+                self.cwdp[self.planes_div.modulo(self.units_div.quot(lpn)) as usize]
             }
             Allocation::Dynamic => {
                 // Round-robin, skipping planes that are short of free blocks (unless all are),
@@ -1041,14 +1060,16 @@ impl Ftl {
             changed = true;
         }
         let c = self.sb_wp[rep as usize];
-        let (u, sp) = (self.sp_unit, self.superpage_pages());
-        let r = c % sp;
-        let page = c / sp * u + r % u;
-        let b = rep + r / u * self.geo.blocks_per_plane;
+        let u = self.sp_unit;
+        let (sp_idx, r) = (self.sp_div.quot(c), self.sp_div.modulo(c));
+        let (plane_k, in_plane) = (self.sp_unit_div.quot(r), self.sp_unit_div.modulo(r));
+        let page = sp_idx * u + in_plane;
+        let b = rep + plane_k * self.geo.blocks_per_plane;
         let ppn = b * self.geo.pages_per_block + page;
         self.blk_wp[b as usize] += 1;
         self.sb_wp[rep as usize] = c + 1;
-        if c + 1 == sp * (self.geo.pages_per_block / u) {
+        // The superblock is full after every plane's pages: sp × (pages per block ÷ u).
+        if c + 1 == self.group * self.geo.pages_per_block {
             self.open[slot] = NONE;
             let bpp = self.geo.blocks_per_plane;
             for k in 0..self.group {
