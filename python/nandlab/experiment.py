@@ -109,6 +109,11 @@ class ExperimentError(RuntimeError):
     """A problem with the experiment itself (not with one run): missing dask, bad out dir."""
 
 
+class FailedRunsWarning(UserWarning):
+    """Some runs of a grid failed: their rows have ``error`` set and null numbers (the CLI
+    commands report failures themselves and silence this warning)."""
+
+
 # --------------------------------------------------------------------------- specs and keys
 
 
@@ -764,9 +769,20 @@ def run_grid(
     st.wall_s = time.perf_counter() - t0
 
     # the current specs name the runs (a resumed row may have been labelled differently)
-    return rows_frame(
+    df = rows_frame(
         {**rows[k], "trace": s.trace_name, "label": s.label} for k, s in unique.items() if k in rows
     )
+    failed = [r for r in df.iter_rows(named=True) if r.get("error")]
+    if failed:
+        import warnings
+
+        warnings.warn(
+            f"{len(failed)} of {df.height} runs failed (rows with `error` set, numbers null); "
+            f"first: {failed[0]['label']}: {failed[0]['error']}",
+            FailedRunsWarning,
+            stacklevel=2,
+        )
+    return df
 
 
 class _GridProgress:
