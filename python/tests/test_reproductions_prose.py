@@ -26,8 +26,10 @@ DOCS = ROOT / "docs" / "reproductions.md"
 DOCS_DATA = ROOT / "docs" / "data" / "reproductions-headline.json"
 
 #: A number, an optional unit, then the marker.
+#: (The minus may be U+2212, the unit a multiplication sign.)
 MARKED = re.compile(
-    r"(?P<num>[+\-−]?\d[\d,]*(?:\.\d+)?)\s*(?:%|×|x|P/E)?\s*<!-- q: (?P<key>[^>]*?) -->"
+    "(?P<num>[+\\-\u2212]?\\d[\\d,]*(?:\\.\\d+)?)"
+    "\\s*(?:%|\u00d7|x|P/E)?\\s*<!-- q: (?P<key>[^>]*?) -->"
 )
 #: Any marker, to catch one that does not follow a number.
 MARKER = re.compile(r"<!-- q: (?P<key>[^>]*?) -->")
@@ -49,7 +51,7 @@ def _value(row: dict[str, Any], what: str) -> float | None:
 
 def _number(text: str) -> tuple[float, float]:
     """A printed number and half a unit of its last digit (the rounding it allows)."""
-    t = text.replace("−", "-").replace(",", "")
+    t = text.replace("\u2212", "-").replace(",", "")
     decimals = len(t.split(".")[1]) if "." in t else 0
     return float(t), 0.5 * 10.0**-decimals
 
