@@ -63,6 +63,26 @@ def validate_cluster(table: Any, where: str = "[cluster]") -> dict[str, Any]:
     return out
 
 
+def _import_jobqueue() -> Any:
+    """``dask_jobqueue``, imported without its side effect on Ctrl-C: its ``runner`` module
+    sets a SIGINT handler that calls ``sys.exit()``, so Ctrl-C ended a sweep with status 0 and
+    no word. nandlab's own handling (one line, status 130) is put back."""
+    import signal
+    import threading
+
+    main = threading.current_thread() is threading.main_thread()
+    before = signal.getsignal(signal.SIGINT) if main else None
+    try:
+        import dask_jobqueue
+    except ImportError:
+        raise _experiment_error(
+            "--scheduler slurm needs dask-jobqueue: pip install 'nandlab[dask]'"
+        ) from None
+    if main and before is not None and signal.getsignal(signal.SIGINT) is not before:
+        signal.signal(signal.SIGINT, before)
+    return dask_jobqueue
+
+
 def _need_distributed(what: str) -> None:
     try:
         import dask.distributed  # noqa: F401
@@ -171,12 +191,7 @@ def _quiet_dask() -> Iterator[None]:
 def slurm_cluster(table: Mapping[str, Any] | None) -> Any:
     """A ``dask_jobqueue.SLURMCluster`` from a ``[cluster]`` table (no job is started)."""
     _need_distributed("--scheduler slurm")
-    try:
-        from dask_jobqueue import SLURMCluster
-    except ImportError:
-        raise _experiment_error(
-            "--scheduler slurm needs dask-jobqueue: pip install 'nandlab[dask]'"
-        ) from None
+    SLURMCluster = _import_jobqueue().SLURMCluster
     if not table:
         raise _experiment_error(
             "--scheduler slurm needs a [cluster] table in the grid (keys: "
@@ -210,12 +225,7 @@ def check_scheduler(scheduler: str) -> None:
     address. Raises :class:`~nandlab.experiment.ExperimentError` of one line."""
     if scheduler == "slurm":
         _need_distributed("--scheduler slurm")
-        try:
-            import dask_jobqueue  # noqa: F401
-        except ImportError:
-            raise _experiment_error(
-                "--scheduler slurm needs dask-jobqueue: pip install 'nandlab[dask]'"
-            ) from None
+        _import_jobqueue()
         _require_sbatch()
         return
     _need_distributed(f"--scheduler {scheduler}")
