@@ -508,21 +508,27 @@ _TS_PANELS = (
 MAX_POINTS = 600
 
 
-def _plot_bins(df: Any, max_points: int = MAX_POINTS, k: int | None = None) -> tuple[Any, int]:
+def _plot_bins(
+    df: Any, max_points: int = MAX_POINTS, k: int | None = None, by: str | None = None
+) -> tuple[Any, int]:
     """The time series in bins of ``k`` consecutive intervals (given, or the fewest that keep
     it within ``max_points``; ``k = 1`` when short enough):
     rates and means recomputed over each bin, p99 as the highest interval p99 in it. Returns
     ``(frame, k)`` with columns start_s, throughput_rps, mean_us, p99_us, queue_depth,
-    gc_per_s, erases_per_s, die_utilization."""
+    gc_per_s, erases_per_s, die_utilization. With ``by`` (a column naming the run of each
+    row, for many runs' series in one frame) each run is binned alone, and the frame also has
+    ``by`` and ``bin`` (the bin's number in its run) and keeps nulls where a bin has no
+    requests."""
     import polars as pl
 
     k = k if k is not None else max(1, -(-df.height // max_points))
     done = pl.col("reads") + pl.col("writes")
     dur = pl.col("duration_s")
+    idx = pl.int_range(pl.len()).over(by) if by else pl.int_range(pl.len())
+    keys = [by, "bin"] if by else ["bin"]
     g = (
-        df.with_row_index("i")
-        .with_columns((pl.col("i") // k).alias("bin"), done.alias("done"))
-        .group_by("bin", maintain_order=True)
+        df.with_columns((idx // k).alias("bin"), done.alias("done"))
+        .group_by(keys, maintain_order=True)
         .agg(
             pl.col("start_s").first(),
             dur.sum().alias("dur"),
@@ -536,6 +542,7 @@ def _plot_bins(df: Any, max_points: int = MAX_POINTS, k: int | None = None) -> t
         )
     )
     out = g.select(
+        *([by, "bin"] if by else []),
         "start_s",
         (pl.col("done") / pl.col("dur")).alias("throughput_rps"),
         pl.when(pl.col("done") > 0).then(pl.col("resp") / pl.col("done")).alias("mean_us"),
@@ -545,7 +552,7 @@ def _plot_bins(df: Any, max_points: int = MAX_POINTS, k: int | None = None) -> t
         (pl.col("erases") / pl.col("dur")).alias("erases_per_s"),
         (pl.col("busy") / pl.col("dur")).alias("die_utilization"),
     )
-    return out.fill_null(float("nan")), k
+    return (out if by else out.fill_null(float("nan"))), k
 
 
 def _read_series(runs: Sequence[_Run], d: Path) -> list[tuple[int, _Run, Any]]:
@@ -631,9 +638,7 @@ def _fig_timeseries_agg(
 ) -> Figure | None:
     """A line per group: the median over its runs in each interval, and a band from the
     lowest to the highest of its runs (the p99 and erase lines: the median only)."""
-    import warnings
-
-    import numpy as np
+    import polars as pl
 
     from nandlab.figures import _figure, save
 
@@ -642,55 +647,56 @@ def _fig_timeseries_agg(
         return None
     longest = max(raw.height for _, _, raw in series)
     k = max(1, -(-longest // MAX_POINTS))  # the same bins for every run: they line up
-    binned_of = {i: _plot_bins(raw, k=k)[0] for i, _, raw in series}
-    t_axis: list[float] = []
-    for df in binned_of.values():
-        if df.height > len(t_axis):
-            t_axis = df["start_s"].to_list()
-    width = len(t_axis)
+    cols = ["start_s", "duration_s", "reads", "writes", "mean_us", "p99_us", "queue_depth",
+            "gc_moves", "erases", "die_utilization"]  # fmt: skip
+    in_group = {id(r): name for name, rs in g.groups.items() for r in rs}
+    frames = [
+        raw.select(cols).with_columns(pl.lit(in_group.get(id(r), "")).alias("group"),
+                                      pl.lit(j).alias("run"))
+        for j, (_, r, raw) in enumerate(series)
+    ]  # fmt: skip
+    long = pl.concat(frames, how="vertical_relaxed")
+    binned, _ = _plot_bins(long, k=k, by="run")
+    group_of_run = pl.DataFrame(
+        {"run": list(range(len(frames))), "group": [f["group"][0] for f in frames]}
+    )
+    binned = binned.join(group_of_run, on="run")
+    t_axis = binned.group_by("bin").agg(pl.col("start_s").min()).sort("bin")
     fig = _figure(10.0, 10.0)
     axes = fig.subplots(len(_TS_PANELS), 1, sharex=True)
-    in_group = {id(r): name for name, rs in g.groups.items() for r in rs}
     names = list(g.groups)
-
-    def stack(members: list[Any], col: str) -> Any:
-        arr = np.full((len(members), width), np.nan)
-        for j, df in enumerate(members):
-            v = np.asarray(df[col].to_list(), dtype=float)
-            arr[j, : len(v)] = v
-        return arr
-
-    t = np.asarray(t_axis)
     step = {"drawstyle": "steps-post"}
+    measures = ["throughput_rps", "mean_us", "p99_us", "queue_depth", "gc_per_s",
+                "erases_per_s", "die_utilization"]  # fmt: skip
     for gi, name in enumerate(names):
-        members = [binned_of[i] for i, r, _ in series if in_group.get(id(r)) == name]
-        if not members:
+        mine = binned.filter(pl.col("group") == name)
+        if not mine.height:
             continue
+        n_runs = mine["run"].n_unique()
+        # per bin over the group's runs: median, lowest, highest (nulls: no request there)
+        agg = (
+            mine.group_by("bin")
+            .agg(
+                *[pl.col(c).median().alias(f"{c}.med") for c in measures],
+                *[pl.col(c).min().alias(f"{c}.lo") for c in measures],
+                *[pl.col(c).max().alias(f"{c}.hi") for c in measures],
+            )
+            .join(t_axis, on="bin", how="right")
+            .sort("bin")
+            .fill_null(float("nan"))
+        )
+        t = agg["start_s"].to_numpy()
         c = _color(gi)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # an interval no run reached
-            for ax, (col, _, _) in zip(axes, _TS_PANELS):
-                main, extra = {
-                    "latency": ("mean_us", "p99_us"),
-                    "gc": ("gc_per_s", "erases_per_s"),
-                }.get(col, (col, None))
-                arr = stack(members, main)
-                if len(members) > 1:
-                    ax.fill_between(
-                        t,
-                        np.nanmin(arr, 0),
-                        np.nanmax(arr, 0),
-                        color=c,
-                        alpha=0.15,
-                        linewidth=0,
-                        step="post",
-                    )
-                label = f"{name} ({len(members)} runs)" if col == "throughput_rps" else None
-                ax.plot(t, np.nanmedian(arr, 0), color=c, lw=1.1, label=label, **step)
-                if extra:
-                    ax.plot(
-                        t, np.nanmedian(stack(members, extra), 0), color=c, lw=0.8, ls="--", **step
-                    )
+        for ax, (col, _, _) in zip(axes, _TS_PANELS):
+            main, extra = {"latency": ("mean_us", "p99_us"),
+                           "gc": ("gc_per_s", "erases_per_s")}.get(col, (col, None))  # fmt: skip
+            if n_runs > 1:
+                ax.fill_between(t, agg[f"{main}.lo"].to_numpy(), agg[f"{main}.hi"].to_numpy(),
+                                color=c, alpha=0.15, linewidth=0, step="post")  # fmt: skip
+            label = f"{name} ({n_runs} runs)" if col == "throughput_rps" else None
+            ax.plot(t, agg[f"{main}.med"].to_numpy(), color=c, lw=1.1, label=label, **step)
+            if extra:
+                ax.plot(t, agg[f"{extra}.med"].to_numpy(), color=c, lw=0.8, ls="--", **step)
     _ts_axes(axes, trace)
     _legend_top(fig, axes[:1], 4)
     name = f"timeseries-{_slug(trace)}"
@@ -716,7 +722,7 @@ th,td{border:1px solid #ddd;padding:3px 7px;vertical-align:top}th{background:#f4
 text-align:left}td.n{text-align:right;font-variant-numeric:tabular-nums}
 table.sortable th{cursor:pointer;user-select:none}table.sortable th:hover{background:#e8eef8}
 th.asc::after{content:" ▲"}th.desc::after{content:" ▼"}td.err{color:#b00;max-width:420px}
-figure{margin:16px 0}figure img{max-width:100%;border:1px solid #eee}
+figure{margin:16px 0}figure img{max-width:100%;box-sizing:border-box;border:1px solid #eee}
 figcaption{font-size:.85em;color:#444;max-width:1000px}.ok{color:#060}.bad{color:#b00}
 .wrap{overflow-x:auto}
 """
