@@ -586,6 +586,11 @@ def sweep_command(
         from nandlab.cluster import check_scheduler
 
         try:  # before anything is printed or started: the error is the only line
+            if workers is not None and scheduler != "slurm":
+                raise ExperimentError(
+                    f"--workers applies to --scheduler local or slurm; the Dask cluster at "
+                    f"{scheduler} has its own workers"
+                )
             check_scheduler(scheduler)
         except ExperimentError as e:
             click.secho(f"error: {e}", fg="red", err=True)

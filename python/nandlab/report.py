@@ -180,6 +180,13 @@ def _legend(ax: Any, n: int) -> None:
     )
 
 
+def _legend_inches(labels: Sequence[str]) -> float:
+    """The width a right-hand legend of ``labels`` takes (at 6-7 pt, about 0.055 in a
+    character, plus the line sample): added to the figure, so the panels keep their width
+    however long the runs' labels are."""
+    return 0.8 + 0.055 * max((len(x) for x in labels), default=0)
+
+
 def _legend_top(fig: Any, axes: Sequence[Any], ncols: int) -> None:
     """One legend above the panels for the entries of all of ``axes`` (each label once)."""
     seen: dict[str, Any] = {}
@@ -396,7 +403,7 @@ def _fig_cdf(trace: str, runs: Sequence[_Run], files: Path) -> Figure | None:
     classes = [c for c in ("read", "write") if any(_cdf_points(r.report or {}, c)[0] for r in runs)]
     if not classes:
         return None
-    fig = _figure(5.0 * len(classes) + (2.2 if len(runs) > 6 else 0.0), 3.6)
+    fig = _figure(5.0 * len(classes) + _legend_inches([r.label for r in runs]), 3.6)
     axes = fig.subplots(1, len(classes), squeeze=False)[0]
     approx = False
     styles = _styles(runs)
@@ -578,7 +585,7 @@ def _ts_axes(axes: Sequence[Any], trace: str) -> None:
         if col == "latency":
             ax.set_yscale("symlog", linthresh=10.0)
     axes[-1].set_xlabel("simulated time (s)")
-    axes[0].figure.suptitle(f"{trace}: per-interval time series", fontsize=9, x=0.01, ha="left")
+    axes[0].set_title(f"{trace}: {_TS_PANELS[0][1]}", fontsize=8, loc="left")
 
 
 def _ts_caption(trace: str, series: Sequence[tuple[int, _Run, Any]], binned: int) -> str:
@@ -604,7 +611,7 @@ def _fig_timeseries(trace: str, runs: Sequence[_Run], d: Path, files: Path) -> F
     series = _read_series(runs, d)
     if not series:
         return None
-    fig = _figure(10.0 + (2.2 if len(series) > 6 else 0.0), 10.0)
+    fig = _figure(10.0 + _legend_inches([r.label for _, r, _ in series]), 10.0)
     axes = fig.subplots(len(_TS_PANELS), 1, sharex=True)
     binned = 1
     for i, r, raw in series:
