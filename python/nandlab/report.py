@@ -7,11 +7,15 @@ What goes in (each part only when the directory has what it needs):
 * the paper's headline and result tables (a reproduce output's ``result.json``, or any JSON file
   in DIR written by ``reproduce --json``);
 * the compare table with ratios to the first scheme (``compare.json``);
-* figures: mean and p99 response per run for each trace; latency CDFs per trace (one line per
-  scheme / setting; from the reports' ``host.cdf`` when the runs recorded it, else from their
-  p50 / p90 / p99 / p99.9 / max, marked as such); per-interval time series per trace
-  (throughput, mean and p99 response, queue depth, GC moves and erases, die utilisation) for
-  runs that wrote one; and a reproduce command's own figures;
+* figures: mean and p99 response per run for each trace; latency CDFs per trace (from the
+  reports' ``host.cdf`` when the runs recorded it, else from their p50 / p90 / p99 / p99.9 /
+  max, marked as such); per-interval time series per trace (throughput, mean and p99 response,
+  queue depth, GC moves and erases, die utilisation) for runs that wrote one; and a reproduce
+  command's own figures. A trace with up to :data:`MAX_LINES` runs is drawn a line per run (a
+  colour per scheme, a dash pattern per setting); one with more, in figures that aggregate: a
+  line per scheme (the median over its runs) with a band from its fastest to its slowest run
+  over the grid's other axes, which the caption names, and the summary as a dot per run in a
+  row per scheme;
 * the runs table (click a column header to sort), with each run's error.
 
 Figures are embedded as PNG (the file opens anywhere, offline, with no other file) and also
@@ -483,7 +487,7 @@ def _fig_cdf_agg(trace: str, runs: Sequence[_Run], g: _Groups, files: Path) -> F
             style = {"drawstyle": "steps-post"} if exact else {"marker": "o", "markersize": 3}
             ax.plot(med, qs, color=color, lw=1.4, label=f"{name} ({len(curves)} runs)", **style)
         _cdf_axis(ax, trace, cls)
-    _legend_top(fig, axes, 4)
+    _legend_top(fig, axes, 6)
     name = f"cdf-{_slug(trace)}"
     png, svg = save(fig, files / name)
     cap = (
@@ -705,7 +709,7 @@ def _fig_timeseries_agg(
             if extra:
                 ax.plot(t, agg[f"{extra}.med"].to_numpy(), color=c, lw=0.8, ls="--", **step)
     _ts_axes(axes, trace)
-    _legend_top(fig, axes[:1], 4)
+    _legend_top(fig, axes[:1], 6)
     name = f"timeseries-{_slug(trace)}"
     png, svg = save(fig, files / name)
     cap = _ts_caption(trace, series, k) + (
