@@ -334,10 +334,10 @@ def _fig_summary_agg(
                 ax.scatter(
                     vals,
                     yi + dy + jit,
-                    s=6,
+                    s=16,
                     color=color,
                     marker=mark,
-                    alpha=0.5,
+                    alpha=0.7,
                     linewidths=0,
                     label=lab if yi == 0 else None,
                 )
@@ -588,6 +588,8 @@ def _ts_axes(axes: Sequence[Any], trace: str) -> None:
         ax.grid(alpha=0.3)
         if col == "latency":
             ax.set_yscale("symlog", linthresh=10.0)
+        _, hi = ax.get_ylim()  # every measure is >= 0: no axis below zero
+        ax.set_ylim(0, hi if hi > 0 else 1)
     axes[-1].set_xlabel("simulated time (s)")
     axes[0].set_title(f"{trace}: {_TS_PANELS[0][1]}", fontsize=8, loc="left")
 
