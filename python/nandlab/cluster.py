@@ -188,10 +188,8 @@ def _quiet_dask() -> Iterator[None]:
             lg.setLevel(level)
 
 
-def slurm_cluster(table: Mapping[str, Any] | None) -> Any:
-    """A ``dask_jobqueue.SLURMCluster`` from a ``[cluster]`` table (no job is started)."""
-    _need_distributed("--scheduler slurm")
-    SLURMCluster = _import_jobqueue().SLURMCluster
+def _slurm_kwargs(table: Mapping[str, Any] | None) -> dict[str, Any]:
+    """SLURMCluster's arguments from a ``[cluster]`` table, checked."""
     if not table:
         raise _experiment_error(
             "--scheduler slurm needs a [cluster] table in the grid (keys: "
@@ -207,6 +205,14 @@ def slurm_cluster(table: Mapping[str, Any] | None) -> Any:
         kw["processes"] = kw["cores"]
     if "cores" not in kw or "memory" not in kw:
         raise _experiment_error("[cluster]: give cores and memory (dask-jobqueue needs both)")
+    return kw
+
+
+def slurm_cluster(table: Mapping[str, Any] | None) -> Any:
+    """A ``dask_jobqueue.SLURMCluster`` from a ``[cluster]`` table (no job is started)."""
+    _need_distributed("--scheduler slurm")
+    SLURMCluster = _import_jobqueue().SLURMCluster
+    kw = _slurm_kwargs(table)
     return SLURMCluster(**kw)
 
 
@@ -219,13 +225,15 @@ def _require_sbatch() -> None:
         )
 
 
-def check_scheduler(scheduler: str) -> None:
+def check_scheduler(scheduler: str, table: Mapping[str, Any] | None = None) -> None:
     """What can be checked of ``scheduler`` (``"slurm"`` or an address) before anything
-    starts, in a second or two: Dask installed, ``sbatch`` on PATH, something listening at the
-    address. Raises :class:`~nandlab.experiment.ExperimentError` of one line."""
+    starts, in a second or two: Dask installed, the grid's ``[cluster]`` ``table`` (Slurm),
+    ``sbatch`` on PATH, a Dask scheduler answering at the address. Raises
+    :class:`~nandlab.experiment.ExperimentError` of one line."""
     if scheduler == "slurm":
         _need_distributed("--scheduler slurm")
         _import_jobqueue()
+        _slurm_kwargs(table)
         _require_sbatch()
         return
     _need_distributed(f"--scheduler {scheduler}")

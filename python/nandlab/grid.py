@@ -591,7 +591,7 @@ def sweep_command(
                     f"--workers applies to --scheduler local or slurm; the Dask cluster at "
                     f"{scheduler} has its own workers"
                 )
-            check_scheduler(scheduler)
+            check_scheduler(scheduler, g.cluster)
         except ExperimentError as e:
             click.secho(f"error: {e}", fg="red", err=True)
             raise click.exceptions.Exit(EXIT_USER_ERROR) from None
