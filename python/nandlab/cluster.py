@@ -232,9 +232,9 @@ def check_scheduler(scheduler: str, table: Mapping[str, Any] | None = None) -> N
     :class:`~nandlab.experiment.ExperimentError` of one line."""
     if scheduler == "slurm":
         _need_distributed("--scheduler slurm")
-        _import_jobqueue()
         _slurm_kwargs(table)
-        _require_sbatch()
+        _require_sbatch()  # before importing dask_jobqueue (a second on a busy machine)
+        _import_jobqueue()
         return
     _need_distributed(f"--scheduler {scheduler}")
     if "://" not in scheduler:
