@@ -126,8 +126,11 @@ def _probe(address: str) -> None:
             f"--scheduler {address}: cannot reach the Dask scheduler ({why}); start one with "
             "`dask scheduler` or use --scheduler local"
         ) from None
+    if not address.startswith("tcp://"):
+        return  # tls:// needs the cluster's certificates for a handshake: Client checks it
     # something accepts connections there (a firewall or proxy may accept any): is it Dask?
     import asyncio
+    import concurrent.futures
 
     from distributed.comm import connect
 
@@ -135,9 +138,13 @@ def _probe(address: str) -> None:
         comm = await connect(address, timeout=CONNECT_TIMEOUT_S)
         await comm.close()
 
-    try:
+    def run() -> None:  # on its own thread: the caller may be inside an event loop (Jupyter)
         with _quiet_dask():
             asyncio.run(asyncio.wait_for(handshake(), CONNECT_TIMEOUT_S))
+
+    try:
+        with concurrent.futures.ThreadPoolExecutor(1) as ex:
+            ex.submit(run).result()
     except (asyncio.TimeoutError, TimeoutError):
         raise no_answer from None
     except Exception as e:
