@@ -38,7 +38,7 @@ import os
 import socket
 import sys
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -609,14 +609,21 @@ class _LocalRunner(_Runner):
 
 
 class _DaskRunner(_Runner):
-    def __init__(self, client: Any, owned: list[Any]) -> None:
+    #: Seconds between two calls of ``watch`` while runs are outstanding.
+    WATCH_EVERY_S = 5.0
+
+    def __init__(
+        self, client: Any, owned: list[Any], watch: Callable[[], str | None] | None = None
+    ) -> None:
         self.client = client
         self.owned = owned  # closed by close(): our own client / cluster
+        self.watch = watch  # why no run can ever finish (e.g. Slurm jobs ended), or None
         self.where = f"dask {getattr(client.scheduler, 'address', '')}".strip()
 
     def slots(self) -> int:
+        """Worker threads connected now (0 while a Slurm job waits in the queue)."""
         try:
-            return max(1, sum(self.client.nthreads().values()))
+            return sum(self.client.nthreads().values())
         except Exception:
             return 1
 
@@ -628,14 +635,29 @@ class _DaskRunner(_Runner):
             for p in payloads
         }
         try:
-            for fut in as_completed(list(futs)):
-                try:
-                    yield fut.result()
-                except Exception as e:  # e.g. KilledWorker
-                    yield _lost_row(futs[fut], e)
+            # polled, not blocking: Ctrl-C is seen at once, and `watch` can end a sweep whose
+            # workers will never come
+            ac = as_completed(list(futs))
+            next_watch = time.monotonic() + self.WATCH_EVERY_S
+            while not ac.is_empty():
+                batch = ac.next_batch(block=False)
+                if not batch:
+                    if self.watch is not None and time.monotonic() >= next_watch:
+                        why = self.watch()
+                        if why:
+                            raise ExperimentError(why)
+                        next_watch = time.monotonic() + self.WATCH_EVERY_S
+                    time.sleep(0.05)
+                    continue
+                for fut in batch:
+                    try:
+                        yield fut.result()
+                    except Exception as e:  # e.g. KilledWorker
+                        yield _lost_row(futs[fut], e)
         finally:
             for fut in futs:
-                fut.release()
+                with contextlib.suppress(Exception):
+                    fut.release()
 
     def close(self) -> None:
         for obj in self.owned:
@@ -653,7 +675,8 @@ def _runner(scheduler: Any, processes: int | None, cluster: Mapping[str, Any] | 
 
     if isinstance(scheduler, str):
         if scheduler == "slurm":
-            client, owned = cl.slurm_client(cluster, jobs=processes)
+            client, owned, watch = cl.slurm_client(cluster, jobs=processes)
+            return _DaskRunner(client, owned, watch)
         else:
             if processes is not None:
                 raise ExperimentError(

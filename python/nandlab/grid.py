@@ -582,6 +582,19 @@ def sweep_command(
             out_console.print(f"{s.trace_name}\t{s.label}\t{s.params_json()}")
         err_console.print(f"{len(g.specs)} runs; nothing run (--dry-run)")
         return
+    if scheduler != "local":
+        from nandlab.cluster import check_scheduler
+
+        try:  # before anything is printed or started: the error is the only line
+            if workers is not None and scheduler != "slurm":
+                raise ExperimentError(
+                    f"--workers applies to --scheduler local or slurm; the Dask cluster at "
+                    f"{scheduler} has its own workers"
+                )
+            check_scheduler(scheduler, g.cluster)
+        except ExperimentError as e:
+            click.secho(f"error: {e}", fg="red", err=True)
+            raise click.exceptions.Exit(EXIT_USER_ERROR) from None
     show = progress if progress is not None else err_console.is_terminal
     if not quiet:
         err_console.print(
