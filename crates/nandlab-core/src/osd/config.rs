@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::config::device::{DeviceConfig, TimingConfig};
-use crate::config::error::ConfigError;
+use crate::config::error::{check_range as range, invalid, ConfigError};
 use crate::config::ftl::{DramConfig, SchedConfig};
 
 /// Which device design (spec §3).
@@ -104,26 +104,6 @@ impl Default for OsdConfig {
             backup_flush_pages: 64,
         }
     }
-}
-
-fn invalid(key: &str, value: impl std::fmt::Display, msg: impl Into<String>) -> ConfigError {
-    ConfigError::Invalid {
-        key: key.to_string(),
-        value: value.to_string(),
-        msg: msg.into(),
-    }
-}
-
-fn range<T: PartialOrd + std::fmt::Display + Copy>(
-    key: &str,
-    v: T,
-    lo: T,
-    hi: T,
-) -> Result<(), ConfigError> {
-    if v < lo || v > hi {
-        return Err(invalid(key, v, format!("allowed range is {lo} ..= {hi}")));
-    }
-    Ok(())
 }
 
 impl OsdConfig {
