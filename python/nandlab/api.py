@@ -9,7 +9,8 @@ from typing import Any
 
 from nandlab import _core
 from nandlab.config import ConfigSpec, config_text, format_overrides
-from nandlab.data import default_trace
+from nandlab.data import default_trace, resolve_trace
+from nandlab.load import load_block
 from nandlab.result import RunResult
 
 ProgressCallback = Callable[[int, int], None]
@@ -44,8 +45,10 @@ def simulate(
     """Replay ``trace`` on the SSD described by ``config`` and return the result.
 
     ``config`` is a preset name (``"default"``), a TOML file, or a nested dict.
-    ``trace`` defaults to the bundled :func:`nandlab.default_trace`. ``overrides`` are dotted
-    keys (``{"device.channels": 4}`` or ``["device.channels=4"]``) applied before validation.
+    ``trace`` is a file or a bundled trace's name (``"pgbench_rw_slice"``, see
+    ``nandlab trace list``); it defaults to the bundled :func:`nandlab.default_trace`.
+    ``overrides`` are dotted keys (``{"device.channels": 4}`` or ``["device.channels=4"]``)
+    applied before validation.
     ``progress=True`` shows a progress bar on stderr (one line every few seconds when stderr
     is not a terminal); a callable gets ``(done, total)`` host
     requests (``total`` is 0 when unknown) at most every 100 ms. An exception raised by the
@@ -56,13 +59,14 @@ def simulate(
     ``allow_unterminated=True``; either way such a line is counted in
     ``report["trace"]["counters"]["unterminated_last_line"]``.
 
+    The report carries a ``load`` block (:mod:`nandlab.load`): die utilisation, offered die
+    load, queue-wait share and ``overloaded`` -- when true, the latencies measure queueing.
+
     Raises :class:`nandlab.ConfigError`, :class:`nandlab.TraceError` or
-    :class:`nandlab.SimError`; ``FileNotFoundError`` for a missing trace.
+    :class:`nandlab.SimError`; ``FileNotFoundError`` for a missing trace (naming the bundled ones).
     """
     text, cfg_path = config_text(config)
-    trace_path = Path(trace) if trace is not None else default_trace()
-    if not trace_path.is_file():
-        raise FileNotFoundError(f"trace file not found: {trace_path}")
+    trace_path = resolve_trace(trace) if trace is not None else default_trace()
     args = (
         text,
         str(cfg_path) if cfg_path is not None else None,
@@ -86,4 +90,7 @@ def simulate(
         if cfg_path is not None
         else ("<dict>" if isinstance(config, Mapping) else str(config))
     )
-    return RunResult.from_json(out, trace=trace_path, config=label, scheme=scheme)
+    res = RunResult.from_json(out, trace=trace_path, config=label, scheme=scheme)
+    # the load block (utilisation, offered load, queue-wait share, overloaded): one place
+    res.report["load"] = load_block(res.report)
+    return res

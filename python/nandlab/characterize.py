@@ -321,7 +321,12 @@ def analyse_log(log: Path, series: bool) -> dict[str, Any]:
 
 
 def geometry_bounds(report: Mapping[str, Any]) -> dict[str, float]:
-    """Closed-form ceilings and floors of the drive a report describes (module docs)."""
+    """Closed-form ceilings and floors of the drive a report describes (module docs).
+
+    ``transfer_us`` is one FTL page's transfer: the mapping unit's (``mapping_unit_bytes``,
+    when the FTL maps units smaller than the flash page) or the page's. A random read moves one
+    unit; a sequential read senses each page once and moves all its units.
+    """
     dev = report["device"]
     cfg = report.get("config") or {}
     bits = {"slc": 1, "mlc": 2, "tlc": 3, "qlc": 4}[str(dev["cell"]).lower()]
@@ -330,6 +335,8 @@ def geometry_bounds(report: Mapping[str, Any]) -> dict[str, float]:
     planes = int(dev["planes_per_die"]) if multi_plane else 1
     dies = int(dev["dies"])
     page = int(dev["page_size_bytes"])
+    unit = int(dev.get("mapping_unit_bytes", page))
+    units = page // unit
     t_prog_s = min(dev["program_modes"][0]["program_us"]) / 1e6
     t_read_s = min(dev["read_us"]) / 1e6
     xfer_s = float(dev["transfer_us"]) / 1e6
@@ -337,13 +344,17 @@ def geometry_bounds(report: Mapping[str, Any]) -> dict[str, float]:
     channels = int(dev["channels"])
     pages_per_program = planes * (bits if one_shot else 1)
     program_pages_per_s = dies * pages_per_program / t_prog_s
-    channel_pages_per_s = channels / xfer_s
-    read_pages_per_s = min(dies * planes / (t_read_s + planes * xfer_s), channel_pages_per_s)
+    channel_bytes_per_s = channels * unit / xfer_s
+    # one unit per sense (random reads) / every unit of the page per sense (sequential)
+    read_units_per_s = min(dies * planes / (t_read_s + planes * xfer_s), channels / xfer_s)
+    seq_read_bytes_per_s = min(
+        dies * planes * page / (t_read_s + planes * units * xfer_s), channel_bytes_per_s
+    )
     return {
         "program_pages_per_s": program_pages_per_s,
-        "seq_write_mb_s": min(program_pages_per_s, channel_pages_per_s) * page / MB,
-        "read_pages_per_s": read_pages_per_s,
-        "seq_read_mb_s": read_pages_per_s * page / MB,
+        "seq_write_mb_s": min(program_pages_per_s * page, channel_bytes_per_s) / MB,
+        "read_pages_per_s": read_units_per_s,
+        "seq_read_mb_s": seq_read_bytes_per_s / MB,
         "qd1_read_floor_us": min(dev["read_us"]) + float(dev["transfer_us"]) + decode_us,
     }
 
@@ -356,7 +367,7 @@ def _bound_of(test: Test, bounds: Mapping[str, float], page: int) -> tuple[str, 
         key = "seq_read_mb_s" if test.read_fraction >= 1 else "seq_write_mb_s"
         return "≤", bounds[key]
     if test.read_fraction >= 1:
-        # a 4 KiB read costs a whole page read
+        # a 4 KiB read costs a sense and the transfer of a page (a mapping unit when smaller)
         return "≤", bounds["read_pages_per_s"]
     if test.read_fraction <= 0:
         # each page program carries at most page / block of these writes

@@ -27,7 +27,8 @@ from nandlab._core import ConfigError, SimError, TraceError
 from nandlab._interrupt import kept, on_interrupt
 from nandlab.api import simulate, trace_options_json
 from nandlab.config import cli_override
-from nandlab.data import default_trace
+from nandlab.data import default_trace, resolve_trace
+from nandlab.load import saturation_warning
 from nandlab.result import RunResult, flatten, lookup
 
 EXIT_USER_ERROR = 2
@@ -172,8 +173,15 @@ class _Group(click.Group):
     into one line and status 130, and lists its commands with their whole first paragraph."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        import warnings
+
+        from nandlab.experiment import FailedRunsWarning
+
         try:
-            return super().invoke(ctx)
+            with warnings.catch_warnings():
+                # the commands report failed runs themselves, in their own words
+                warnings.simplefilter("ignore", FailedRunsWarning)
+                return super().invoke(ctx)
         except (TraceError, ConfigError, SimError, OSError) as e:
             click.secho(f"error: {_error_message(e)}", fg="red", err=True)
             raise click.exceptions.Exit(EXIT_USER_ERROR) from None
@@ -443,10 +451,18 @@ def summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
             rows.append((label, v if isinstance(v, str) else _fmt(v)))
 
     add_key("scheme", "scheme")
-    add("host requests", lookup(report, "host.requests"))
     reads, writes = lookup(report, "host.reads"), lookup(report, "host.writes")
-    if reads is not None or writes is not None:
-        add("reads / writes", f"{_fmt(reads)} / {_fmt(writes)}")
+    trace_requests = lookup(report, "cache.manager.counters.requests")
+    if trace_requests is not None:
+        # behind the cache layer the device's requests are the SSD operations it makes
+        add("trace requests (into the cache layer)", trace_requests)
+        add("SSD operations (from the cache layer)", lookup(report, "host.requests"))
+        if reads is not None or writes is not None:
+            add("SSD reads / writes", f"{_fmt(reads)} / {_fmt(writes)}")
+    else:
+        add("host requests", lookup(report, "host.requests"))
+        if reads is not None or writes is not None:
+            add("reads / writes", f"{_fmt(reads)} / {_fmt(writes)}")
     stats = ("mean", "p50", "p90", "p99", "p99.9", "max")
     for cls, label in (("", "all"), ("read", "read"), ("write", "write")):
         section = lookup(report, f"host.{cls or 'all'}")
@@ -470,6 +486,21 @@ def summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
             "erase count min / mean / max",
             " / ".join(_fmt(ec.get(k)) for k in ("min", "mean", "max")),
         )
+    load = report.get("load")
+    if isinstance(load, dict):
+        add(
+            "die utilisation / offered load / queue-wait share",
+            " / ".join(
+                "—" if load.get(k) is None else f"{load[k] * 100:.1f} %"
+                for k in ("die_utilization", "offered_die_load", "wait_share")
+            ),
+        )
+        ov = load.get("overloaded")
+        if ov is not None:
+            add(
+                "overloaded (latencies = queueing)",
+                f"yes: {load.get('overload_reason')}" if ov else "no",
+            )
     add("simulated span s", _simulated_span_s(report))
     add("wall time s", lookup(report, "timing.wall_s"))
     add("host requests/s (wall)", lookup(report, "timing.host_requests_per_s"))
@@ -488,9 +519,9 @@ def print_summary(res: RunResult, console: Console = _out) -> None:
     for label, value in summary_rows(res.report):
         t.add_row(label, value)
     console.print(t)
-    for note in (address_map_note(res.report), saturation_note(res.report)):
-        if note:
-            console.print(note, style="yellow")
+    note = address_map_note(res.report)
+    if note:
+        console.print(note, style="yellow")
 
 
 def address_map_note(report: dict[str, Any]) -> str | None:
@@ -498,24 +529,6 @@ def address_map_note(report: dict[str, Any]) -> str | None:
     am = (report.get("device") or {}).get("address_map") or {}
     note = am.get("note") if am.get("mode") == "compact" else None
     return f"note: {note}" if isinstance(note, str) else None
-
-
-def saturation_note(report: dict[str, Any]) -> str | None:
-    """A one-line hint when queueing dominates the response time (the device is saturated)."""
-    host = report.get("host") or {}
-    wait = ((host.get("wait") or {}).get("all") or {}).get("mean_us")
-    service = ((host.get("service") or {}).get("all") or {}).get("mean_us")
-    if not wait or not service or wait < 10 * service:
-        return None
-    util = (report.get("flash") or {}).get("die_utilization")
-    dev = report.get("device") or {}
-    u = f"{util * 100:.0f} %" if isinstance(util, (int, float)) else "?"
-    return (
-        f"note: queue wait ({wait:,.0f} µs) is {wait / service:,.0f}x the service time: the "
-        f"modelled device ({dev.get('dies', '?')} dies, mean die utilisation {u}) cannot keep up "
-        "with this trace's bursts. Add parallelism (--set device.dies_per_chip=4) or slow the "
-        "trace (--set host.time_scale=2) to study an unsaturated device."
-    )
 
 
 # --------------------------------------------------------------------------- commands
@@ -544,9 +557,9 @@ def cli() -> None:
     "--trace",
     "-t",
     "trace",
-    type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Trace file (default: the bundled default trace).",
+    metavar="FILE|NAME",
+    help="Trace file or bundled trace name (`nandlab trace list`; default: pgbench_rw_slice).",
 )
 @_format_opt
 @_device_opt
@@ -574,7 +587,7 @@ def cli() -> None:
 )
 def run(
     config: str,
-    trace: Path | None,
+    trace: str | None,
     trace_format: str | None,
     device: int | None,
     allow_unterminated: bool,
@@ -591,7 +604,7 @@ def run(
         + (f" (nothing written to {json_out})" if json_out not in (None, "-") else "")
         + "; a stats.request_log or stats.timeseries file being written is incomplete"
     )
-    trace_path = _require_file(trace, "trace file") if trace is not None else default_trace()
+    trace_path = resolve_trace(trace) if trace is not None else default_trace()
     show_progress = (not quiet) and (progress if progress is not None else _err.is_terminal)
     res = simulate(
         config,
@@ -607,10 +620,13 @@ def run(
     _write_json(json_out, res.report)
     if not quiet and json_out != "-":
         print_summary(res)
-    else:  # no summary: the notes that qualify the numbers still reach the user, on stderr
-        for note in (address_map_note(res.report), saturation_note(res.report)):
-            if note:
-                _err.print(note, style="yellow")
+    else:  # no summary: the note that qualifies the numbers still reaches the user, on stderr
+        note = address_map_note(res.report)
+        if note:
+            _err.print(note, style="yellow")
+    warning = saturation_warning(res.report)
+    if warning:  # always, on stderr: the numbers above are a backlog
+        click.secho(warning, fg="yellow", err=True)
 
 
 @cli.group(cls=_Group)
@@ -619,28 +635,29 @@ def trace() -> None:
 
 
 @trace.command("stats")
-@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("trace_spec", metavar="FILE|NAME")
 @_format_opt
 @_device_opt
 @_unterminated_opt
 @click.option(
     "--page-size-bytes",
     type=ByteSize(),
-    default=8192,
+    default="8KiB",
     show_default=True,
     help="Flash page size for the read-only/write-only/overlapped page ratios.",
 )
 @_json_opt
 def trace_stats(
-    file: Path,
+    trace_spec: str,
     trace_format: str | None,
     device: int | None,
     allow_unterminated: bool,
     page_size_bytes: int,
     json_out: str | None,
 ) -> None:
-    """Workload characteristics (Xia & Xiao Table II) and page overlap ratios."""
-    _require_file(file, "trace file")
+    """Workload characteristics (Xia & Xiao Table II) and page overlap ratios of a trace file
+    or a bundled trace (by name: `nandlab trace list`)."""
+    file = resolve_trace(trace_spec)
     opts = trace_options_json(trace_format, device, allow_unterminated=allow_unterminated or None)
     stats = json.loads(_interruptible(_core.trace_stats, str(file), opts, page_size_bytes))
     warn_unterminated(file, stats.get("counters", {}))
@@ -661,6 +678,45 @@ def trace_stats(
     _out.print(t)
     if devices:
         print_devices(devices, file)
+
+
+@trace.command("list")
+@_json_opt
+def trace_list(json_out: str | None) -> None:
+    """The bundled traces: the name every command takes after --trace (or as a file name),
+    the file, its format, requests, size and where it comes from (PROVENANCE.md)."""
+    from nandlab.data import BUNDLED_SOURCES, bundled_traces, trace_name
+
+    rows = []
+    for p in bundled_traces():
+        st = json.loads(_core.trace_stats(str(p), trace_options_json(), 8192))
+        rows.append(
+            {
+                "name": trace_name(p),
+                "file": p.name,
+                "path": str(p),
+                "format": st.get("format"),
+                "requests": st.get("requests"),
+                "size_bytes": p.stat().st_size,
+                "source": BUNDLED_SOURCES.get(p.name, "see PROVENANCE.md"),
+            }
+        )
+    _write_json(json_out, rows)
+    if json_out == "-":
+        return
+    t = Table(
+        title="bundled traces (use the name with --trace, in a grid's traces, in compare)",
+        title_justify="left",
+    )
+    for c in ("name", "format", "requests", "size", "source"):
+        t.add_column(c, justify="right" if c in ("requests", "size") else "left")
+    for r in rows:
+        t.add_row(
+            r["name"], str(r["format"]), _fmt(r["requests"]), _human_bytes(r["size_bytes"]),
+            r["source"],
+        )  # fmt: skip
+    _out.print(t)
+    _out.print(f"[dim]files in {bundled_traces()[0].parent if rows else '?'} (PROVENANCE.md)[/dim]")
 
 
 def print_devices(devices: list[dict[str, Any]], file: Path) -> None:
@@ -689,30 +745,31 @@ def print_devices(devices: list[dict[str, Any]], file: Path) -> None:
 
 
 @trace.command("convert")
-@click.argument("input", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("input_spec", metavar="INPUT")
 @click.argument("output", type=click.Path(dir_okay=False, path_type=Path))
 @_format_opt
 @_device_opt
 @_unterminated_opt
 @_json_opt
 def trace_convert(
-    input: Path,
+    input_spec: str,
     output: Path,
     trace_format: str | None,
     device: int | None,
     allow_unterminated: bool,
     json_out: str | None,
 ) -> None:
-    """Convert a trace to nandlab's canonical CSV (gzip if OUTPUT ends in .gz)."""
-    _require_file(input, "trace file")
+    """Convert a trace (a file or a bundled trace's name) to nandlab's canonical CSV (gzip if
+    OUTPUT ends in .gz)."""
+    src = resolve_trace(input_spec)
     n = _interruptible(
         _core.trace_convert,
-        str(input),
+        str(src),
         trace_options_json(trace_format, device, allow_unterminated=allow_unterminated or None),
         str(output),
         partial=output,
     )
-    _write_json(json_out, {"input": str(input), "output": str(output), "requests": n})
+    _write_json(json_out, {"input": str(src), "output": str(output), "requests": n})
     if json_out != "-":
         _out.print(f"wrote {n:,} requests to {output}")
 
@@ -729,27 +786,56 @@ def _parse_sizes_kib(ctx: click.Context, param: click.Parameter, value: str) -> 
 
 @trace.command("generate")
 @click.argument("output", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--requests", "-n", type=click.IntRange(min=1), default=1_000_000, show_default=True)
+@click.option(
+    "--requests",
+    "-n",
+    type=click.IntRange(min=1),
+    default=1_000_000,
+    show_default=True,
+    help="Number of requests to generate.",
+)
 @click.option(
     "--span-bytes",
     type=ByteSize(),
-    default=16 << 30,
+    default="16GiB",
     show_default=True,
-    help="Logical address span (accepts suffixes: 16GiB).",
+    help="Logical address span the offsets fall in (binary units: 16GiB, 512MiB).",
 )
-@click.option("--write-fraction", type=click.FloatRange(0.0, 1.0), default=0.7, show_default=True)
+@click.option(
+    "--write-fraction",
+    type=click.FloatRange(0.0, 1.0),
+    default=0.7,
+    show_default=True,
+    help="Share of requests that are writes (each request draws its op independently).",
+)
 @click.option(
     "--sizes-kib",
     default="4,8,16,32,64",
     show_default=True,
     callback=_parse_sizes_kib,
-    help="Request sizes, chosen uniformly.",
+    help="Request sizes in KiB, comma separated; each request picks one uniformly.",
 )
 @click.option(
-    "--iops", type=click.FloatRange(min=0.0, min_open=True), default=2000.0, show_default=True
+    "--iops",
+    type=click.FloatRange(min=0.0, min_open=True),
+    default=2000.0,
+    show_default=True,
+    help="Mean arrival rate, requests per second (Poisson arrivals: exponential gaps).",
 )
-@click.option("--seed", type=click.IntRange(0, 2**64 - 1), default=42, show_default=True)
-@click.option("--align-bytes", type=ByteSize(), default=4096, show_default=True)
+@click.option(
+    "--seed",
+    type=click.IntRange(0, 2**64 - 1),
+    default=42,
+    show_default=True,
+    help="Random seed: the same seed and options give the same file.",
+)
+@click.option(
+    "--align-bytes",
+    type=ByteSize(),
+    default="4KiB",
+    show_default=True,
+    help="Offsets are multiples of this (binary units: 4KiB).",
+)
 @click.option(
     "--zipf",
     "zipf_exponent",
@@ -838,7 +924,14 @@ _BENCH_CASES: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
 
 
 @cli.command()
-@click.option("--requests", "-n", type=click.IntRange(min=1), default=1_000_000, show_default=True)
+@click.option(
+    "--requests",
+    "-n",
+    type=click.IntRange(min=1),
+    default=1_000_000,
+    show_default=True,
+    help="Requests of the generated synthetic trace.",
+)
 @click.option(
     "--config",
     "-c",
@@ -874,9 +967,10 @@ _BENCH_CASES: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
 @click.option(
     "--trace",
     "cache_trace",
-    type=click.Path(dir_okay=False, exists=True, path_type=Path),
     default=None,
-    help="Primary trace of the --cache case (default: the bundled trace).",
+    metavar="FILE|NAME",
+    help="Primary trace of the --cache case: a file or bundled trace name (default: the "
+    "bundled pgbench_rw_slice).",
 )
 @click.option(
     "--set",
@@ -893,7 +987,7 @@ def bench(
     repeat: int,
     keep: Path | None,
     cache: bool,
-    cache_trace: Path | None,
+    cache_trace: str | None,
     sets: tuple[str, ...],
     json_out: str | None,
 ) -> None:
@@ -916,7 +1010,7 @@ def bench(
     overrides = [cli_override(x) for x in sets]
     if cache:
         _bench_cache(
-            cache_trace or default_trace(),
+            resolve_trace(cache_trace) if cache_trace else default_trace(),
             config or "flexecc",
             scheme,
             overrides,
@@ -1166,7 +1260,13 @@ def _dur_label(s: float) -> str:
 
 
 @cli.command("rber")
-@click.option("--cell", type=click.Choice(["mlc", "tlc"]), default="mlc", show_default=True)
+@click.option(
+    "--cell",
+    type=click.Choice(["mlc", "tlc"]),
+    default="mlc",
+    show_default=True,
+    help="Cell type of the Vth model (MLC: Guo's calibration; TLC: our extrapolation).",
+)
 @click.option(
     "--pe",
     default="2000,3000,4000,5000,6000",
@@ -1274,7 +1374,13 @@ def rber(
 
 
 @cli.command("ecc")
-@click.option("--page-size-bytes", type=ByteSize(), default=8192, show_default=True)
+@click.option(
+    "--page-size-bytes",
+    type=ByteSize(),
+    default="8KiB",
+    show_default=True,
+    help="Page (codeword data) size the BCH code protects (binary units: 8KiB).",
+)
 @click.option(
     "--t",
     "t_list",
@@ -1374,6 +1480,19 @@ cli.add_command(_osd_cli)
 from nandlab.characterize import characterize_command as _characterize  # noqa: E402
 
 cli.add_command(_characterize)
+
+
+def _whole_summaries(group: click.Group) -> None:
+    """Every command listed by a group shows its whole first paragraph (click cuts it at the
+    first full stop, "Guo ch.", or at 45 characters with "...")."""
+    for cmd in group.commands.values():
+        if not cmd.short_help:
+            cmd.short_help = _short_help(cmd)
+        if isinstance(cmd, click.Group):
+            _whole_summaries(cmd)
+
+
+_whole_summaries(cli)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -71,6 +71,43 @@ def metrics_of(report: Mapping[str, Any]) -> dict[str, float | None]:
     return out
 
 
+#: The load columns of a compare row (from the report's load block, :mod:`nandlab.load`).
+LOAD_COLUMNS = ("offered_die_load", "wait_share", "overloaded", "overload_reason")
+
+#: Metrics whose ratio measures the backlog, not the scheme, when either run is overloaded.
+QUEUEING_METRICS = tuple(col for col, *_ in METRICS if col.endswith("_us") and "flash" not in col)
+
+
+def _load_columns(report: Mapping[str, Any] | None) -> dict[str, Any]:
+    from nandlab.load import load_block
+
+    if not report:
+        return {c: None for c in LOAD_COLUMNS}
+    ld = report.get("load")
+    if not isinstance(ld, Mapping):  # a run kept before reports carried the block
+        ld = load_block(report)
+    return {c: ld.get(c) for c in LOAD_COLUMNS}
+
+
+def queueing_note(rows: Sequence[Mapping[str, Any]]) -> str | None:
+    """One line naming the overloaded runs of a comparison and which of its ratios measure
+    queueing, not the scheme (None when no run is overloaded)."""
+    over = [r for r in rows if r.get("overloaded")]
+    if not over:
+        return None
+    names = ", ".join(f"{r['scheme']} ({r.get('overload_reason')})" for r in over)
+    which = (
+        "every response time and its ratio"
+        if rows and rows[0].get("overloaded")
+        else "the response times and ratios of " + ", ".join(r["scheme"] for r in over)
+    )
+    return (
+        f"overloaded: {names}. {which} (marked *) measure queueing backlogs, not the "
+        "schemes; write amplification and erases still compare. Slow the trace "
+        "(--set host.time_scale=K) or use a config with more dies."
+    )
+
+
 def _ratio(v: float | None, base: float | None) -> float | None:
     if v is None or base is None or base == 0 or not math.isfinite(base):
         return None
@@ -93,7 +130,9 @@ def compare(
 ) -> pl.DataFrame:
     """Run ``schemes`` on ``trace`` (a file or a bundled name) with ``config`` + ``overrides``
     and return one row per scheme, in the given order: ``scheme``, ``error``, ``key``, every
-    metric of :data:`METRICS` and its ratio to the first scheme (``<metric>_ratio``).
+    metric of :data:`METRICS` and its ratio to the first scheme (``<metric>_ratio``), and the
+    run's load (:data:`LOAD_COLUMNS`: ``overloaded`` true means its response times, and their
+    ratios, measure queueing, not the scheme).
 
     ``out`` keeps the runs (``runs.parquet``, ``compare.json``; default: a temporary directory,
     deleted). ``scheduler``/``workers`` as in :func:`nandlab.sweep`; ``outputs`` adds per-run
@@ -163,6 +202,7 @@ def compare(
         rep = json.loads(r["report"]) if r["report"] else None
         row: dict[str, Any] = {"scheme": r["scheme"], "error": r["error"], "key": r["key"]}
         row.update(metrics_of(rep) if rep else {c: None for c, *_ in METRICS})
+        row.update(_load_columns(rep))
         rows.append(row)
     base = rows[0]
     for row in rows:
@@ -185,12 +225,14 @@ def compare(
     return res
 
 
-def _cell(v: Any, ratio: Any, first: bool) -> str:
+def _cell(v: Any, ratio: Any, first: bool, queueing: bool = False) -> str:
     from nandlab.reproduce.fmt import fmt_num
 
     s = fmt_num(v)
     if not first and ratio is not None:
-        s += f" ({ratio:.3f}x)"
+        s += f" ({ratio:.3f}x{'*' if queueing else ''})"
+    elif queueing:
+        s += " *"
     return s
 
 
@@ -210,7 +252,15 @@ def _cell(v: Any, ratio: Any, first: bool) -> str:
     metavar="A,B,C",
     help="Schemes, comma separated; ratios are to the first.",
 )
-@click.option("--config", "-c", default="default", show_default=True, metavar="FILE|NAME")
+@click.option(
+    "--config",
+    "-c",
+    default="default",
+    show_default=True,
+    metavar="FILE|NAME",
+    help="Config file or packaged preset name; every scheme runs on it (a scheme must fit it, "
+    "e.g. diffecc_wa needs -c xia-diffecc).",
+)
 @click.option(
     "--set",
     "sets",
@@ -315,13 +365,38 @@ def compare_command(
         )
         t.add_column("metric", style="bold")
         for r in rows:
-            t.add_column(r["scheme"], justify="right")
+            head = r["scheme"] + ("\n[red]OVERLOADED[/]" if r.get("overloaded") else "")
+            t.add_column(head, justify="right")
+        base_over = bool(rows[0].get("overloaded"))
         for col, label, _, unit in METRICS:
             t.add_row(
                 f"{label} {unit}".strip(),
-                *(_cell(r[col], r[f"{col}_ratio"], i == 0) for i, r in enumerate(rows)),
+                *(
+                    _cell(
+                        r[col],
+                        r[f"{col}_ratio"],
+                        i == 0,
+                        col in QUEUEING_METRICS and (base_over or bool(r.get("overloaded"))),
+                    )
+                    for i, r in enumerate(rows)
+                ),
             )
+        for col, label in (
+            ("offered_die_load", "offered die load"),
+            ("wait_share", "queue-wait share"),
+        ):
+            t.add_row(label, *("—" if r[col] is None else f"{r[col] * 100:.1f} %" for r in rows))
+        t.add_row(
+            "overloaded",
+            *(
+                "—" if r["overloaded"] is None else ("[red]yes[/]" if r["overloaded"] else "no")
+                for r in rows
+            ),
+        )
         out_console.print(t)
+        note = queueing_note(rows)
+        if note:
+            err_console.print(f"[yellow]warning: {note}[/]")
         out_console.print(f"runs in {out / 'runs.parquet'}; HTML: nandlab report {out}")
     bad = [r for r in rows if r["error"]]
     if bad:

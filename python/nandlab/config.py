@@ -198,3 +198,24 @@ def cli_override(item: str) -> str:
     except tomllib.TOMLDecodeError:
         value = toml_literal(value)
     return f"{key}={value}"
+
+
+_TOML_AT = re.compile(r"^(?P<msg>.*?)\s*\(at line (?P<line>\d+), column (?P<col>\d+)\)\s*$", re.S)
+
+
+def toml_syntax_error(src: str, text: str, e: Exception) -> str:
+    """A TOML syntax error of a file read in Python (a sweep grid) in the form the core gives
+    one of a config: ``SRC: TOML parse error at line L, column C: WHAT`` and then the line with
+    a caret under the column."""
+    m = _TOML_AT.match(str(e))
+    if not m:
+        return f"{src}: TOML parse error: {' '.join(str(e).split())}"
+    line, col = int(m.group("line")), int(m.group("col"))
+    lines = text.splitlines()
+    shown = lines[line - 1] if 0 < line <= len(lines) else ""
+    w = len(str(line))
+    pad = " " * w
+    return (
+        f"{src}: TOML parse error at line {line}, column {col}: {m.group('msg')}\n"
+        f"{pad} |\n{line} | {shown}\n{pad} | {' ' * (col - 1)}^"
+    )

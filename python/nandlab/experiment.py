@@ -38,7 +38,7 @@ import os
 import socket
 import sys
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -107,6 +107,11 @@ def _schema() -> dict[str, Any]:
 
 class ExperimentError(RuntimeError):
     """A problem with the experiment itself (not with one run): missing dask, bad out dir."""
+
+
+class FailedRunsWarning(UserWarning):
+    """Some runs of a grid failed: their rows have ``error`` set and null numbers (the CLI
+    commands report failures themselves and silence this warning)."""
 
 
 # --------------------------------------------------------------------------- specs and keys
@@ -604,14 +609,21 @@ class _LocalRunner(_Runner):
 
 
 class _DaskRunner(_Runner):
-    def __init__(self, client: Any, owned: list[Any]) -> None:
+    #: Seconds between two calls of ``watch`` while runs are outstanding.
+    WATCH_EVERY_S = 5.0
+
+    def __init__(
+        self, client: Any, owned: list[Any], watch: Callable[[], str | None] | None = None
+    ) -> None:
         self.client = client
         self.owned = owned  # closed by close(): our own client / cluster
+        self.watch = watch  # why no run can ever finish (e.g. Slurm jobs ended), or None
         self.where = f"dask {getattr(client.scheduler, 'address', '')}".strip()
 
     def slots(self) -> int:
+        """Worker threads connected now (0 while a Slurm job waits in the queue)."""
         try:
-            return max(1, sum(self.client.nthreads().values()))
+            return sum(self.client.nthreads().values())
         except Exception:
             return 1
 
@@ -623,14 +635,29 @@ class _DaskRunner(_Runner):
             for p in payloads
         }
         try:
-            for fut in as_completed(list(futs)):
-                try:
-                    yield fut.result()
-                except Exception as e:  # e.g. KilledWorker
-                    yield _lost_row(futs[fut], e)
+            # polled, not blocking: Ctrl-C is seen at once, and `watch` can end a sweep whose
+            # workers will never come
+            ac = as_completed(list(futs))
+            next_watch = time.monotonic() + self.WATCH_EVERY_S
+            while not ac.is_empty():
+                batch = ac.next_batch(block=False)
+                if not batch:
+                    if self.watch is not None and time.monotonic() >= next_watch:
+                        why = self.watch()
+                        if why:
+                            raise ExperimentError(why)
+                        next_watch = time.monotonic() + self.WATCH_EVERY_S
+                    time.sleep(0.05)
+                    continue
+                for fut in batch:
+                    try:
+                        yield fut.result()
+                    except Exception as e:  # e.g. KilledWorker
+                        yield _lost_row(futs[fut], e)
         finally:
             for fut in futs:
-                fut.release()
+                with contextlib.suppress(Exception):
+                    fut.release()
 
     def close(self) -> None:
         for obj in self.owned:
@@ -648,7 +675,8 @@ def _runner(scheduler: Any, processes: int | None, cluster: Mapping[str, Any] | 
 
     if isinstance(scheduler, str):
         if scheduler == "slurm":
-            client, owned = cl.slurm_client(cluster, jobs=processes)
+            client, owned, watch = cl.slurm_client(cluster, jobs=processes)
+            return _DaskRunner(client, owned, watch)
         else:
             if processes is not None:
                 raise ExperimentError(
@@ -764,9 +792,20 @@ def run_grid(
     st.wall_s = time.perf_counter() - t0
 
     # the current specs name the runs (a resumed row may have been labelled differently)
-    return rows_frame(
+    df = rows_frame(
         {**rows[k], "trace": s.trace_name, "label": s.label} for k, s in unique.items() if k in rows
     )
+    failed = [r for r in df.iter_rows(named=True) if r.get("error")]
+    if failed:
+        import warnings
+
+        warnings.warn(
+            f"{len(failed)} of {df.height} runs failed (rows with `error` set, numbers null); "
+            f"first: {failed[0]['label']}: {failed[0]['error']}",
+            FailedRunsWarning,
+            stacklevel=2,
+        )
+    return df
 
 
 class _GridProgress:

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from nandlab.data import bundled_by_name, resolve_trace, trace_name
 from nandlab.experiment import RunOutputs, RunSpec
 
 if TYPE_CHECKING:
@@ -106,18 +107,6 @@ class Grid:
 # --------------------------------------------------------------------------- parsing
 
 
-def trace_name(path: Path) -> str:
-    """A trace's short name: its file name up to the first dot (``hm_0.csv.gz`` -> ``hm_0``)."""
-    return path.name.split(".", 1)[0] or path.name
-
-
-def bundled_by_name() -> dict[str, Path]:
-    """The bundled traces by short name."""
-    from nandlab.data import bundled_traces
-
-    return {trace_name(p): p for p in bundled_traces()}
-
-
 def _as_list(v: Any, key: str, src: str, kind: type | tuple[type, ...]) -> list[Any]:
     items = v if isinstance(v, list) else [v]
     if not items:
@@ -132,14 +121,12 @@ def _as_list(v: Any, key: str, src: str, kind: type | tuple[type, ...]) -> list[
 
 
 def resolve_traces(entries: Sequence[str], base: Path, src: str) -> list[tuple[str, Path]]:
-    """``(name, path)`` of each trace entry: a bundled name, a file, or a glob (relative to
-    ``base``). Raises :class:`GridError` for an entry that finds nothing."""
+    """``(name, path)`` of each trace entry: a file or a bundled name
+    (:func:`nandlab.data.resolve_trace`, relative to ``base``), or a glob. Raises
+    :class:`GridError` for an entry that finds nothing."""
     bundled = bundled_by_name()
     paths: list[Path] = []
     for e in entries:
-        if e in bundled:
-            paths.append(bundled[e])
-            continue
         p = Path(e).expanduser()
         if not p.is_absolute():
             p = base / p
@@ -151,13 +138,14 @@ def resolve_traces(entries: Sequence[str], base: Path, src: str) -> list[tuple[s
                     + ", ".join(sorted(bundled))
                 )
             paths.extend(hits)
-        elif p.is_file():
-            paths.append(p)
         else:
-            raise GridError(
-                f"{src}: traces: `{e}` is not a bundled trace name and no such file "
-                f"({p}); bundled names: " + ", ".join(sorted(bundled))
-            )
+            try:
+                paths.append(resolve_trace(e, base))
+            except FileNotFoundError:
+                raise GridError(
+                    f"{src}: traces: `{e}` is not a bundled trace name and no such file "
+                    f"({p}); bundled names: " + ", ".join(sorted(bundled))
+                ) from None
     uniq: list[Path] = []
     seen: set[Path] = set()
     for p in paths:
@@ -266,7 +254,9 @@ def load_grid(grid: str | Path | Mapping[str, Any], base_dir: str | Path | None 
         except (OSError, UnicodeDecodeError) as e:
             raise GridError(f"{src}: cannot read: {e}") from None
         except tomllib.TOMLDecodeError as e:
-            raise GridError(f"{src}: not valid TOML: {e}") from None
+            from nandlab.config import toml_syntax_error
+
+            raise GridError(toml_syntax_error(src, text or "", e)) from None
         base = Path(base_dir) if base_dir is not None else path.parent
 
     for k in data:
@@ -592,6 +582,19 @@ def sweep_command(
             out_console.print(f"{s.trace_name}\t{s.label}\t{s.params_json()}")
         err_console.print(f"{len(g.specs)} runs; nothing run (--dry-run)")
         return
+    if scheduler != "local":
+        from nandlab.cluster import check_scheduler
+
+        try:  # before anything is printed or started: the error is the only line
+            if workers is not None and scheduler != "slurm":
+                raise ExperimentError(
+                    f"--workers applies to --scheduler local or slurm; the Dask cluster at "
+                    f"{scheduler} has its own workers"
+                )
+            check_scheduler(scheduler, g.cluster)
+        except ExperimentError as e:
+            click.secho(f"error: {e}", fg="red", err=True)
+            raise click.exceptions.Exit(EXIT_USER_ERROR) from None
     show = progress if progress is not None else err_console.is_terminal
     if not quiet:
         err_console.print(

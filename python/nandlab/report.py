@@ -7,11 +7,15 @@ What goes in (each part only when the directory has what it needs):
 * the paper's headline and result tables (a reproduce output's ``result.json``, or any JSON file
   in DIR written by ``reproduce --json``);
 * the compare table with ratios to the first scheme (``compare.json``);
-* figures: mean and p99 response per run for each trace; latency CDFs per trace (one line per
-  scheme / setting; from the reports' ``host.cdf`` when the runs recorded it, else from their
-  p50 / p90 / p99 / p99.9 / max, marked as such); per-interval time series per trace
-  (throughput, mean and p99 response, queue depth, GC moves and erases, die utilisation) for
-  runs that wrote one; and a reproduce command's own figures;
+* figures: mean and p99 response per run for each trace; latency CDFs per trace (from the
+  reports' ``host.cdf`` when the runs recorded it, else from their p50 / p90 / p99 / p99.9 /
+  max, marked as such); per-interval time series per trace (throughput, mean and p99 response,
+  queue depth, GC moves and erases, die utilisation) for runs that wrote one; and a reproduce
+  command's own figures. A trace with up to :data:`MAX_LINES` runs is drawn a line per run (a
+  colour per scheme, a dash pattern per setting); one with more, in figures that aggregate: a
+  line per scheme (the median over its runs) with a band from its fastest to its slowest run
+  over the grid's other axes, which the caption names, and the summary as a dot per run in a
+  row per scheme;
 * the runs table (click a column header to sort), with each run's error.
 
 Figures are embedded as PNG (the file opens anywhere, offline, with no other file) and also
@@ -35,8 +39,9 @@ from typing import Any
 import click
 
 REPORT_FILE = "report.html"
-#: Most runs drawn as separate lines in one panel; more are summarised in the tables only.
-MAX_LINES = 40
+#: Most runs of a trace drawn one line (or bar) each; a trace with more gets figures that
+#: aggregate: a line per scheme (the median over its runs) with a band over the other axes.
+MAX_LINES = 12
 
 
 @dataclass
@@ -169,12 +174,87 @@ def _by_trace(runs: Sequence[_Run]) -> dict[str, list[_Run]]:
 
 
 def _legend(ax: Any, n: int) -> None:
-    """Outside the axes, on the right (the shared figure style: never over the data)."""
+    """Outside the axes, on the right of the figure (the shared figure style: never over the
+    data); a figure-level legend, so the constrained layout makes room for it."""
     if n == 0:
         return
-    from nandlab.figures import legend_outside
+    handles, names = ax.get_legend_handles_labels()
+    ax.figure.legend(
+        handles, names, loc="outside right upper", frameon=False, fontsize=7 if n <= 8 else 6
+    )
 
-    legend_outside(ax.figure, ax, where="right", fontsize=7 if n <= 8 else 6, ncol=1 + n // 24)
+
+def _legend_inches(labels: Sequence[str]) -> float:
+    """The width a right-hand legend of ``labels`` takes (at 6-7 pt, about 0.055 in a
+    character, plus the line sample): added to the figure, so the panels keep their width
+    however long the runs' labels are."""
+    return 0.8 + 0.055 * max((len(x) for x in labels), default=0)
+
+
+def _legend_top(fig: Any, axes: Sequence[Any], ncols: int) -> None:
+    """One legend above the panels for the entries of all of ``axes`` (each label once)."""
+    seen: dict[str, Any] = {}
+    for ax in axes:
+        for h, name in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(name, h)
+    if seen:
+        fig.legend(
+            list(seen.values()),
+            list(seen),
+            loc="outside upper center",
+            ncols=max(1, min(ncols, len(seen))),
+            frameon=False,
+            fontsize=8,
+        )
+
+
+@dataclass
+class _Groups:
+    """How a large trace's runs are aggregated: one line per group (``by``: "scheme", or
+    with a single scheme the config or the first varying setting), a band over ``over``."""
+
+    by: str
+    groups: dict[str, list[_Run]]
+    over: list[str]
+
+    def caption_over(self) -> str:
+        return ", ".join(self.over) if self.over else "the runs' other settings"
+
+
+def _param(r: _Run, key: str) -> Any:
+    try:
+        params = json.loads(r.row.get("params") or "{}")
+    except ValueError:
+        params = {}
+    v = params.get(key) if isinstance(params, dict) else None
+    return v if v is not None else r.row.get(key)
+
+
+def _group_runs(runs: Sequence[_Run], varying: Sequence[str] = ()) -> _Groups:
+    """A line per scheme when the runs have several; else per config, else per value of the
+    first varying setting with at most 10 values; else one group."""
+    schemes = list(dict.fromkeys(str(r.row.get("scheme")) for r in runs))
+    configs = list(dict.fromkeys(Path(str(r.row.get("config"))).stem for r in runs))
+    varying = [k for k in varying if len({json.dumps(_param(r, k)) for r in runs}) > 1]
+    over = list(varying) + (["config"] if len(configs) > 1 else [])
+    if len(schemes) > 1:
+        key: Any = lambda r: str(r.row.get("scheme"))  # noqa: E731
+        by = "scheme"
+    elif len(configs) > 1:
+        key = lambda r: Path(str(r.row.get("config"))).stem  # noqa: E731
+        by, over = "config", list(varying)
+    else:
+        small = [k for k in varying if len({json.dumps(_param(r, k)) for r in runs}) <= 10]
+        if small:
+            by = small[0]
+            key = lambda r: f"{by}={_param(r, by)}"  # noqa: E731
+            over = [k for k in over if k != by]
+        else:
+            by, key = "scheme", lambda r: str(r.row.get("scheme"))
+    groups: dict[str, list[_Run]] = {}
+    for r in runs:
+        groups.setdefault(key(r), []).append(r)
+    return _Groups(by, groups, over)
 
 
 def _fig_summary(by_trace: Mapping[str, list[_Run]], files: Path) -> Figure | None:
@@ -201,13 +281,95 @@ def _fig_summary(by_trace: Mapping[str, list[_Run]], files: Path) -> Figure | No
             ax.set_xscale("log")
             _plain_log_ticks(ax.xaxis)
         ax.grid(axis="x", alpha=0.3)
-        legend_outside(fig, ax, where="right")
+    legend_outside(fig, axes[0], ncols=2)
     base = files / "summary-response"
     png, svg = save(fig, base)
     return Figure(
         "summary-response",
         "Response time per run",
         "Mean and p99 response time (all requests) of every run, per trace.",
+        png,
+        svg,
+    )
+
+
+def _fig_summary_agg(
+    by_trace: Mapping[str, list[_Run]], groups: Mapping[str, _Groups], files: Path
+) -> Figure | None:
+    """The summary of a large sweep: a panel per trace, a row per scheme (or group), a dot per
+    run (mean and p99 response) and the median of each as a bar."""
+    import numpy as np
+
+    from nandlab.figures import _figure, save
+    from nandlab.result import lookup
+
+    if not by_trace:
+        return None
+    traces = list(by_trace)
+    ncols = 1 if len(traces) < 4 else 2
+    nrows = -(-len(traces) // ncols)
+    n_groups = max(len(groups[t].groups) for t in traces)
+    fig = _figure(6.0 * ncols + 1.0, 0.9 + nrows * (0.9 + 0.42 * n_groups))
+    axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+    rng = np.random.default_rng(0)  # the jitter: the same figure every time
+    for ax in axes[len(traces) :]:
+        ax.set_visible(False)
+    for ax, trace in zip(axes, traces):
+        g = groups[trace]
+        names = list(g.groups)
+        pos: list[float] = []
+        for yi, name in enumerate(names):
+            for dy, path, color, mark, lab in (
+                (-0.17, "host.mean_us", "#4c72b0", "o", "mean (a dot per run)"),
+                (0.17, "host.all.p99_us", "#dd8452", "^", "p99 (a dot per run)"),
+            ):
+                vals = np.array(
+                    [v for r in g.groups[name] if (v := lookup(r.report, path)) and v > 0],
+                    dtype=float,
+                )
+                if not len(vals):
+                    continue
+                pos += list(vals)
+                jit = rng.uniform(-0.1, 0.1, len(vals))
+                ax.scatter(
+                    vals,
+                    yi + dy + jit,
+                    s=16,
+                    color=color,
+                    marker=mark,
+                    alpha=0.7,
+                    linewidths=0,
+                    label=lab if yi == 0 else None,
+                )
+                ax.plot(
+                    [np.median(vals)] * 2,
+                    [yi + dy - 0.16, yi + dy + 0.16],
+                    color="black",
+                    lw=1.6,
+                    label="median over the runs" if yi == 0 and dy < 0 else None,
+                )
+        ax.set_yticks(range(len(names)), [f"{n} ({len(g.groups[n])})" for n in names], fontsize=7)
+        ax.set_ylim(len(names) - 0.5, -0.5)
+        ax.set_title(
+            f"{trace}: response time (µs), {len(by_trace[trace])} runs", fontsize=9, loc="left"
+        )
+        if pos and max(pos) / min(pos) > 20:
+            ax.set_xscale("log")
+            _plain_log_ticks(ax.xaxis)
+        ax.tick_params(axis="x", labelsize=7)
+        ax.grid(axis="x", alpha=0.3, which="both")
+    _legend_top(fig, axes[:1], 3)
+    base = files / "summary-response"
+    png, svg = save(fig, base)
+    by = {groups[t].by for t in traces}
+    over = ", ".join(dict.fromkeys(o for t in traces for o in groups[t].over)) or "their settings"
+    return Figure(
+        "summary-response",
+        "Response time per run",
+        f"Mean (circles) and p99 (triangles) response time of every run (all requests), a "
+        f"panel per trace and a row per {' / '.join(sorted(by))} (its number of runs in "
+        f"brackets); each row's runs differ in {over}. The black bars are the medians over "
+        "the row's runs. The runs table below has every run's numbers.",
         png,
         svg,
     )
@@ -238,13 +400,14 @@ def _plain_log_ticks(axis: Any) -> None:
 
 
 def _fig_cdf(trace: str, runs: Sequence[_Run], files: Path) -> Figure | None:
+    """A line per run (at most :data:`MAX_LINES` runs)."""
     from nandlab.figures import _figure, save
 
-    runs = list(runs)[:MAX_LINES]
+    runs = list(runs)
     classes = [c for c in ("read", "write") if any(_cdf_points(r.report or {}, c)[0] for r in runs)]
     if not classes:
         return None
-    fig = _figure(5.0 * len(classes) + (2.2 if len(runs) > 8 else 0.0), 3.6)
+    fig = _figure(5.0 * len(classes) + _legend_inches([r.label for r in runs]), 3.6)
     axes = fig.subplots(1, len(classes), squeeze=False)[0]
     approx = False
     styles = _styles(runs)
@@ -258,13 +421,7 @@ def _fig_cdf(trace: str, runs: Sequence[_Run], files: Path) -> Figure | None:
             style = {"drawstyle": "steps-post"} if exact else {"marker": "o", "markersize": 3}
             ax.plot(xs, ys, color=color, ls=dash, lw=1.2, label=r.label, **style)
             n += 1
-        ax.set_xscale("log")
-        _plain_log_ticks(ax.xaxis)
-        ax.set_ylim(0, 1.005)
-        ax.set_xlabel(f"{cls} response time (µs)")
-        ax.set_ylabel("fraction of requests")
-        ax.set_title(f"{trace}: {cls}s", fontsize=9, loc="left")
-        ax.grid(alpha=0.3, which="both")
+        _cdf_axis(ax, trace, cls)
         if cls == classes[-1]:
             _legend(ax, n)
     name = f"cdf-{_slug(trace)}"
@@ -278,17 +435,83 @@ def _fig_cdf(trace: str, runs: Sequence[_Run], files: Path) -> Figure | None:
             " Markers: runs without host.cdf in their report, drawn from p50 / p90 / p99 / "
             "p99.9 / max only."
         )
-    if len(runs) == MAX_LINES:
-        cap += f" First {MAX_LINES} runs only."
     return Figure(name, f"Latency CDF — {trace}", cap, png, svg)
 
 
+def _cdf_axis(ax: Any, trace: str, cls: str) -> None:
+    ax.set_xscale("log")
+    _plain_log_ticks(ax.xaxis)
+    ax.set_ylim(0, 1.005)
+    ax.set_xlabel(f"{cls} response time (µs)")
+    ax.set_ylabel("fraction of requests")
+    ax.set_title(f"{trace}: {cls}s", fontsize=9, loc="left")
+    ax.grid(alpha=0.3, which="both")
+
+
+def _fig_cdf_agg(trace: str, runs: Sequence[_Run], g: _Groups, files: Path) -> Figure | None:
+    """A line per group: the median over its runs of the response time at each quantile, and
+    a band from the fastest to the slowest run at that quantile."""
+    import numpy as np
+
+    from nandlab.figures import _figure, save
+
+    classes = [c for c in ("read", "write") if any(_cdf_points(r.report or {}, c)[0] for r in runs)]
+    if not classes:
+        return None
+    fig = _figure(5.0 * len(classes), 4.0)
+    axes = fig.subplots(1, len(classes), squeeze=False)[0]
+    approx = False
+    for ax, cls in zip(axes, classes):
+        for gi, (name, rs) in enumerate(g.groups.items()):
+            curves = [_cdf_points(r.report or {}, cls) for r in rs]
+            curves = [c for c in curves if c[0]]
+            if not curves:
+                continue
+            exact = [c for c in curves if c[2]]
+            approx |= len(exact) < len(curves)
+            # a common quantile grid: the reports' own (all the same for host.cdf)
+            qs = np.asarray((exact or curves)[0][1], dtype=float)
+            arr = np.vstack(
+                [np.interp(qs, np.asarray(y, float), np.asarray(x, float)) for x, y, _ in curves]
+            )
+            arr = np.where(arr > 0, arr, np.nan)
+            with np.errstate(all="ignore"):
+                import warnings
+
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN column
+                    med, lo, hi = (np.nanmedian(arr, 0), np.nanmin(arr, 0), np.nanmax(arr, 0))
+            color = _color(gi)
+            if len(curves) > 1:
+                ax.fill_betweenx(qs, lo, hi, color=color, alpha=0.18, linewidth=0)
+            style = {"drawstyle": "steps-post"} if exact else {"marker": "o", "markersize": 3}
+            ax.plot(med, qs, color=color, lw=1.4, label=f"{name} ({len(curves)} runs)", **style)
+        _cdf_axis(ax, trace, cls)
+    _legend_top(fig, axes, 6)
+    name = f"cdf-{_slug(trace)}"
+    png, svg = save(fig, files / name)
+    cap = (
+        f"Response-time CDF of {trace}, aggregated over its {len(runs)} runs: a line per "
+        f"{g.by} (its number of runs in brackets) — the median over its runs of the response "
+        "time at each fraction of requests — and a shaded band from its fastest to its slowest "
+        f"run at that fraction; the band spans {g.caption_over()}. The runs table below has "
+        "every run."
+    )
+    if approx:
+        cap += (
+            " Markers: some runs have no host.cdf in their report and are drawn from p50 / p90 "
+            "/ p99 / p99.9 / max only."
+        )
+    return Figure(name, f"Latency CDF — {trace}", cap, png, svg)
+
+
+#: Time-series panels: column, title (what is drawn), short y label.
 _TS_PANELS = (
-    ("throughput_rps", "throughput (req/s)"),
-    ("latency", "response (µs): mean —, p99 - -"),
-    ("queue_depth", "queue depth (requests)"),
-    ("gc", "GC moves —, erases - - (per s)"),
-    ("die_utilization", "die utilisation"),
+    ("throughput_rps", "requests completed per second", "req/s"),
+    ("latency", "response time: mean (solid), p99 (dashed)", "µs"),
+    ("queue_depth", "host requests in the device (time average)", "requests"),
+    ("gc", "GC page moves (solid), block erases (dashed) per second", "per s"),
+    ("die_utilization", "share of die time busy", "utilisation"),
 )
 
 
@@ -296,20 +519,27 @@ _TS_PANELS = (
 MAX_POINTS = 600
 
 
-def _plot_bins(df: Any, max_points: int = MAX_POINTS) -> tuple[Any, int]:
-    """The time series in bins of ``k`` consecutive intervals (``k = 1`` when short enough):
+def _plot_bins(
+    df: Any, max_points: int = MAX_POINTS, k: int | None = None, by: str | None = None
+) -> tuple[Any, int]:
+    """The time series in bins of ``k`` consecutive intervals (given, or the fewest that keep
+    it within ``max_points``; ``k = 1`` when short enough):
     rates and means recomputed over each bin, p99 as the highest interval p99 in it. Returns
     ``(frame, k)`` with columns start_s, throughput_rps, mean_us, p99_us, queue_depth,
-    gc_per_s, erases_per_s, die_utilization."""
+    gc_per_s, erases_per_s, die_utilization. With ``by`` (a column naming the run of each
+    row, for many runs' series in one frame) each run is binned alone, and the frame also has
+    ``by`` and ``bin`` (the bin's number in its run) and keeps nulls where a bin has no
+    requests."""
     import polars as pl
 
-    k = max(1, -(-df.height // max_points))
+    k = k if k is not None else max(1, -(-df.height // max_points))
     done = pl.col("reads") + pl.col("writes")
     dur = pl.col("duration_s")
+    idx = pl.int_range(pl.len()).over(by) if by else pl.int_range(pl.len())
+    keys = [by, "bin"] if by else ["bin"]
     g = (
-        df.with_row_index("i")
-        .with_columns((pl.col("i") // k).alias("bin"), done.alias("done"))
-        .group_by("bin", maintain_order=True)
+        df.with_columns((idx // k).alias("bin"), done.alias("done"))
+        .group_by(keys, maintain_order=True)
         .agg(
             pl.col("start_s").first(),
             dur.sum().alias("dur"),
@@ -323,6 +553,7 @@ def _plot_bins(df: Any, max_points: int = MAX_POINTS) -> tuple[Any, int]:
         )
     )
     out = g.select(
+        *([by, "bin"] if by else []),
         "start_s",
         (pl.col("done") / pl.col("dur")).alias("throughput_rps"),
         pl.when(pl.col("done") > 0).then(pl.col("resp") / pl.col("done")).alias("mean_us"),
@@ -332,13 +563,11 @@ def _plot_bins(df: Any, max_points: int = MAX_POINTS) -> tuple[Any, int]:
         (pl.col("erases") / pl.col("dur")).alias("erases_per_s"),
         (pl.col("busy") / pl.col("dur")).alias("die_utilization"),
     )
-    return out.fill_null(float("nan")), k
+    return (out if by else out.fill_null(float("nan"))), k
 
 
-def _fig_timeseries(trace: str, runs: Sequence[_Run], d: Path, files: Path) -> Figure | None:
+def _read_series(runs: Sequence[_Run], d: Path) -> list[tuple[int, _Run, Any]]:
     import polars as pl
-
-    from nandlab.figures import _figure, save
 
     series = []
     for i, r in enumerate(runs):
@@ -348,10 +577,47 @@ def _fig_timeseries(trace: str, runs: Sequence[_Run], d: Path, files: Path) -> F
                 series.append((i, r, pl.read_parquet(d / rel)))
             except Exception:  # a damaged file: the table still lists the run
                 continue
+    return series
+
+
+def _ts_axes(axes: Sequence[Any], trace: str) -> None:
+    for ax, (col, title, ylabel) in zip(axes, _TS_PANELS):
+        ax.set_ylabel(ylabel, fontsize=8)
+        ax.set_title(title, fontsize=8, loc="left")
+        ax.tick_params(labelsize=7)
+        ax.grid(alpha=0.3)
+        if col == "latency":
+            ax.set_yscale("symlog", linthresh=10.0)
+        _, hi = ax.get_ylim()  # every measure is >= 0: no axis below zero
+        ax.set_ylim(0, hi if hi > 0 else 1)
+    axes[-1].set_xlabel("simulated time (s)")
+    axes[0].set_title(f"{trace}: {_TS_PANELS[0][1]}", fontsize=8, loc="left")
+
+
+def _ts_caption(trace: str, series: Sequence[tuple[int, _Run, Any]], binned: int) -> str:
+    iv = series[0][2]["duration_s"][0] if series[0][2].height else float("nan")
+    cap = (
+        f"Per-interval time series of {trace} ({iv * 1000:g} ms intervals): requests completed "
+        "per second; mean and p99 response of the requests completed in the interval; "
+        "time-averaged host requests in the device; GC page moves and block erases per second; "
+        "share of die time busy."
+    )
+    if binned > 1:
+        cap += (
+            f" Long series are drawn in bins of up to {binned} intervals (rates and means over "
+            "the bin, p99 the highest interval p99 in it); the Parquet files have every interval."
+        )
+    return cap
+
+
+def _fig_timeseries(trace: str, runs: Sequence[_Run], d: Path, files: Path) -> Figure | None:
+    """A line per run (at most :data:`MAX_LINES` runs)."""
+    from nandlab.figures import _figure, save
+
+    series = _read_series(runs, d)
     if not series:
         return None
-    series = series[:MAX_LINES]
-    fig = _figure(10.0 + (2.2 if len(series) > 8 else 0.0), 9.0)
+    fig = _figure(10.0 + _legend_inches([r.label for _, r, _ in series]), 10.0)
     axes = fig.subplots(len(_TS_PANELS), 1, sharex=True)
     binned = 1
     for i, r, raw in series:
@@ -362,7 +628,7 @@ def _fig_timeseries(trace: str, runs: Sequence[_Run], d: Path, files: Path) -> F
         step: dict[str, Any] = {"drawstyle": "steps-post"}
         # short series get markers, so a lone interval between empty ones still shows
         kw = {**step, "marker": ".", "markersize": 2} if df.height <= 200 else step
-        for ax, (col, _) in zip(axes, _TS_PANELS):
+        for ax, (col, _, _) in zip(axes, _TS_PANELS):
             if col == "latency":
                 ax.plot(t, df["mean_us"].to_list(), color=c, lw=1.0, **kw)
                 ax.plot(t, df["p99_us"].to_list(), color=c, lw=0.8, ls="--", **kw)
@@ -372,30 +638,88 @@ def _fig_timeseries(trace: str, runs: Sequence[_Run], d: Path, files: Path) -> F
             else:
                 label = r.label if col == "throughput_rps" else None
                 ax.plot(t, df[col].to_list(), color=c, lw=1.0, label=label, **step)
-    for ax, (col, label) in zip(axes, _TS_PANELS):
-        ax.set_ylabel(label, fontsize=7)
-        ax.grid(alpha=0.3)
-        if col == "latency":
-            ax.set_yscale("symlog", linthresh=10.0)
-    axes[-1].set_xlabel("simulated time (s)")
-    axes[0].set_title(f"{trace}: per-interval time series", fontsize=9, loc="left")
+    _ts_axes(axes, trace)
     _legend(axes[0], len(series))
     name = f"timeseries-{_slug(trace)}"
     png, svg = save(fig, files / name)
-    iv = series[0][2]["duration_s"][0] if series[0][2].height else float("nan")
-    cap = (
-        f"Per-interval time series of {trace} ({iv * 1000:g} ms intervals), one colour per run: "
-        "requests completed per second; mean and p99 response of the requests completed in the "
-        "interval; time-averaged host requests in the device; GC page moves and block erases "
-        "per second; share of die time busy."
+    cap = _ts_caption(trace, series, binned) + " One colour per run."
+    return Figure(name, f"Time series — {trace}", cap, png, svg)
+
+
+def _fig_timeseries_agg(
+    trace: str, runs: Sequence[_Run], g: _Groups, d: Path, files: Path
+) -> Figure | None:
+    """A line per group: the median over its runs in each interval, and a band from the
+    lowest to the highest of its runs (the p99 and erase lines: the median only)."""
+    import polars as pl
+
+    from nandlab.figures import _figure, save
+
+    series = _read_series(runs, d)
+    if not series:
+        return None
+    longest = max(raw.height for _, _, raw in series)
+    k = max(1, -(-longest // MAX_POINTS))  # the same bins for every run: they line up
+    cols = ["start_s", "duration_s", "reads", "writes", "mean_us", "p99_us", "queue_depth",
+            "gc_moves", "erases", "die_utilization"]  # fmt: skip
+    in_group = {id(r): name for name, rs in g.groups.items() for r in rs}
+    frames = [
+        raw.select(cols).with_columns(pl.lit(in_group.get(id(r), "")).alias("group"),
+                                      pl.lit(j).alias("run"))
+        for j, (_, r, raw) in enumerate(series)
+    ]  # fmt: skip
+    long = pl.concat(frames, how="vertical_relaxed")
+    binned, _ = _plot_bins(long, k=k, by="run")
+    group_of_run = pl.DataFrame(
+        {"run": list(range(len(frames))), "group": [f["group"][0] for f in frames]}
     )
-    if binned > 1:
-        cap += (
-            f" Long series are drawn in bins of up to {binned} intervals (rates and means over "
-            "the bin, p99 the highest interval p99 in it); the Parquet files have every interval."
+    binned = binned.join(group_of_run, on="run")
+    t_axis = binned.group_by("bin").agg(pl.col("start_s").min()).sort("bin")
+    fig = _figure(10.0, 10.0)
+    axes = fig.subplots(len(_TS_PANELS), 1, sharex=True)
+    names = list(g.groups)
+    step = {"drawstyle": "steps-post"}
+    measures = ["throughput_rps", "mean_us", "p99_us", "queue_depth", "gc_per_s",
+                "erases_per_s", "die_utilization"]  # fmt: skip
+    for gi, name in enumerate(names):
+        mine = binned.filter(pl.col("group") == name)
+        if not mine.height:
+            continue
+        n_runs = mine["run"].n_unique()
+        # per bin over the group's runs: median, lowest, highest (nulls: no request there)
+        agg = (
+            mine.group_by("bin")
+            .agg(
+                *[pl.col(c).median().alias(f"{c}.med") for c in measures],
+                *[pl.col(c).min().alias(f"{c}.lo") for c in measures],
+                *[pl.col(c).max().alias(f"{c}.hi") for c in measures],
+            )
+            .join(t_axis, on="bin", how="right")
+            .sort("bin")
+            .fill_null(float("nan"))
         )
-    if len(series) == MAX_LINES:
-        cap += f" First {MAX_LINES} runs only."
+        t = agg["start_s"].to_numpy()
+        c = _color(gi)
+        for ax, (col, _, _) in zip(axes, _TS_PANELS):
+            main, extra = {"latency": ("mean_us", "p99_us"),
+                           "gc": ("gc_per_s", "erases_per_s")}.get(col, (col, None))  # fmt: skip
+            if n_runs > 1:
+                ax.fill_between(t, agg[f"{main}.lo"].to_numpy(), agg[f"{main}.hi"].to_numpy(),
+                                color=c, alpha=0.15, linewidth=0, step="post")  # fmt: skip
+            label = f"{name} ({n_runs} runs)" if col == "throughput_rps" else None
+            ax.plot(t, agg[f"{main}.med"].to_numpy(), color=c, lw=1.1, label=label, **step)
+            if extra:
+                ax.plot(t, agg[f"{extra}.med"].to_numpy(), color=c, lw=0.8, ls="--", **step)
+    _ts_axes(axes, trace)
+    _legend_top(fig, axes[:1], 6)
+    name = f"timeseries-{_slug(trace)}"
+    png, svg = save(fig, files / name)
+    cap = _ts_caption(trace, series, k) + (
+        f" Aggregated over the {len(series)} runs that wrote a time series: a line per {g.by} "
+        "(its number of runs in brackets), the median over its runs in each interval, and a "
+        f"shaded band from the lowest to the highest of them; the band spans "
+        f"{g.caption_over()}. The dashed p99 and erase lines are medians only."
+    )
     return Figure(name, f"Time series — {trace}", cap, png, svg)
 
 
@@ -411,7 +735,7 @@ th,td{border:1px solid #ddd;padding:3px 7px;vertical-align:top}th{background:#f4
 text-align:left}td.n{text-align:right;font-variant-numeric:tabular-nums}
 table.sortable th{cursor:pointer;user-select:none}table.sortable th:hover{background:#e8eef8}
 th.asc::after{content:" ▲"}th.desc::after{content:" ▼"}td.err{color:#b00;max-width:420px}
-figure{margin:16px 0}figure img{max-width:100%;border:1px solid #eee}
+figure{margin:16px 0}figure img{max-width:100%;box-sizing:border-box;border:1px solid #eee}
 figcaption{font-size:.85em;color:#444;max-width:1000px}.ok{color:#060}.bad{color:#b00}
 .wrap{overflow-x:auto}
 """
@@ -817,16 +1141,31 @@ def build_report(
 
     # keep the order of the grid: by trace as first seen, then as stored
     by_trace = _by_trace(runs)
+    varying = list(sweep_meta.get("varying") or []) if isinstance(sweep_meta, dict) else []
+    # a trace with many runs: figures that aggregate (a line per scheme, a band over the rest)
+    large = {t: _group_runs(trs, varying) for t, trs in by_trace.items() if len(trs) > MAX_LINES}
     figs: list[Figure] = []
     for trace, trs in by_trace.items():
-        f = _fig_cdf(trace, trs, files)
+        f = (
+            _fig_cdf_agg(trace, trs, large[trace], files)
+            if trace in large
+            else _fig_cdf(trace, trs, files)
+        )
         if f:
             figs.append(f)
     for trace, trs in by_trace.items():
-        f = _fig_timeseries(trace, trs, d, files)
+        f = (
+            _fig_timeseries_agg(trace, trs, large[trace], d, files)
+            if trace in large
+            else _fig_timeseries(trace, trs, d, files)
+        )
         if f:
             figs.append(f)
-    f = _fig_summary(by_trace, files)
+    if large:
+        groups = {t: large.get(t) or _group_runs(trs, varying) for t, trs in by_trace.items()}
+        f = _fig_summary_agg(by_trace, groups, files)
+    else:
+        f = _fig_summary(by_trace, files)
     if f:
         figs.append(f)
     own_figs: list[tuple[Path, Path | None]] = []

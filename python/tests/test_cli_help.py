@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import click
 import pytest
 from _helpers import run_cli
@@ -14,6 +16,7 @@ COMMANDS = [
     ["bench"],
     ["trace"],
     ["trace", "stats"],
+    ["trace", "list"],
     ["trace", "convert"],
     ["trace", "generate"],
     ["rber"],
@@ -80,3 +83,71 @@ def test_console_entry_point_help() -> None:
     res = run_cli("--help")
     assert res.returncode == 0
     assert "trace" in res.stdout and "run" in res.stdout and "bench" in res.stdout
+
+
+# --------------------------------------------------------------------------- the help walker
+
+
+def _command(path: list[str]) -> click.Command:
+    cmd: click.Command = cli
+    for name in path:
+        assert isinstance(cmd, click.Group)
+        cmd = cmd.commands[name]
+    return cmd
+
+
+def _first_paragraph(cmd: click.Command) -> str:
+    text = (cmd.help or "").split("\f", 1)[0].strip()
+    return " ".join(text.split("\n\n", 1)[0].split())
+
+
+@pytest.mark.parametrize("path", COMMANDS, ids=lambda p: " ".join(p) or "nandlab")
+def test_every_option_has_help_text(path: list[str]) -> None:
+    cmd = _command(path)
+    bare = [
+        p.opts[0]
+        for p in cmd.params
+        if isinstance(p, click.Option) and not p.hidden and not (p.help or "").strip()
+    ]
+    assert not bare, f"nandlab {' '.join(path)}: options without help text: {bare}"
+    assert _first_paragraph(cmd), f"nandlab {' '.join(path)} has no help text"
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in COMMANDS if isinstance(_command(p), click.Group)], ids=" ".join
+)
+def test_command_lists_show_whole_summaries(runner, path: list[str]) -> None:
+    """A group's list of commands shows each command's whole first paragraph: not cut at the
+    first full stop ("Guo ch."), not shortened with "..."."""
+    res = runner.invoke(cli, [*path, "--help"], terminal_width=100)
+    assert res.exit_code == 0, res.output
+    # click wraps after a hyphen ("file-" / "level"): join such words again
+    listing = re.sub(r"-\s+", "-", " ".join(res.output.split("Commands:", 1)[1].split()))
+    group = _command(path)
+    assert isinstance(group, click.Group)
+    for name, sub in group.commands.items():
+        whole = re.sub(r"-\s+", "-", _first_paragraph(sub))
+        assert f"{name} {whole}" in listing, (
+            f"nandlab {' '.join(path)} --help cuts the summary of `{name}`: want {whole!r}"
+        )
+    assert "..." not in listing
+
+
+def _byte_options() -> list[tuple[str, click.Option]]:
+    from nandlab.cli import ByteSize
+
+    out = []
+    for path in COMMANDS:
+        for p in _command(path).params:
+            if isinstance(p, click.Option) and isinstance(p.type, ByteSize) and p.default:
+                out.append((" ".join([*path, p.opts[0]]), p))
+    return out
+
+
+@pytest.mark.parametrize("name,opt", _byte_options(), ids=[n for n, _ in _byte_options()])
+def test_sizes_show_in_binary_units(runner, name: str, opt: click.Option) -> None:
+    """A size option's default reads "16GiB", not 17179869184."""
+    assert isinstance(opt.default, str) and not opt.default.isdigit(), (name, opt.default)
+    path = name.split()[:-1]
+    res = runner.invoke(cli, [*path, "--help"], terminal_width=200)
+    assert f"default: {opt.default}" in res.output, res.output

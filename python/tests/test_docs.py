@@ -157,6 +157,7 @@ def _real_reports() -> tuple[dict[str, Any], ...]:
                 "reliability.model": "vth",
                 "refresh.period_s": 3600.0,
                 "ftl.allocation": "static",  # refresh relocates within a plane
+                "ftl.mapping_unit_bytes": 0,  # (units fill super-pages)
                 "stats.latency_cdf": True,
             },
         ),

@@ -157,3 +157,19 @@ def test_setup_progress_is_shown_in_a_ci_log(tmp_path: Path) -> None:
     assert p.returncode == 0, p.stderr
     assert "preconditioning (untimed)" in p.stderr, p.stderr
     assert "page writes" in p.stderr
+
+
+def test_bad_toml_grid(tmp_path: Path) -> None:
+    """A TOML syntax error in a sweep grid reads like one in a config: file, line and column,
+    then the line with a caret under the column (issue 33)."""
+    grid = tmp_path / "grid.toml"
+    grid.write_text('configs = ["default"]\nschemes = ["baseline"\ntraces = ["x"]\n')
+    res = run_cli("sweep", grid)
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+    lines = res.stderr.splitlines()
+    assert "grid.toml" in lines[0] and "TOML parse error at line 3, column" in lines[0], lines
+    shown = next(ln for ln in lines if ln.startswith("3 | "))
+    caret = lines[lines.index(shown) + 1]
+    col = int(lines[0].split("column ", 1)[1].split(":")[0])
+    assert caret.rstrip().endswith("^"), caret
+    assert caret.index("^") == shown.index("|") + 2 + col - 1, (shown, caret)

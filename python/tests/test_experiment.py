@@ -237,11 +237,20 @@ def test_error_rows_recorded_and_retried(msr_trace: Path, tmp_path: Path, monkey
 
 
 def test_real_failure_is_an_error_row(msr_trace: Path, tmp_path: Path) -> None:
+    """A failed run is a row with its error, and run_grid warns (never a silent empty row;
+    issue 33: a scheme parameter the scheme does not read)."""
+    from nandlab.experiment import FailedRunsWarning
+
     bad = RunSpec(msr_trace, "tiny", "no_such_scheme", "xia-diffecc")
-    df = run_grid([bad, *specs3(msr_trace)[:1]], tmp_path / "o", processes=1, progress=False)
+    with pytest.warns(FailedRunsWarning, match="1 of 2 runs failed.*no_such_scheme"):
+        df = run_grid([bad, *specs3(msr_trace)[:1]], tmp_path / "o", processes=1, progress=False)
     assert df.height == 2
     err = df["error"].to_list()
     assert err[0] is not None and "no_such_scheme" in err[0] and err[1] is None
+    wrong_param = RunSpec(msr_trace, "tiny", "baseline", "xia-diffecc", {"scheme.params.m": 0})
+    with pytest.warns(FailedRunsWarning, match=r"scheme\.params\.m|\bm\b"):
+        df = run_grid([wrong_param], tmp_path / "p", processes=1, progress=False)
+    assert df["error"][0] is not None and df["host.mean_us"][0] is None
 
 
 def test_duplicate_specs_run_once(msr_trace: Path, tmp_path: Path) -> None:

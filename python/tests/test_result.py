@@ -97,15 +97,36 @@ def test_cli_summary_rows_from_report_layout() -> None:
     assert rows["write amplification"] == "2.000"
 
 
-def test_saturation_note() -> None:
-    from nandlab.cli import saturation_note
+def test_saturation_warning() -> None:
+    from nandlab.load import load_block, saturation_warning
 
     busy = {
-        "host": {"wait": {"all": {"mean_us": 5000.0}}, "service": {"all": {"mean_us": 100.0}}},
+        "host": {
+            "mean_us": 5100.0,
+            "reads": 10,
+            "writes": 10,
+            "wait": {"read": {"mean_us": 5000.0}, "write": {"mean_us": 5000.0}},
+        },
         "flash": {"die_utilization": 0.93},
-        "device": {"dies": 8},
+        "sim": {"span_s": 10.0, "last_completion_s": 10.0, "last_arrival_s": 5.0},
+        "config": {"host": {"time_scale": 1.0}},
     }
-    note = saturation_note(busy)
-    assert note is not None and "50x" in note and "93 %" in note
-    calm = {"host": {"wait": {"all": {"mean_us": 10.0}}, "service": {"all": {"mean_us": 100.0}}}}
-    assert saturation_note(calm) is None
+    ld = load_block(busy)
+    assert ld["overloaded"] is True and ld["die_utilization"] == 0.93
+    assert ld["offered_die_load"] == 0.93 * 10 / 5 and ld["wait_share"] > 0.9
+    assert ld["suggested_time_scale"] == 20.0  # 1.86 / 20 <= 15 %
+    busy["load"] = ld
+    warning = saturation_warning(busy)
+    assert warning is not None and "\n" not in warning
+    assert "die utilisation 93%" in warning and "--set host.time_scale=20" in warning
+    calm = {
+        "host": {"mean_us": 110.0, "reads": 1, "writes": 0, "wait": {"read": {"mean_us": 10.0}}},
+        "flash": {"die_utilization": 0.05},
+        "sim": {"span_s": 10.0, "last_completion_s": 10.0, "last_arrival_s": 10.0},
+    }
+    assert load_block(calm)["overloaded"] is False and saturation_warning(calm) is None
+    # two requests a microsecond apart say nothing about the device's load: not judged
+    tiny = {**busy, "host": {**busy["host"], "requests": 2}}
+    del tiny["load"]
+    assert load_block(tiny)["overloaded"] is None and saturation_warning(tiny) is None
+    assert "not judged" in load_block(tiny)["overload_reason"]

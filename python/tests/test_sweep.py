@@ -294,7 +294,6 @@ def test_bad_scheduler_address_and_workers_with_tcp(runner, tmp_path: Path) -> N
 @pytest.mark.skipif(not (HAS_DASK and HAS_JOBQUEUE), reason="dask-jobqueue not installed")
 def test_slurm_job_script_carries_the_cluster_table(tmp_path: Path, monkeypatch: Any) -> None:
     import dask.distributed
-    import dask_jobqueue
 
     from nandlab.cluster import slurm_cluster
 
@@ -335,8 +334,11 @@ job_script_prologue = ["module load python/3.11"]
     ):
         assert line in script, f"{line!r} not in\n{script}"
 
-    # `jobs` (or --workers) is how many Slurm jobs the sweep asks for
-    scaled: list[int] = []
+    # `jobs` (or --workers) is how many Slurm jobs the sweep submits (with the fake sbatch of
+    # test_slurm.py; its jobs stay pending until the runner's close cancels them)
+    fake_bin = Path(__file__).resolve().parent / "fake_slurm"
+    monkeypatch.setenv("PATH", f"{fake_bin}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_SLURM_PENDING", "1")
 
     class FakeClient:
         def __init__(self, c: Any) -> None:
@@ -345,16 +347,15 @@ job_script_prologue = ["module load python/3.11"]
         def close(self) -> None:
             pass
 
-    def scale(self: Any, n: Any = None, jobs: int = 0, **kw: Any) -> None:
-        if jobs:
-            scaled.append(jobs)
-
-    monkeypatch.setattr(dask_jobqueue.SLURMCluster, "scale", scale)
     monkeypatch.setattr(dask.distributed, "Client", FakeClient)
     for workers, want in ((None, 3), (5, 5)):
+        state = tmp_path / f"slurm-{workers}"
+        monkeypatch.setenv("FAKE_SLURM_DIR", str(state))
         r = experiment._runner("slurm", workers, g.cluster)
+        jobs = list((state / "jobs").iterdir())
         r.close()
-        assert scaled[-1] == want
+        assert len(jobs) == want
+        assert {(j / "state").read_text().strip() for j in jobs} == {"CA"}
 
 
 def test_slurm_without_cluster_table_is_an_error(runner, tmp_path: Path) -> None:

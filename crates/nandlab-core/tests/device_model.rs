@@ -654,10 +654,16 @@ fn the_default_drive_runs_a_one_request_trace_in_steady_state() {
     ] {
         f(&r, k);
     }
-    // The 4 KiB write into a filled 8 KiB page lands in DRAM (merging needs a read first).
+    // The 4 KiB write is one 4 KiB mapping unit: no read-modify-write of its 16 KiB page.
+    assert_eq!(f(&r, "device.mapping_unit_bytes"), 4096.0);
+    assert_eq!(f(&r, "sim.rmw_reads"), 0.0);
+    // A lone request waits for no one.
+    assert_eq!(f(&r, "host.wait.all.mean_us"), 0.0);
+    // A 2 KiB write into the filled drive does merge: its unit is read first, and the read
+    // is service time (it was counted as queue wait, and the CLI then said the device could
+    // not keep up with a one-request trace).
+    let r = run(&cfg, &[], vec![rq(0, Op::Write, 0, 2048)]);
     assert_eq!(f(&r, "sim.rmw_reads"), 1.0);
-    // A lone request waits for no one: its RMW read is service time (it was counted as queue
-    // wait, and the CLI then said the device could not keep up with a one-request trace).
     assert_eq!(f(&r, "host.wait.all.mean_us"), 0.0);
     // No percentile above the max (a histogram bucket's upper edge can be).
     let p50 = f(&r, "host.all.p50_us");
@@ -787,6 +793,145 @@ fn superpages_refuse_what_they_cannot_model() {
         let msg = e.to_string();
         assert!(
             msg.contains(key) && msg.contains("ftl.allocation = \"static\""),
+            "{msg}"
+        );
+    }
+}
+
+// ----- issue 29: a mapping unit smaller than the page -----------------------------------------
+
+/// `superpage("")` with 4 KiB mapping units: two per 8 KiB page.
+const UNIT_4K: &str = "ftl.mapping_unit_bytes=4096";
+/// One 4 KiB unit over the channel at 400 MT/s, ns.
+const XFER_UNIT: u64 = XFER / 2;
+
+#[test]
+fn mapping_units_fill_a_super_page_and_the_report_keeps_the_flash_page() {
+    // The first test's 48 pages as 96 units: page-sized groups of 2 LPNs striped over the 4
+    // dies, 24 units per die = one super-page each (4 planes × 3 pages × 2 units), the same
+    // bytes over the channel and one program time.
+    let reqs = vec![rq(0, Op::Write, 0, 48 * PS)];
+    let r = run(&superpage(""), &[UNIT_4K], reqs);
+    assert_eq!(
+        f(&r, "host.write_mean_us") * 1000.0,
+        (24 * XFER_UNIT + 1_300_000) as f64
+    );
+    assert_eq!(f(&r, "sim.superpage_program_runs"), 4.0);
+    assert_eq!(f(&r, "sim.superpage_program_pages"), 96.0);
+    assert_eq!(f(&r, "sim.superpage_program_padded_pages"), 0.0);
+    assert_eq!(f(&r, "flash.programs"), 96.0);
+    assert_eq!(f(&r, "device.mapping_unit_bytes"), 4096.0);
+    assert_eq!(f(&r, "device.page_size_bytes"), 8192.0);
+    assert_eq!(f(&r, "device.pages_per_block"), 96.0);
+    assert_eq!(f(&r, "device.transfer_us") * 1000.0, XFER_UNIT as f64);
+    // Without the key the report has no mapping unit (paper presets unchanged); the same
+    // capacity (256 MiB rounded up to a block stripe) in twice as many FTL pages.
+    let page = run(&superpage(""), &[], vec![rq(0, Op::Write, 0, 48 * PS)]);
+    assert!(page["device"].get("mapping_unit_bytes").is_none());
+    assert_eq!(
+        f(&r, "device.logical_bytes"),
+        f(&page, "device.logical_bytes")
+    );
+    assert_eq!(
+        f(&r, "device.logical_pages"),
+        2.0 * f(&page, "device.logical_pages")
+    );
+    assert_eq!(
+        f(&r, "device.physical_bytes"),
+        f(&page, "device.physical_bytes")
+    );
+}
+
+#[test]
+fn a_4k_write_into_a_mapped_page_is_one_unit_without_read_modify_write() {
+    // An 8 KiB page written, then its first 4 KiB rewritten: with page mapping the rewrite
+    // reads the page first (read-modify-write); with 4 KiB units it is a unit of its own.
+    let reqs = vec![
+        rq(0, Op::Write, 0, PS),
+        rq(10_000_000, Op::Write, 0, 4096),
+        rq(50_000_000, Op::Read, 4 * PS, PS),
+    ];
+    let on = ["ftl.read_modify_write=true", "ftl.superpage_wait_us=0"];
+    let page = run(&superpage(""), &on, reqs.clone());
+    assert_eq!(f(&page, "sim.rmw_reads"), 1.0);
+    let unit = run(&superpage(""), &[on[0], on[1], UNIT_4K], reqs);
+    assert_eq!(f(&unit, "sim.rmw_reads"), 0.0);
+    // Each write programs a padded super-page: 2 + 1 data units, the rest padding (24 each).
+    assert_eq!(f(&unit, "sim.superpage_program_pages"), 3.0);
+    assert_eq!(f(&unit, "sim.superpage_program_padded_pages"), 45.0);
+    assert_eq!(
+        f(&unit, "host.write.max_us") * 1000.0,
+        (24 * XFER_UNIT + 1_300_000) as f64
+    );
+}
+
+#[test]
+fn the_units_of_one_page_are_read_with_one_sense() {
+    // 8 KiB written (units 0 and 1: plane 0, page 0 of die 0), then read: one sense, both
+    // units over the channel, one decode at the end; one unit alone moves half as much.
+    let reqs = vec![
+        rq(0, Op::Write, 0, PS),
+        rq(10_000_000, Op::Read, 0, PS),
+        rq(20_000_000, Op::Read, 4096, 4096),
+    ];
+    let r = run(&superpage(""), &["ftl.superpage_wait_us=0", UNIT_4K], reqs);
+    let two = (45_000 + 2 * XFER_UNIT + 12_500) as f64;
+    let one = (45_000 + XFER_UNIT + 12_500) as f64;
+    assert_eq!(f(&r, "host.read.max_us") * 1000.0, two);
+    assert_eq!(f(&r, "host.read_mean_us") * 1000.0, (one + two) / 2.0);
+    // Two units of one plane's page: one sense, not a multi-plane read.
+    assert_eq!(f(&r, "sim.multi_plane_reads"), 0.0);
+    assert_eq!(f(&r, "flash.reads"), 3.0);
+}
+
+#[test]
+fn gc_moves_units_deterministically_and_reads_each_source_page_once() {
+    let toml = superpage("").replace(
+        "logical_capacity_bytes = 268435456\n",
+        "blocks_per_plane = 16\nop_percent_of_logical = 50.0\n",
+    );
+    let ov = [
+        "ftl.superpage_wait_us=0",
+        "ftl.read_modify_write=true",
+        UNIT_4K,
+    ];
+    // 4 KiB overwrites at random over a filled drive, either unit of a page.
+    let mut reqs = fill_then_overwrites(15_000, 16_000, 7, 5_000_000_000);
+    for (i, r) in reqs.iter_mut().enumerate().skip(1) {
+        r.len_bytes = 4096;
+        r.offset_bytes += 4096 * (i as u64 % 2);
+    }
+    let r = run(&toml, &ov, reqs.clone());
+    let moved = f(&r, "gc.pages_moved");
+    assert!(moved > 0.0);
+    assert_eq!(f(&r, "sim.superpage_move_pages"), moved);
+    assert_eq!(f(&r, "sim.rmw_reads"), 0.0);
+    assert!(f(&r, "sim.superpage_move_multi_plane_share") > 0.9);
+    let again = run(&toml, &ov, reqs);
+    assert_eq!(r["host"], again["host"]);
+    assert_eq!(r["gc"], again["gc"]);
+    assert_eq!(r["flash"], again["flash"]);
+}
+
+#[test]
+fn a_mapping_unit_that_cannot_apply_is_a_one_line_error() {
+    for (toml, ov, want) in [
+        (LAT.to_string(), UNIT_4K, "ftl.allocation = \"superpage\""),
+        (
+            superpage(""),
+            "ftl.mapping_unit_bytes=3000",
+            "divides device.page_size_bytes",
+        ),
+        (
+            superpage(""),
+            "ftl.mapping_unit_bytes=16384",
+            "divides device.page_size_bytes",
+        ),
+    ] {
+        let e = check_config(&toml, None, &[ov.to_string()], None).unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains("ftl.mapping_unit_bytes") && msg.contains(want) && !msg.contains('\n'),
             "{msg}"
         );
     }

@@ -318,6 +318,8 @@ const CASES: &[Case] = &[
             "precondition.fill=\"fraction\"",
             "precondition.age_overwrites=0.5",
             "ftl.allocation=\"dynamic\"",
+            // Mapping units fill super-pages: dynamic allocation maps pages.
+            "ftl.mapping_unit_bytes=0",
             "device.dies_per_chip=2",
         ],
     },
@@ -342,6 +344,7 @@ const CASES: &[Case] = &[
             "precondition.age_overwrites=0.5",
             "ftl.copyback=true",
             "ftl.allocation=\"static\"",
+            "ftl.mapping_unit_bytes=0",
             "ftl.gc_victim=\"fifo\"",
         ],
     },

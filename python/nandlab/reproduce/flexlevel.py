@@ -297,7 +297,8 @@ REPRODUCTION = fw.Reproduction(
           when=_writes, why="no run reaches GC on the preset device"),
         H("false identification rate, IWFR identifier", "§3.5, Fig. 23", 10, "false_id_iwfr",
           kind="share", paper_text="≈ 10 %",
-          why="pgbench_rw rewrites nearly all the data AccessEval identified"),
+          why="it follows whether the trace rewrites what AccessEval identified: 0 % on a "
+          "read-only trace, nearly 100 % on pgbench_rw"),
         H("false identification rate, MBF", "§3.5, Fig. 23", 45, "false_id_mbf", kind="share",
           paper_text="≈ 45 %"),
         H("lifetime, AccessEval+LevelAdjust (from erases, P_on 4000)", "§3.6.2, Fig. 25", -7,

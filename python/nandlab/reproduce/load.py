@@ -36,16 +36,53 @@ from typing import Any
 
 import click
 
+from nandlab.load import (
+    MAX_AUTO_SCALE,
+    OVERLOAD_UTILISATION,
+    OVERLOAD_WAIT_SHARE,
+    TARGET_BAND,
+    auto_scale,
+    finite,
+    host_window_utilisation,
+    load_block,
+    next_scale,
+    offered_load,
+    report_value,
+    wait_share,
+)
 from nandlab.reproduce.fmt import fmt_pct, out_console
 
-#: The band of the baseline's mean die utilisation the automatic time scale aims for.
-TARGET_BAND = (0.05, 0.15)
-#: Above this mean die utilisation (or offered die load) a run is saturated.
-OVERLOAD_UTILISATION = 0.80
-#: Above this share of response time spent queueing, queue wait dominates.
-OVERLOAD_WAIT_SHARE = 0.80
-#: The largest time scale ``auto`` picks (the core accepts up to 1e6).
-MAX_AUTO_SCALE = 1e5
+#: The figures of a run's load come from :mod:`nandlab.load` (re-exported here).
+__all__ = [
+    "AUTO",
+    "MAX_AUTO_SCALE",
+    "MAX_AUTO_STEPS",
+    "OVERLOAD_UTILISATION",
+    "OVERLOAD_WAIT_SHARE",
+    "TARGET_BAND",
+    "LoadPlan",
+    "auto_scale",
+    "finite",
+    "geo_mean",
+    "groups",
+    "headline_rows",
+    "host_window_utilisation",
+    "load_block",
+    "load_info",
+    "mean_of",
+    "next_scale",
+    "offered_load",
+    "parse_time_scales",
+    "print_headline",
+    "print_load_table",
+    "ratio",
+    "report_value",
+    "scale_label",
+    "summarise_ratios",
+    "time_scale_callback",
+    "wait_share",
+]
+
 #: At most this many raises of an automatic K whose baseline is still overloaded.
 MAX_AUTO_STEPS = 6
 
@@ -84,24 +121,6 @@ def time_scale_callback(_ctx: Any, _param: Any, value: str) -> list[float | str]
     return parse_time_scales(value)
 
 
-def report_value(rep: Mapping[str, Any] | None, path: str) -> Any:
-    """The value at dotted `path` of a report (None where the path does not exist)."""
-    cur: Any = rep
-    for k in path.split("."):
-        if not isinstance(cur, Mapping):
-            return None
-        cur = cur.get(k)
-    return cur
-
-
-def finite(v: Any) -> float | None:
-    """`v` as a float when it is a finite number (not a bool), else None."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    f = float(v)
-    return f if math.isfinite(f) else None
-
-
 def ratio(a: float | None, b: float | None) -> float | None:
     """a / b, or None when either is missing or b is 0."""
     return None if a is None or b is None or b == 0 else a / b
@@ -113,89 +132,13 @@ def mean_of(vals: Iterable[float | None]) -> float | None:
     return sum(good) / len(good) if good else None
 
 
-def host_window_utilisation(report: Mapping[str, Any] | None) -> float | None:
-    """Mean die utilisation over the host's window, from time 0 to the last host completion
-    (= ``flash.die_utilization`` x ``sim.span_s`` / ``sim.last_completion_s``): the report's
-    own figure is over the whole simulated span, which background checks (refresh scans) can
-    stretch past the last host request."""
-    u = finite(report_value(report, "flash.die_utilization"))
-    span = finite(report_value(report, "sim.span_s"))
-    end = finite(report_value(report, "sim.last_completion_s"))
-    if u is None or span is None or not end:
-        return u
-    return min(1.0, u * span / end)
-
-
-def offered_load(report: Mapping[str, Any] | None) -> float | None:
-    """Offered die load of a run: mean die busy time over the trace's arrival span
-    (= ``flash.die_utilization`` x ``sim.span_s`` / ``sim.last_arrival_s``). Above 1 the device
-    cannot keep up; it scales as 1/K with the time scale K."""
-    u = finite(report_value(report, "flash.die_utilization"))
-    span = finite(report_value(report, "sim.span_s"))
-    arr = finite(report_value(report, "sim.last_arrival_s"))
-    if u is None or span is None or not arr:
-        return None
-    return u * span / arr
-
-
-def wait_share(report: Mapping[str, Any] | None) -> float | None:
-    """Share of the mean host response time spent queueing (all requests)."""
-    resp = finite(report_value(report, "host.mean_us"))
-    if not resp:
-        return None
-    waits, n = 0.0, 0.0
-    for cls in ("read", "write"):
-        w = finite(report_value(report, f"host.wait.{cls}.mean_us"))
-        c = finite(report_value(report, f"host.{cls}s"))
-        if w is not None and c:
-            waits += w * c
-            n += c
-    if not n:
-        return None
-    return (waits / n) / resp
-
-
 def load_info(report: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Utilisation figures of one run and whether it is overloaded (see the module doc)."""
-    util = host_window_utilisation(report)
-    off = offered_load(report)
-    ws = wait_share(report)
-    reasons = []
-    if util is not None and util > OVERLOAD_UTILISATION:
-        reasons.append(f"die utilisation {util:.0%}")
-    elif off is not None and off > OVERLOAD_UTILISATION:
-        reasons.append(f"offered die load {off:.0%}")
-    if ws is not None and ws > OVERLOAD_WAIT_SHARE:
-        reasons.append(f"queue wait {ws:.0%} of response")
+    """Utilisation figures of one run and whether it is overloaded: the report's load block
+    (:func:`nandlab.load.load_block`, the one place it is computed) and its time scale."""
     return {
         "time_scale": finite(report_value(report, "config.host.time_scale")),
-        "die_utilization": util,
-        "offered_die_load": off,
-        "wait_share": ws,
-        "overloaded": bool(reasons) if report else None,
-        "overload_reason": "; ".join(reasons) or None,
+        **load_block(report),
     }
-
-
-def next_scale(k: float) -> float:
-    """The next value of the 1-2-5 series above ``k`` (1 → 2 → 5 → 10 → 20 → …)."""
-    decade = 10.0 ** math.floor(math.log10(k) + 1e-9)
-    for m in (1.0, 2.0, 5.0, 10.0):
-        if decade * m > k * (1 + 1e-9):
-            return decade * m
-    return decade * 10.0
-
-
-def auto_scale(offered_at_1: float | None) -> float:
-    """The smallest K of the 1-2-5 series with ``offered_at_1 / K`` at most the target band's
-    upper edge (1 when the load is unknown or already within it)."""
-    hi = TARGET_BAND[1]
-    if offered_at_1 is None or offered_at_1 <= hi:
-        return 1.0
-    k = 1.0
-    while offered_at_1 / k > hi and k < MAX_AUTO_SCALE:
-        k = next_scale(k)
-    return min(k, MAX_AUTO_SCALE)
 
 
 def scale_label(k: float) -> str:

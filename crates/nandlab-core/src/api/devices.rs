@@ -181,8 +181,9 @@ pub fn explain(err: super::NandlabError, path: &Path, opts: &TraceOptions) -> su
                     option: "device",
                     msg: format!(
                         "none given, so all devices are merged into one address space \
-                         ({}), too large for the modelled SSD: {}. Replay one device with \
-                         --device ID (device= in Python); this trace has {hint}",
+                         ({}), too large for the modelled SSD: {}. Pack what the trace \
+                         touches (device.address_map = \"compact\" or \"auto\"), or replay \
+                         one device with --device ID (device= in Python); this trace has {hint}",
                         value
                             .trim_start_matches("0 (auto: the trace's address space, ")
                             .trim_end_matches(')'),

@@ -211,7 +211,7 @@ pub fn simulate_source<S: RequestSource>(
     let t0 = Instant::now();
     let auto_size = cfg.device.blocks_per_plane == 0 && cfg.device.logical_capacity_bytes == 0;
     let want_touched = cfg.precondition.fill == Fill::Touched;
-    let ps = cfg.device.page_size_bytes as u64;
+    let ps = cfg.map_page_bytes() as u64;
     let mode = cfg.device.address_map;
     if mode == AddressMapMode::Compact && cfg.ftl.wrap_offsets {
         return Err(crate::config::ConfigError::Invalid {
@@ -557,7 +557,7 @@ fn cache_sizing<S: RequestSource>(
     cc: &crate::host::cache::CacheConfig,
     open: &mut dyn FnMut() -> Result<S, NandlabError>,
 ) -> Result<CacheSizing, NandlabError> {
-    let ps = cfg.device.page_size_bytes as u64;
+    let ps = cfg.map_page_bytes() as u64;
     let auto_size = cfg.device.blocks_per_plane == 0 && cfg.device.logical_capacity_bytes == 0;
     // Pre-pass: footprint (distinct pages) and the last arrival; only when the cache size is a
     // fraction of the footprint, the device is sized from the cache, or faults need the span.
@@ -642,7 +642,7 @@ pub fn cache_stream(req: &RunRequest, output: &Path) -> Result<String, NandlabEr
     topts.discards = cfg.ftl.trim;
     let mut open = || Ok(TraceReader::open(&req.trace_path, &topts)?);
     let sizing = cache_sizing(&cfg, &cc, &mut open)?;
-    let ps = cfg.device.page_size_bytes as u64;
+    let ps = cfg.map_page_bytes() as u64;
     let mut cs =
         crate::host::cache::CacheSource::new(open()?, &cc, sizing.slots, ps, cfg.host.time_scale);
     let werr = |e: std::io::Error| NandlabError::Sim(format!("{}: {e}", output.display()));
@@ -688,7 +688,7 @@ fn simulate_cached<S: RequestSource>(
     use crate::host::cache::CacheSource;
     let t0 = Instant::now();
     let cc = cfg.cache.clone().expect("cache mode");
-    let ps = cfg.device.page_size_bytes as u64;
+    let ps = cfg.map_page_bytes() as u64;
     if cfg.precondition.fill == Fill::Touched {
         return Err(crate::config::ConfigError::Invalid {
             key: "precondition.fill".into(),

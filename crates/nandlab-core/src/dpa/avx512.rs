@@ -95,7 +95,7 @@ pub unsafe fn scan<const CB: usize, const W: usize, const I: usize, const STATS:
         let mut basev = [_mm512_setzero_si512(); I];
         // Two 4-byte chunks come out of one 8-byte load and bit reversal.
         let pair = if CB == 4 && I == 2 {
-            super::codec::load_words::<8, 1>(chunks)[0]
+            super::words::load_words::<8, 1>(chunks)[0]
         } else {
             0
         };
@@ -105,7 +105,7 @@ pub unsafe fn scan<const CB: usize, const W: usize, const I: usize, const STATS:
                 w[0] = (pair >> (32 * c)) & 0xFFFF_FFFF;
                 w
             } else {
-                super::codec::load_words::<CB, W>(&chunks[c * CB..(c + 1) * CB])
+                super::words::load_words::<CB, W>(&chunks[c * CB..(c + 1) * CB])
             };
             let base: u32 = b.iter().map(|x| x.count_ones()).sum();
             if CB == 4 {

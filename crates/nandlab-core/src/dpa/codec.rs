@@ -25,6 +25,7 @@
 //! size.
 
 use super::poly::{degree, polynomial_set, MAX_POLYNOMIALS};
+use super::words::{be64, load_words};
 use super::DpaError;
 
 /// Chunk sizes of Guo Fig. 10(c), bytes.
@@ -250,14 +251,6 @@ pub(crate) fn le64(b: &[u8]) -> u64 {
     let mut a = [0u8; 8];
     a.copy_from_slice(&b[..8]);
     u64::from_le_bytes(a)
-}
-
-/// The first 8 bytes of `b` as a big-endian word (one load and a byte swap).
-#[inline(always)]
-fn be64(b: &[u8]) -> u64 {
-    let mut a = [0u8; 8];
-    a.copy_from_slice(&b[..8]);
-    u64::from_be_bytes(a)
 }
 
 /// Chunk bytes → power-series words.
@@ -852,21 +845,6 @@ impl Codec {
         }
         Ok(())
     }
-}
-
-/// Chunk bytes → `W` power-series words (`CB` = 4 fills the low half of one word).
-#[inline(always)]
-pub(crate) fn load_words<const CB: usize, const W: usize>(chunk: &[u8]) -> [u64; W] {
-    let mut out = [0u64; W];
-    if CB == 4 {
-        let v = u32::from_be_bytes([chunk[0], chunk[1], chunk[2], chunk[3]]);
-        out[0] = u64::from(v.reverse_bits());
-    } else {
-        for (o, b) in out.iter_mut().zip(chunk.chunks_exact(8)) {
-            *o = be64(b).reverse_bits();
-        }
-    }
-    out
 }
 
 /// The fewest-ones polynomial of every chunk of `page`: for each chunk and each polynomial t,

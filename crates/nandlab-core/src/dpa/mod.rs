@@ -38,6 +38,7 @@ pub mod codec;
 pub mod config;
 pub mod lifetime;
 pub mod poly;
+mod words;
 
 pub use codec::{Backend, Choice, Codec, Encoded, TagStats};
 pub use config::DpaConfig;

@@ -300,8 +300,13 @@ impl Engine {
     /// between the planes (parts with independent per-plane block addresses); reads of a
     /// read-modify-write and scheme rewrites run alone; partners are looked for among the
     /// first 8 transactions of `t`'s queue.
+    ///
+    /// With a mapping unit smaller than the page (`ftl.mapping_unit_bytes`), reads of other
+    /// units of a page a partner already senses join too: the page is sensed once and each
+    /// unit moves over the channel (the scan looks 8 transactions deep per unit of a page).
     fn multi_plane(&mut self, die: u32, t: &Txn) -> bool {
-        const SCAN: usize = 8;
+        let units = self.units as usize;
+        let scan = 8 * units;
         let ppd = self.ftl.geo.planes_per_die as usize;
         let kind_idx = match t.kind {
             TxnKind::Read if t.source == Source::Host && !self.is_rmw_read(t.owner) => 0,
@@ -330,18 +335,29 @@ impl Engine {
             _ => 0,
         };
         let mut n = 1;
+        let max = if kind_idx == 0 { ppd * units } else { ppd };
+        if units > 1 {
+            self.run_page.fill(NONE);
+            self.run_page[t.plane as usize % ppd] = t.ppn / units as u32;
+        }
         {
             let ftl = &self.ftl;
             let slots = &self.slots;
+            let run_page = &mut self.run_page;
             let rmw_on = self.rmw_on;
             let any_offset = self.cfg.sched.independent_plane_reads;
-            stage_partners(&mut self.sched, &mut self.exec, die, t, SCAN, |x| {
+            stage_partners(&mut self.sched, &mut self.exec, die, t, scan, |x| {
                 let bit = 1u64 << (x.plane as usize % ppd);
+                // Another unit of a page this run already senses on x's plane.
+                let same_page = units > 1
+                    && kind_idx == 0
+                    && x.plane != NONE
+                    && run_page[x.plane as usize % ppd] == x.ppn / units as u32;
                 let fits = x.plane != NONE
-                    && planes & bit == 0
+                    && (planes & bit == 0 || same_page)
                     && match kind_idx {
                         0 => {
-                            (any_offset || ftl.page_index(x.ppn) == offset)
+                            (same_page || any_offset || ftl.page_index(x.ppn) == offset)
                                 && !(rmw_on
                                     && slots[x.owner as usize].op == crate::trace::Op::Write)
                         }
@@ -359,21 +375,30 @@ impl Engine {
                     };
                 if fits {
                     planes |= bit;
+                    if units > 1 && kind_idx == 0 {
+                        run_page[x.plane as usize % ppd] = x.ppn / units as u32;
+                    }
                     n += 1;
                 }
                 Visit {
                     take: fits,
-                    more: n < ppd,
+                    more: n < max,
                 }
             });
         }
         if n == 1 {
             return false;
         }
-        self.stats.device.multi_plane_ops[kind_idx] += 1;
-        self.stats.device.multi_plane_txns += n as u64;
+        if planes.count_ones() > 1 {
+            // (Units of one page on one plane are one sense, not a multi-plane read.)
+            self.stats.device.multi_plane_ops[kind_idx] += 1;
+            self.stats.device.multi_plane_txns += n as u64;
+        }
         let xfer = self.timing.transfer_ns;
         let (mut array, mut bus, mut tail) = (0u64, 0u64, 0u64);
+        if units > 1 {
+            self.run_page.fill(NONE);
+        }
         for k in 0..n {
             let x = *self.exec.txn(die, k);
             match kind_idx {
@@ -382,7 +407,10 @@ impl Engine {
                     let ecc = self.ftl.page_ecc(x.ppn);
                     let rt = self.read_type(x.ppn, pt, x.source);
                     let (sense, b, decode) = self.read_cost(x.ppn, rt, ecc);
-                    self.ftl.note_read(x.ppn);
+                    // A block's read count (read disturb) counts senses, one per page.
+                    if units == 1 || self.needs_sense(x.plane, x.ppn) {
+                        self.ftl.note_read(x.ppn);
+                    }
                     self.count_read(x.source, ecc, pt);
                     self.exec.stage_mut(die, k).placement.ecc = ecc;
                     array = array.max(sense);
@@ -645,6 +673,9 @@ impl Engine {
         let ppd = self.ftl.geo.planes_per_die;
         let first_plane = die * ppd;
         self.os_sense.fill(0);
+        if self.units > 1 {
+            self.run_page.fill(NONE);
+        }
         let (mut prog, mut bus_out, mut ctrl, mut bus_in) = (0u64, 0u64, 0u64, 0u64);
         let mut planes: u64 = 0;
         let mut changed_any = false;
@@ -674,7 +705,12 @@ impl Engine {
                 self.stats.gc_pages_moved += 1;
                 let ne = self.timing.eccs.len();
                 self.stats.cache.gc_moves_by_ecc[ecc as usize * ne + x.placement.ecc as usize] += 1;
-                self.os_sense[(self.ftl.plane_of_ppn(x.ppn) - first_plane) as usize] += sense;
+                // The units of one source page share its sense (the victim's valid units are
+                // queued in page order).
+                let src_plane = self.ftl.plane_of_ppn(x.ppn);
+                if self.units == 1 || self.needs_sense(src_plane, x.ppn) {
+                    self.os_sense[(src_plane - first_plane) as usize] += sense;
+                }
                 // No copyback with superpages (the config refuses it: the copy changes plane).
                 bus_out += bus;
                 ctrl += decode + encode;
@@ -731,6 +767,18 @@ impl Engine {
         }
         self.start_program_run(die, n, [bus_out, ctrl, bus_in, prog]);
         true
+    }
+
+    /// Mapping units (`ftl.mapping_unit_bytes`): whether reading FTL page `ppn` on `plane`
+    /// needs a sense of its own — its flash page is not the one the run's last sense on that
+    /// plane read (`run_page`, reset by the caller at the start of a run) — and remember it.
+    #[inline]
+    fn needs_sense(&mut self, plane: u32, ppn: u32) -> bool {
+        let i = (plane % self.ftl.geo.planes_per_die) as usize;
+        let page = ppn / self.units;
+        let new = self.run_page[i] != page;
+        self.run_page[i] = page;
+        new
     }
 
     /// Start the staged run of `n` transactions on `die` that ends in one array program (a

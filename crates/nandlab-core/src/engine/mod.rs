@@ -240,6 +240,8 @@ pub struct Engine {
     /// Regions (`[regions]`); `None` without.
     rg: Option<RegionRuntime>,
     /// `ftl.read_modify_write`.
+    /// FTL pages (mapping units) per flash page: `ftl.mapping_unit_bytes`, 1 without.
+    units: u32,
     rmw_on: bool,
     /// Per host slot (same index as `slots`): its read-modify-write reads; empty when
     /// `rmw_on` is off.
@@ -261,6 +263,10 @@ pub struct Engine {
     os_taken: Vec<u8>,
     os_join: Vec<u8>,
     os_sense: Vec<u64>,
+    /// Per plane of the die a run is staged on: the flash page (PPN ÷ units) its last sense
+    /// read, so that the units of one page share one sense (`ftl.mapping_unit_bytes`);
+    /// [`NONE`] = none yet.
+    run_page: Vec<u32>,
     /// Multi-plane: dies whose dispatch waits until every page of the arriving request is
     /// queued (so its pages can pair).
     mp_dies: Vec<u32>,
@@ -383,13 +389,18 @@ impl Engine {
             &cfg.regions
                 .pages_per_block(geo.pages_per_block, geo.cell.bits()),
         );
+        let units = cfg.map_units();
         if cfg.ftl.allocation == Allocation::Superpage {
-            // A super-page holds a word line of every plane with one-shot programming.
-            ftl.set_superpage_unit(if cfg.timing.one_shot_program {
-                geo.cell.bits() as u32
-            } else {
-                1
-            });
+            // A super-page holds a word line of every plane with one-shot programming, each
+            // page as its mapping units.
+            ftl.set_superpage_unit(
+                if cfg.timing.one_shot_program {
+                    geo.cell.bits() as u32
+                } else {
+                    1
+                } * units,
+            );
+            ftl.set_map_units(units);
         }
         let rg = RegionRuntime::new(&cfg.regions, &timing);
         let dies = geo.dies();
@@ -509,7 +520,7 @@ impl Engine {
                     geo.cell.bits() as u32
                 } else {
                     1
-                },
+                } * units,
             ),
             now: 0,
             slots: Vec::with_capacity(1024),
@@ -547,6 +558,7 @@ impl Engine {
                     .collect()
             }),
             rg,
+            units,
             rmw_on: cfg.ftl.read_modify_write,
             rmw: Vec::new(),
             mp_on: cfg.sched.multi_plane && geo.planes_per_die > 1,
@@ -558,6 +570,7 @@ impl Engine {
             os_taken: vec![0; geo.planes_per_die as usize],
             os_join: vec![0; geo.planes_per_die as usize],
             os_sense: vec![0; geo.planes_per_die as usize],
+            run_page: vec![NONE; geo.planes_per_die as usize],
             mp_dies: Vec::with_capacity(64),
             mp_done: Vec::with_capacity(geo.planes_per_die as usize * geo.cell.bits()),
             susp_on: cfg.sched.suspension,

@@ -121,8 +121,9 @@ impl Engine {
                 "dies_per_chip": g.dies_per_chip,
                 "planes_per_die": g.planes_per_die,
                 "blocks_per_plane": g.blocks_per_plane,
-                "pages_per_block": g.pages_per_block,
-                "page_size_bytes": g.page_size_bytes,
+                // The flash's pages (the FTL's are mapping units with `mapping_unit_bytes`).
+                "pages_per_block": g.pages_per_block / self.units,
+                "page_size_bytes": g.page_size_bytes * self.units,
                 "dies": g.dies(),
                 "planes": g.planes(),
                 "logical_pages": self.logical_pages(),
@@ -192,6 +193,11 @@ impl Engine {
                 "replay_requests_per_s": if replay_wall_s > 0.0 { requests as f64 / replay_wall_s } else { 0.0 },
             },
         });
+        if self.units > 1 {
+            // Only runs that map units smaller than a page carry it (other reports unchanged).
+            let d = report["device"].as_object_mut().expect("device section");
+            d.insert("mapping_unit_bytes".into(), json!(g.page_size_bytes));
+        }
         if !self.config().refresh.is_off() {
             report["refresh"] = self.refresh_report();
         }

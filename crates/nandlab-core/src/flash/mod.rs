@@ -179,6 +179,35 @@ impl BlockLayout {
         }
     }
 
+    /// The layout the FTL sees when it maps `units` units per page (`ftl.mapping_unit_bytes`):
+    /// every page's word line and page type repeated for each of its units, so FTL page
+    /// `p` is unit `p % units` of physical page `p / units`. `wl_pages` names each bit's
+    /// first unit. `units` = 1: the layout itself.
+    pub fn with_units(self, units: usize) -> BlockLayout {
+        if units <= 1 {
+            return self;
+        }
+        let rep = |v: &[u32]| {
+            v.iter()
+                .flat_map(|&x| std::iter::repeat_n(x, units))
+                .collect()
+        };
+        BlockLayout {
+            word_line: rep(&self.word_line),
+            page_type: self
+                .page_type
+                .iter()
+                .flat_map(|&t| std::iter::repeat_n(t, units))
+                .collect(),
+            bits: self.bits,
+            wl_pages: self
+                .wl_pages
+                .iter()
+                .map(|w| w.map(|p| if p == u32::MAX { p } else { p * units as u32 }))
+                .collect(),
+        }
+    }
+
     /// Word lines per block.
     #[inline]
     pub fn word_lines(&self) -> usize {

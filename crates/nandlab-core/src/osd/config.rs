@@ -6,7 +6,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::{Config, ConfigError};
+use crate::config::device::{DeviceConfig, TimingConfig};
+use crate::config::error::{check_range as range, invalid, ConfigError};
+use crate::config::ftl::{DramConfig, SchedConfig};
 
 /// Which device design (spec §3).
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -104,31 +106,16 @@ impl Default for OsdConfig {
     }
 }
 
-fn invalid(key: &str, value: impl std::fmt::Display, msg: impl Into<String>) -> ConfigError {
-    ConfigError::Invalid {
-        key: key.to_string(),
-        value: value.to_string(),
-        msg: msg.into(),
-    }
-}
-
-fn range<T: PartialOrd + std::fmt::Display + Copy>(
-    key: &str,
-    v: T,
-    lo: T,
-    hi: T,
-) -> Result<(), ConfigError> {
-    if v < lo || v > hi {
-        return Err(invalid(key, v, format!("allowed range is {lo} ..= {hi}")));
-    }
-    Ok(())
-}
-
 impl OsdConfig {
     /// Check the section against itself and against the rest of the config (the device
     /// features the object device does not model are errors naming the setting to use).
-    pub fn validate(&self, cfg: &Config) -> Result<(), ConfigError> {
-        let d = &cfg.device;
+    pub fn validate(
+        &self,
+        d: &DeviceConfig,
+        sched: &SchedConfig,
+        timing: &TimingConfig,
+        dram: &DramConfig,
+    ) -> Result<(), ConfigError> {
         range("osd.chunk_blocks", self.chunk_blocks, 1, 1 << 16)?;
         range("osd.gc_clean_chunks", self.gc_clean_chunks, 2, 1 << 16)?;
         range("osd.onode_bytes", self.onode_bytes, 16, d.page_size_bytes)?;
@@ -270,11 +257,11 @@ impl OsdConfig {
                 "the object device numbers pages with 32 bits: fewer than 2^32 pages in all",
             ));
         }
-        if cfg.sched.multi_plane || cfg.sched.suspension || cfg.timing.one_shot_program {
+        if sched.multi_plane || sched.suspension || timing.one_shot_program {
             return Err(invalid(
-                if cfg.sched.multi_plane {
+                if sched.multi_plane {
                     "sched.multi_plane"
-                } else if cfg.sched.suspension {
+                } else if sched.suspension {
                     "sched.suspension"
                 } else {
                     "timing.one_shot_program"
@@ -283,10 +270,10 @@ impl OsdConfig {
                 "the object device does not model it: set it to false",
             ));
         }
-        if cfg.dram.capacity_bytes > 0 {
+        if dram.capacity_bytes > 0 {
             return Err(invalid(
                 "dram.capacity_bytes",
-                cfg.dram.capacity_bytes,
+                dram.capacity_bytes,
                 "the object device caches metadata in its diff cache, never data (§4.4.4): \
                  use 0 and osd.diff_cache_bytes",
             ));

@@ -78,7 +78,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::command::{ObjectId, OsdCommand, OsdOp};
-use crate::config::ConfigError;
+use crate::config::error::ConfigError;
 use crate::trace::{FsJsonlReader, FsOp, FsRecord, TraceError};
 
 /// Largest `WRITE` objfs sends in writeback and preconditioning (the largest DMMbench request,

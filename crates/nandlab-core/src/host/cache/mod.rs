@@ -41,7 +41,7 @@ use std::collections::{BinaryHeap, VecDeque};
 use serde::{Deserialize, Serialize};
 
 use super::RequestSource;
-use crate::config::ConfigError;
+use crate::config::error::ConfigError;
 use crate::trace::{HostRequest, Op, TraceError};
 
 /// The cache manager's operation behind an SSD request (FlexECC §3.3).

@@ -511,7 +511,7 @@ impl Device {
                 value: "(missing)".into(),
                 msg: "the object device needs an [osd] section (see configs/dmm.toml)".into(),
             })?;
-        o.validate(cfg)?;
+        o.validate(&cfg.device, &cfg.sched, &cfg.timing, &cfg.dram)?;
         let d = &cfg.device;
         let dies = d.channels * d.chips_per_channel * d.dies_per_chip;
         let ppb = d.pages_per_block;
