@@ -1,7 +1,7 @@
 //! DMMbench (Guo §4.6.1–4.6.2) on the Table 16 presets, with the simulator's speed:
 //! `cargo run --release -p nandlab-core --example osd_dmmbench [total_MiB] [key=value ...]`
 //! (the total per access type is also the file size; `key=value` overrides every preset, as
-//! `--set`, e.g. `osd.inline_extents=0`).
+//! `--set`, e.g. `osd.inline_pages=0`).
 //!
 //! Prints, per design and access type, the mean response of the data commands, page writes
 //! by type, GC writes and erases, and object commands per second of wall time.

@@ -719,24 +719,26 @@ fn dmmbench_on_the_table16_presets() {
     let t = w4.response["write"].mean_us.unwrap();
     assert!((t - 900.0).abs() < 1.0, "DMM 4 KiB write {t} µs");
     // OBFS, 4 KiB. The 16 MiB file is one multi-page extent (issue 30: its pages are
-    // consecutive addresses of one stripe), kept inline in the onode: no index page is read
-    // or written. A write is the data program, and the onode write buffer's program (20
-    // onodes: 10 accesses of a WRITE and a SET_ATTRIBUTE each) on every tenth command:
-    // 900 + 90 µs. This is below the thesis's 2.24 ms (spec band 1.8–2.7 ms), whose three
-    // writes per 4 KB write include an index page: see docs/osd.md.
+    // consecutive addresses of one stripe) in a one-leaf index: an object of more than
+    // `osd.inline_pages` pages has an index page (§4.6.2: "data, per-object index and
+    // onode"). A write reads the leaf (the write flow reads the index root, F38), programs the
+    // data and then the leaf, and the onode write buffer's program (20 onodes: 10 accesses
+    // of a WRITE and a SET_ATTRIBUTE each) on every tenth command: 50 + 900 + 900 + 90 µs.
     let obfs = preset("obfs", &[]);
     let w4 = dmmbench(&obfs, SeqWrite, 4096, 16 * mib);
     let t = w4.response["write"].mean_us.unwrap();
-    assert!((t - 990.0).abs() < 5.0, "OBFS 4 KiB write {t} µs");
-    assert_eq!(w4.page_writes.index.total, 0);
+    assert!((t - 1940.0).abs() < 5.0, "OBFS 4 KiB write {t} µs");
+    // About one leaf program per write (the first two leave the 2-page object inline).
+    assert!((4094..=4096).contains(&w4.page_writes.index.total));
     assert_eq!(w4.page_writes.onode.total, 2 * 4096 / 20);
-    // The 4 KiB read: the data page, and the onode when it is not in the buffer (one
-    // access in twenty); the 32 KiB read the same (16 dies read 16 pages in one round).
+    // The 4 KiB read: the leaf and the data page, and the onode when it is not in the
+    // buffer (one access in twenty); the 32 KiB read the same (16 dies read 16 pages in one
+    // round). The thesis reads the onode from flash every time (≈ 150 µs, §4.6.2).
     let r4 = dmmbench(&obfs, SeqRead, 4096, 16 * mib);
     let t = r4.response["read"].mean_us.unwrap();
     assert!(
-        (50.0..=60.0).contains(&t),
-        "OBFS 4 KiB read {t} µs (data; the onode when it is not in the buffer)"
+        (100.0..=106.0).contains(&t),
+        "OBFS 4 KiB read {t} µs (leaf, data; the onode when it is not in the buffer)"
     );
     // F40: onode writes only (atime), 8× more at 4 KiB than at 32 KiB: 8× the onode
     // versions, 20 to an onode page (the buffer's remainder aside).

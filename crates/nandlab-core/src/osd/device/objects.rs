@@ -5,7 +5,9 @@
 //! read-before-write into existing data, new data staged in a page-size buffer), §4.5.4.2
 //! and A2 (onode → index → data).
 //!
-//! Readings (\[N\], spec §1): at most `osd.inline_extents` extents inline before a B+ tree;
+//! Readings (\[N\], spec §1): an object of at most `osd.inline_pages` data pages is mapped
+//! inline in its onode; beyond that it has a B+ tree (see [`OsdConfig::inline_pages`] for
+//! why the bound counts pages, not extents);
 //! data pages aligned to the object offset; one tail buffer per object, at most
 //! `osd.tail_buffers` in all (the oldest is flushed to make room).
 
@@ -133,13 +135,13 @@ impl Device {
     }
 
     /// The scratch extent lists become the mapping of `s` (an object without a tree): inline
-    /// while they fit in the onode, else a B+ tree (YAFFS2-like: always its RAM tree).
+    /// while they map at most `osd.inline_pages` pages (a small object, §4.6.3.2), else a B+
+    /// tree (YAFFS2-like: always its RAM tree).
     fn scratch_to_mapping(&mut self, s: u32) {
-        let k = self.o.inline_extents as usize;
         if !self.yaffs {
             self.set_onode_dirty(s, true);
         }
-        if self.ext_keys.len() <= k && !self.yaffs {
+        if !self.yaffs && self.fits_inline(&self.ext_vals) {
             let ob = &mut self.objs[s as usize];
             ob.n_inline = self.ext_keys.len() as u8;
             for (i, (&key, &v)) in self.ext_keys.iter().zip(&self.ext_vals).enumerate() {
@@ -158,6 +160,16 @@ impl Device {
         ob.n_inline = 0;
         ob.root = root;
         self.after_tree_op(s, root, ch);
+    }
+
+    /// Whether extents with leaf values `vals` may stay inline in the onode: they map at most
+    /// `osd.inline_pages` data pages in all (so at most that many extents: the onode has room
+    /// for two).
+    pub(super) fn fits_inline(&self, vals: &[u64]) -> bool {
+        let k = self.o.inline_pages as u64;
+        let pb = self.page as u64;
+        vals.len() as u64 <= k
+            && vals.iter().map(|&v| ext_pages(leaf_parts(v).1, pb)).sum::<u64>() <= k
     }
 
     /// Map page `key` of `s` to `val` (one page); returns the old value. Marks what it

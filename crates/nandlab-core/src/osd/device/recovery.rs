@@ -332,7 +332,8 @@ impl Device {
             for &(k, v) in &r.inline {
                 n_pages += d.valid_runs(s, k, v, &mut runs);
             }
-            if runs.len() <= d.o.inline_extents as usize {
+            let vals: Vec<u64> = runs.iter().map(|r| r.1).collect();
+            if d.fits_inline(&vals) {
                 let ob = &mut d.objs[s as usize];
                 for &(k, v) in &runs {
                     ob.inline[ob.n_inline as usize] = (k, v);
