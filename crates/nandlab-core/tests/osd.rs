@@ -311,56 +311,7 @@ fn mlgc_evicts_the_most_invalid_page_and_moves_only_valid_bytes() {
 
 /// A reproducible stream of mixed object commands over `objects` objects.
 fn random_ops(seed: u64, n: usize, objects: u64, page: u64) -> Vec<OsdOp> {
-    let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
-    let mut live = vec![false; objects as usize];
-    let mut next_id = vec![0u64; objects as usize];
-    let mut out = Vec::with_capacity(n);
-    let id = |slot: u64, gen: u64| slot * 1_000_000 + gen;
-    while out.len() < n {
-        let slot = rng.gen_range(0..objects);
-        let oid = id(slot, next_id[slot as usize]);
-        if !live[slot as usize] {
-            out.push(OsdOp::Create { oid });
-            live[slot as usize] = true;
-            continue;
-        }
-        let r = rng.gen_range(0..100);
-        let off = rng.gen_range(0..64 * page);
-        let len = if rng.gen_bool(0.5) {
-            page * rng.gen_range(1..8)
-        } else {
-            rng.gen_range(1..3 * page)
-        };
-        out.push(match r {
-            0..=44 => OsdOp::Write {
-                oid,
-                offset_bytes: if rng.gen_bool(0.5) {
-                    off - off % page
-                } else {
-                    off
-                },
-                len_bytes: len,
-            },
-            45..=64 => OsdOp::Read {
-                oid,
-                offset_bytes: off,
-                len_bytes: len,
-            },
-            65..=74 => OsdOp::SetAttr { oid },
-            75..=84 => OsdOp::GetAttr { oid },
-            85..=89 => OsdOp::Truncate {
-                oid,
-                size_bytes: rng.gen_range(0..32 * page),
-            },
-            90..=93 => OsdOp::Flush { oid },
-            _ => {
-                live[slot as usize] = false;
-                next_id[slot as usize] += 1;
-                OsdOp::Remove { oid }
-            }
-        });
-    }
-    out
+    nandlab_core::osd::mixed::random_ops(seed, n, objects, page)
 }
 
 /// [`cfg`] with 512 B pages and `blocks` blocks per die for the `[osd]` lines `osd` (e.g. a
@@ -1451,5 +1402,65 @@ fn recovery_after_a_cut_in_the_middle_of_an_extent_rebuilds_it() {
             "{name}: {:?}",
             r.failure_examples
         );
+    }
+}
+
+/// The crash test's default workload (the mixed commands on the small device, issue 30)
+/// reaches every class of flash operation its help names: host programs of each page type,
+/// GC of data, index and onodes, erases, and — where the design has them — MLGC eviction and
+/// diff-cache eviction; `cut_only` finds each class.
+#[test]
+fn crash_default_workload_reaches_every_operation_class() {
+    use nandlab_core::osd::{crash_test_with, CrashOpts, Variant};
+    for (name, want) in [
+        (
+            "dmm",
+            &[
+                "program_data_host",
+                "program_index",
+                "program_onode",
+                "_gc",
+                "mlgc",
+                "cache_evict",
+                "erase",
+            ][..],
+        ),
+        (
+            "obfs",
+            &[
+                "program_data_host",
+                "program_index_host",
+                "program_onode_host",
+                "_gc",
+                "erase",
+            ][..],
+        ),
+        (
+            "yaffs2",
+            &["program_data_host", "program_onode", "_gc", "erase"][..],
+        ),
+    ] {
+        let c0 = preset(name, &[]);
+        let o = nandlab_core::api::crash_small_device(&c0);
+        let o: Vec<&str> = o.iter().map(String::as_str).collect();
+        let c = preset(name, &o);
+        let cmds = nandlab_core::osd::mixed::commands(c.seed, 6000, 48, 2048);
+        // 300 cuts (30 second cuts in recovery) of the DMM preset: before GC committed its
+        // moves during recovery's write-back, 6 of them recovered a different state.
+        let cuts = if name == "dmm" { 300 } else { 20 };
+        let r = crash_test_with(&c, &cmds, cuts, 7, Variant::FULL, &CrashOpts::default()).unwrap();
+        assert_eq!(
+            r.failures + r.table_failures + r.replay_failures + r.recovery_cut_mismatches,
+            0,
+            "{name}: {:?}",
+            r.failure_examples
+        );
+        for w in want {
+            assert!(
+                r.ops_by_class.keys().any(|k| k.contains(w)),
+                "{name}: no {w} operation in {:?}",
+                r.ops_by_class
+            );
+        }
     }
 }

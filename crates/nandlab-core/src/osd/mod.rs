@@ -197,6 +197,7 @@ pub mod command;
 pub mod config;
 pub mod crash;
 pub mod device;
+pub mod mixed;
 pub mod objfs;
 pub mod replay;
 pub mod tree;

@@ -292,12 +292,17 @@ impl Device {
         // the moves touched first (A2's "goto handle_data_queue").
         // With them, the moved objects stay uncommitted: when that would take the back-up set
         // over the capacitor's budget ([`Device::bound_backup`], issue 17), commit them too.
+        // During recovery's write-back they are committed as well: a second power loss there
+        // has no capacitor flush of its own to list them in IC_OBJ, so an object consistent
+        // at the first loss would be rebuilt from its committed tree, whose page GC moved and
+        // erased (found by the mixed crash workload's second cuts, issue 30).
         if moved_objs.is_empty() {
             // Nothing reachable through an index or onode moved: nothing to commit (the
             // command's own queued onodes wait for its end).
         } else if self.yaffs {
             self.write_pending_onodes()?;
         } else if !(self.cache_on && self.o.virtual_tree)
+            || self.recovering
             || self.backup_pages_bound() > self.backup_limit()
         {
             let dmm = self.cache_on && self.o.virtual_tree;

@@ -169,7 +169,11 @@ impl Device {
         let k = self.o.inline_pages as u64;
         let pb = self.page as u64;
         vals.len() as u64 <= k
-            && vals.iter().map(|&v| ext_pages(leaf_parts(v).1, pb)).sum::<u64>() <= k
+            && vals
+                .iter()
+                .map(|&v| ext_pages(leaf_parts(v).1, pb))
+                .sum::<u64>()
+                <= k
     }
 
     /// Map page `key` of `s` to `val` (one page); returns the old value. Marks what it
