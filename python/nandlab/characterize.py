@@ -68,6 +68,7 @@ import click
 import numpy as np
 
 from nandlab._core import ConfigError
+from nandlab.cli_common import ByteSize, _err, _out, _write_json
 
 #: Rounds a test's I/Os are cut into, and the last ones that form the measurement window
 #: (SNIA PTS: at most 25 rounds, a window of 5).
@@ -649,8 +650,6 @@ def plot(result: Mapping[str, Any], out: Path) -> Path:
 
 
 def _byte_size(value: str, param: click.Parameter, ctx: click.Context) -> int:
-    from nandlab.cli import ByteSize  # imported late: cli imports this module
-
     return ByteSize().convert(value, param, ctx)
 
 
@@ -728,7 +727,6 @@ def characterize_command(
     p50/p99/p99.9 latency of each. docs/characterize.md explains the method and compares the
     default drive with real drives.
     """
-    from nandlab.cli import _err, _out, _write_json
     from nandlab.config import cli_override
 
     overrides = [cli_override(s) for s in sets]

@@ -15,6 +15,7 @@ from rich.table import Table
 
 from nandlab import osd as _osd
 from nandlab._console import make_console
+from nandlab.cli_common import ByteSize, _interruptible, _require_file, _write_json
 from nandlab.config import cli_override
 
 _out = make_console()
@@ -236,8 +237,6 @@ def osd_run(
 ) -> None:
     """Replay a file-level trace (or DMMbench) on an object device and print page writes by
     type and source, erases, response time per command, diff-cache hit rate and DRAM use."""
-    from nandlab.cli import _interruptible, _require_file, _write_json
-
     overrides = [cli_override(s) for s in sets]
     if (trace is None) == (bench is None):
         raise click.UsageError("give exactly one of --trace FILE and --bench SPEC")
@@ -256,8 +255,6 @@ def osd_run(
 
 def _bench_spec(spec: str) -> tuple[str, int, int]:
     """``PATTERN[:REQUEST[:TOTAL]]`` of ``--bench``."""
-    from nandlab.cli import ByteSize
-
     parts = spec.split(":")
     if len(parts) > 3 or parts[0] not in _osd.BENCH_PATTERNS:
         raise click.BadParameter(
@@ -359,8 +356,6 @@ def osd_crash_test(
     diff-cache eviction, and inside recovery), recover, and compare every object with the
     acknowledged writes, the rebuilt tables with flash, and replay on after recovery; exit
     status 1 if any cut failed a check."""
-    from nandlab.cli import _interruptible, _require_file, _write_json
-
     overrides = [cli_override(s) for s in sets]
     if trace is not None:
         _require_file(trace, "trace file")
@@ -449,8 +444,6 @@ _STATS_ROWS = (
 def osd_stats(file: Path, json_out: str | None) -> None:
     """Table-17-style statistics of a file-level trace (files, average request, write and
     sequential shares; spec dmm.md §5's definitions)."""
-    from nandlab.cli import _interruptible, _require_file, _write_json
-
     _require_file(file, "trace file")
     st = _interruptible(_osd.trace_stats, file)
     _write_json(json_out, st)
