@@ -68,7 +68,7 @@ import click
 import numpy as np
 
 from nandlab._core import ConfigError
-from nandlab.cli_common import ByteSize, _err, _out, _write_json
+from nandlab.cli_common import ByteSize, err_console, out_console, write_json_out
 
 #: Rounds a test's I/Os are cut into, and the last ones that form the measurement window
 #: (SNIA PTS: at most 25 rounds, a window of 5).
@@ -731,12 +731,12 @@ def characterize_command(
 
     overrides = [cli_override(s) for s in sets]
     names = None if tests is None else [x.strip() for x in tests.split(",") if x.strip()]
-    show_progress = progress if progress is not None else _err.is_terminal
+    show_progress = progress if progress is not None else err_console.is_terminal
     quiet = json_out == "-"
 
     def status(msg: str) -> None:
         if not quiet or show_progress:
-            _err.print(f"characterize {msg}")
+            err_console.print(f"characterize {msg}")
 
     result = characterize(
         config,
@@ -750,7 +750,7 @@ def characterize_command(
     )
     if plot_out is not None:
         plot(result, plot_out)
-    _write_json(json_out, result)
+    write_json_out(json_out, result)
     if quiet:
         return
     from rich.table import Table
@@ -766,11 +766,11 @@ def characterize_command(
         tbl.add_column(h, justify="left" if i < 2 else "right")
     for row in table_rows(result):
         tbl.add_row(*row)
-    _out.print(tbl)
-    _out.print(
+    out_console.print(tbl)
+    out_console.print(
         f"figures: the last {WINDOW_ROUNDS} of {ROUNDS} rounds of each test (SNIA measurement "
         "window); steady: SNIA's criterion on it (range ≤ 20 % of the mean, trend ≤ 10 %); "
         "MB = 10⁶ B; bound: closed-form limit of the geometry (docs/characterize.md)."
     )
     if plot_out is not None:
-        _out.print(f"wrote {plot_out}")
+        out_console.print(f"wrote {plot_out}")

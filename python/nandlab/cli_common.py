@@ -41,14 +41,14 @@ TRACE_FORMATS = [
 ]
 
 
-_out = make_console()
-_err = make_console(stderr=True)
+out_console = make_console()
+err_console = make_console(stderr=True)
 
 
 # --------------------------------------------------------------------------- errors
 
 
-def _one_line(msg: str) -> str:
+def one_line(msg: str) -> str:
     return " ".join(part.strip() for part in str(msg).splitlines() if part.strip())
 
 
@@ -58,15 +58,15 @@ def _keeps_lines(msg: str) -> bool:
     return "TOML parse error" in msg and "^" in msg
 
 
-def _error_message(e: BaseException) -> str:
+def error_message(e: BaseException) -> str:
     if isinstance(e, (TraceError, ConfigError, SimError)):
-        msg = str(e).rstrip() if _keeps_lines(str(e)) else _one_line(str(e))
+        msg = str(e).rstrip() if _keeps_lines(str(e)) else one_line(str(e))
         return f"{type(e).__name__}: {msg}"
     if isinstance(e, FileNotFoundError) and e.filename is None:
-        return _one_line(str(e))
+        return one_line(str(e))
     if isinstance(e, OSError) and e.filename is not None:
         return f"{e.filename}: {e.strerror or e}"
-    return _one_line(str(e))
+    return one_line(str(e))
 
 
 #: Exit status after Ctrl-C (128 + SIGINT, as shells report it).
@@ -75,7 +75,7 @@ EXIT_INTERRUPTED = 130
 _INTERRUPTED_PATH: list[str] = []
 
 
-def _short_help(cmd: click.Command) -> str:
+def short_help(cmd: click.Command) -> str:
     """A command's first paragraph, whole: click's default stops at the first full stop,
     which cuts "BCH decode latency (FlexECC eq. 4-5)" at "eq."."""
     if cmd.short_help:
@@ -84,7 +84,7 @@ def _short_help(cmd: click.Command) -> str:
     return " ".join(text.split("\n\n", 1)[0].split())
 
 
-class _Group(click.Group):
+class CliGroup(click.Group):
     """A click group that turns nandlab's user errors into one line and exit status 2, Ctrl-C
     into one line and status 130, and lists its commands with their whole first paragraph."""
 
@@ -99,7 +99,7 @@ class _Group(click.Group):
                 warnings.simplefilter("ignore", FailedRunsWarning)
                 return super().invoke(ctx)
         except (TraceError, ConfigError, SimError, OSError) as e:
-            click.secho(f"error: {_error_message(e)}", fg="red", err=True)
+            click.secho(f"error: {error_message(e)}", fg="red", err=True)
             raise click.exceptions.Exit(EXIT_USER_ERROR) from None
         except KeyboardInterrupt:
             _INTERRUPTED_PATH.insert(0, ctx.invoked_subcommand or "")
@@ -115,7 +115,7 @@ class _Group(click.Group):
             cmd = self.get_command(ctx, name)
             if cmd is None or cmd.hidden:
                 continue
-            rows.append((name, _short_help(cmd)))
+            rows.append((name, short_help(cmd)))
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
@@ -124,7 +124,7 @@ class _Group(click.Group):
 T = TypeVar("T")
 
 
-def _interruptible(fn: Callable[..., T], *args: Any, partial: Path | None = None) -> T:
+def interruptible(fn: Callable[..., T], *args: Any, partial: Path | None = None) -> T:
     """Run a long core call (which releases the GIL) on a worker thread so that Ctrl-C stops
     the command at once instead of when the call ends (issue 20: `trace convert` of 45 M lines
     ignored Ctrl-C for 111 s). On Ctrl-C the partial output file, if any, is removed and the
@@ -157,7 +157,7 @@ def _interruptible(fn: Callable[..., T], *args: Any, partial: Path | None = None
     return box["value"]
 
 
-def _require_file(path: Path, what: str) -> Path:
+def require_file(path: Path, what: str) -> Path:
     if not path.exists():
         raise FileNotFoundError(f"{what} not found: {path}")
     if not path.is_file():
@@ -165,7 +165,7 @@ def _require_file(path: Path, what: str) -> Path:
     return path
 
 
-def _write_json(target: str | None, obj: Any) -> None:
+def write_json_out(target: str | None, obj: Any) -> None:
     """Write ``obj`` as JSON to ``target`` (a path, or ``-`` for stdout)."""
     if target is None:
         return
@@ -185,27 +185,27 @@ def _write_json(target: str | None, obj: Any) -> None:
 
 # --------------------------------------------------------------------------- options
 
-_json_opt = click.option(
+json_option = click.option(
     "--json",
     "json_out",
     metavar="OUT",
     default=None,
     help="Also write machine-readable JSON to OUT ('-' for stdout, which hides the table).",
 )
-_format_opt = click.option(
+format_option = click.option(
     "--format",
     "trace_format",
     type=click.Choice(TRACE_FORMATS, case_sensitive=False),
     default=None,
     help="Trace format (default: sniffed from the file's first lines).",
 )
-_device_opt = click.option(
+device_option = click.option(
     "--device",
     type=click.IntRange(min=0),
     default=None,
     help="Keep only this device/ASU of a multi-device trace (default: merge all).",
 )
-_unterminated_opt = click.option(
+unterminated_option = click.option(
     "--allow-unterminated",
     is_flag=True,
     help="Read a last line without a line ending as written even when its last field is a "
@@ -251,7 +251,7 @@ class ByteSize(click.ParamType):
 # --------------------------------------------------------------------------- formatting
 
 
-def _fmt(v: Any, digits: int = 4) -> str:
+def fmt_value(v: Any, digits: int = 4) -> str:
     if v is None:
         return "—"
     if isinstance(v, bool):

@@ -31,7 +31,7 @@ from nandlab.cli.bench import bench
 from nandlab.cli.reliability import ecc, rber
 from nandlab.cli.run import run
 from nandlab.cli.trace import trace
-from nandlab.cli_common import _Group, _short_help
+from nandlab.cli_common import CliGroup, short_help
 from nandlab.comparison import compare_command
 from nandlab.dpa.cli import dpa
 from nandlab.grid import sweep_command
@@ -40,7 +40,7 @@ from nandlab.report import report_command
 from nandlab.reproduce import reproduce
 
 
-@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=CliGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(_core.__version__, "--version", "-V", prog_name="nandlab")
 def cli() -> None:
     """nandlab: trace-driven, reliability-aware NAND-flash SSD simulator.
@@ -71,7 +71,7 @@ def _whole_summaries(group: click.Group) -> None:
     first full stop, "Guo ch.", or at 45 characters with "...")."""
     for cmd in group.commands.values():
         if not cmd.short_help:
-            cmd.short_help = _short_help(cmd)
+            cmd.short_help = short_help(cmd)
         if isinstance(cmd, click.Group):
             _whole_summaries(cmd)
 

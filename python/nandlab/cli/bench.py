@@ -16,7 +16,14 @@ from rich.table import Table
 
 from nandlab import _core
 from nandlab._core import ConfigError, SimError, TraceError
-from nandlab.cli_common import _err, _fmt, _json_opt, _one_line, _out, _write_json
+from nandlab.cli_common import (
+    err_console,
+    fmt_value,
+    json_option,
+    one_line,
+    out_console,
+    write_json_out,
+)
 from nandlab.config import cli_override
 from nandlab.data import default_trace, resolve_trace
 
@@ -38,7 +45,7 @@ def _bench_child(
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     lines = [ln for ln in proc.stdout.splitlines() if ln.strip().startswith("{")]
     if not lines:
-        tail = _one_line(proc.stderr)[-300:]
+        tail = one_line(proc.stderr)[-300:]
         raise SimError(f"bench {mode} run on {trace.name} failed (exit {proc.returncode}): {tail}")
     out = json.loads(lines[-1])
     if "error" in out:
@@ -122,7 +129,7 @@ _BENCH_CASES: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
     metavar="KEY=VALUE",
     help="Override a config key in every run (dotted path, TOML value); repeatable.",
 )
-@_json_opt
+@json_option
 def bench(
     requests: int,
     config: str | None,
@@ -170,7 +177,7 @@ def bench(
         gen_dir.mkdir(parents=True, exist_ok=True)
         synth = gen_dir / f"synthetic_{requests}_seed42.csv"
         if not synth.is_file():
-            with _err.status(f"generating {requests:,}-request synthetic trace…"):
+            with err_console.status(f"generating {requests:,}-request synthetic trace…"):
                 _core.trace_generate(json.dumps({"requests": requests, "seed": 42}), str(synth))
         paths = {"default": default_trace(), "synthetic": synth}
         names = {"default": "default", "synthetic": f"synthetic-{requests}"}
@@ -178,10 +185,10 @@ def bench(
         sims: list[list[dict[str, Any]]] = [[] for _ in _BENCH_CASES]
         for _ in range(repeat):
             for key, path in paths.items():
-                with _err.status(f"{names[key]}: parse-only…"):
+                with err_console.status(f"{names[key]}: parse-only…"):
                     parse[key].append(_bench_child("parse", path, config))
             for i, (_, key, start, ov) in enumerate(_BENCH_CASES):
-                with _err.status(f"{names[key]} ({start}): simulation…"):
+                with err_console.status(f"{names[key]} ({start}): simulation…"):
                     sims[i].append(
                         _bench_child("sim", paths[key], config, scheme or None, [*ov, *overrides])
                     )
@@ -226,7 +233,7 @@ def bench(
                     "runs": repeat,
                 }
             )
-    _write_json(
+    write_json_out(
         json_out, {"config": config, "scheme": scheme or None, "repeat": repeat, "results": results}
     )
     if json_out == "-":
@@ -250,9 +257,9 @@ def bench(
     for label, _ in cols:
         t.add_column(label, justify="left" if label in ("trace", "start") else "right")
     for r in results:
-        t.add_row(*(_fmt(r.get(k)) for _, k in cols))
-    _out.print(t)
-    _out.print(
+        t.add_row(*(fmt_value(r.get(k)) for _, k in cols))
+    out_console.print(t)
+    out_console.print(
         "[dim]req/CPU s: host requests per CPU second of the simulation (all threads); "
         "set-up: the same run stopped after one request (pre-pass, preconditioning); replay "
         "req/CPU s: requests per CPU second of the rest; "
@@ -275,13 +282,15 @@ def _bench_cache(
         gen_dir.mkdir(parents=True, exist_ok=True)
         stem = trace.name.split(".")[0]
         dump = gen_dir / f"cache_stream_{stem}.csv"
-        with _err.status(f"{trace.name}: dumping the cache layer's SSD operations…"):
+        with err_console.status(f"{trace.name}: dumping the cache layer's SSD operations…"):
             d = _bench_child("dump", trace, config, None, overrides, ["--out", str(dump)])
         runs: dict[str, list[dict[str, Any]]] = {"cache": [], "plain": []}
         for i in range(repeat):
             order = ["cache", "plain"] if i % 2 == 0 else ["plain", "cache"]
             for k in order:
-                with _err.status(f"{'cache layer' if k == 'cache' else 'plain'} run {i + 1}…"):
+                with err_console.status(
+                    f"{'cache layer' if k == 'cache' else 'plain'} run {i + 1}…"
+                ):
                     if k == "cache":
                         r = _bench_child("sim", trace, config, scheme or None, overrides)
                     else:
@@ -319,7 +328,7 @@ def _bench_cache(
         len({r.get(key) for r in runs["cache"] + runs["plain"]}) == 1
         for key in ("requests", "events_per_request", "mean_us")
     )
-    _write_json(
+    write_json_out(
         json_out,
         {
             "config": config,
@@ -352,10 +361,10 @@ def _bench_cache(
     for label, _ in cols:
         t.add_column(label, justify="left" if label == "case" else "right")
     for r in rows:
-        t.add_row(*(_fmt(r.get(k)) for _, k in cols))
-    _out.print(t)
-    _out.print(
-        f"cache layer / plain CPU: {_fmt(ratio)} (issue 14 budget 1.5); "
-        f"cache slots {_fmt(d.get('slots'))}; same simulation (SSD ops, events, mean "
+        t.add_row(*(fmt_value(r.get(k)) for _, k in cols))
+    out_console.print(t)
+    out_console.print(
+        f"cache layer / plain CPU: {fmt_value(ratio)} (issue 14 budget 1.5); "
+        f"cache slots {fmt_value(d.get('slots'))}; same simulation (SSD ops, events, mean "
         f"response): {'yes' if same else 'NO: use a scheme that ignores cache tags (baseline)'}"
     )

@@ -11,7 +11,7 @@ import click
 from rich.table import Table
 
 from nandlab import _core
-from nandlab.cli_common import ByteSize, _err, _json_opt, _out, _write_json
+from nandlab.cli_common import ByteSize, err_console, json_option, out_console, write_json_out
 
 _DUR_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|h|d|w|mo|y)?\s*$", re.IGNORECASE)
 _DUR_S = {
@@ -102,7 +102,7 @@ def _dur_label(s: float) -> str:
     default=None,
     help="RBER table cache (default $NANDLAB_CACHE_DIR or ~/.cache/nandlab).",
 )
-@_json_opt
+@json_option
 def rber(
     cell: str,
     pe: str,
@@ -123,9 +123,9 @@ def rber(
         "cache_dir": str(cache_dir) if cache_dir else "",
         "read_ref_margin_v": read_ref_margin,
     }
-    with _err.status("RBER table (Monte-Carlo Vth model; cached after the first run)…"):
+    with err_console.status("RBER table (Monte-Carlo Vth model; cached after the first run)…"):
         out = json.loads(_core.rber_table(json.dumps(req)))
-    _write_json(json_out, out)
+    write_json_out(json_out, out)
     if json_out == "-":
         return
     rets = req["retention_s"]
@@ -146,10 +146,12 @@ def rber(
                     if row["dvpp_v"] == d and row["level"] == lv and row["pe"] == p
                 }
                 t.add_row(f"{p:g}", lv, *(f"{vals.get(r, float('nan')):.2e}" for r in rets))
-        _out.print(t)
+        out_console.print(t)
     soft = out.get("soft_sensing")
     if not soft:
-        _out.print("Guo Table 6 (extra LDPC soft-sensing levels) is of MLC: no comparison for TLC")
+        out_console.print(
+            "Guo Table 6 (extra LDPC soft-sensing levels) is of MLC: no comparison for TLC"
+        )
     else:
         # always Table 6's own grid, state and step, whatever --pe / --retention / --mode asked
         t = Table(
@@ -165,7 +167,7 @@ def rber(
         for p in sorted({c["pe"] for c in soft["cells"]}):
             cells = {c["retention_s"]: c for c in soft["cells"] if c["pe"] == p}
             t.add_row(f"{p:g}", *(f"{cells[r]['levels']} [{cells[r]['guo_levels']}]" for r in cols))
-        _out.print(t)
+        out_console.print(t)
 
 
 @click.command("ecc")
@@ -190,7 +192,7 @@ def rber(
     show_default=True,
     help="RBERs for the UBER columns, comma separated.",
 )
-@_json_opt
+@json_option
 def ecc(page_size_bytes: int, t_list: str, rber_list: str, json_out: str | None) -> None:
     """BCH decode latency (FlexECC eq. 4-5), CRC and LDPC costs, and UBER at given RBERs."""
     ts = _floats(t_list, "--t")
@@ -206,7 +208,7 @@ def ecc(page_size_bytes: int, t_list: str, rber_list: str, json_out: str | None)
         raise click.BadParameter(f"{bad_r[0]:g}: an RBER is in 0 ..= 0.5", param_hint="--rber")
     req = {"page_size_bytes": page_size_bytes, "t": [int(x) for x in ts], "rber": rbers}
     out = json.loads(_core.ecc_table(json.dumps(req)))
-    _write_json(json_out, out)
+    write_json_out(json_out, out)
     if json_out == "-":
         return
     t = Table(title=f"BCH over a {page_size_bytes} B page", title_justify="left")
@@ -235,12 +237,12 @@ def ecc(page_size_bytes: int, t_list: str, rber_list: str, json_out: str | None)
             f"{row['crc_speedup_correct']:.2f} / {row['crc_speedup_error']:.2f}",
             *(f"{u['uber']:.2e}" for u in row["uber"]),
         )
-    _out.print(t)
+    out_console.print(t)
     for row in out["rows"]:
         if row["code"] == "crc":
-            _out.print(f"CRC: detect only, {row['detect_us']} µs")
+            out_console.print(f"CRC: detect only, {row['detect_us']} µs")
         if row["code"] == "ldpc":
-            _out.print(
+            out_console.print(
                 f"LDPC: hard-decision limit RBER {row['hard_limit_rber']:g}; each extra "
                 f"soft level +{row['sense_us_per_level']:g} µs sensing, "
                 f"+{row['transfer_us_per_level']:g} µs transfer (Guo §3.6)"

@@ -14,15 +14,15 @@ from rich.table import Table
 from nandlab._interrupt import on_interrupt
 from nandlab.api import simulate
 from nandlab.cli_common import (
-    _device_opt,
-    _err,
-    _fmt,
-    _format_opt,
-    _json_opt,
-    _out,
-    _unterminated_opt,
-    _write_json,
+    device_option,
+    err_console,
+    fmt_value,
+    format_option,
+    json_option,
+    out_console,
+    unterminated_option,
     warn_unterminated,
+    write_json_out,
 )
 from nandlab.config import cli_override
 from nandlab.data import default_trace, resolve_trace
@@ -111,7 +111,7 @@ def summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
 
     def add(label: str, value: Any) -> None:
         if value is not None:
-            rows.append((label, value if isinstance(value, str) else _fmt(value)))
+            rows.append((label, value if isinstance(value, str) else fmt_value(value)))
 
     _missing = object()
 
@@ -119,7 +119,7 @@ def summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
         """A row for a report key; a statistic without samples (null) shows as "—"."""
         v = lookup(report, dotted, _missing)
         if v is not _missing:
-            rows.append((label, v if isinstance(v, str) else _fmt(v)))
+            rows.append((label, v if isinstance(v, str) else fmt_value(v)))
 
     add_key("scheme", "scheme")
     reads, writes = lookup(report, "host.reads"), lookup(report, "host.writes")
@@ -129,25 +129,28 @@ def summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
         add("trace requests (into the cache layer)", trace_requests)
         add("SSD operations (from the cache layer)", lookup(report, "host.requests"))
         if reads is not None or writes is not None:
-            add("SSD reads / writes", f"{_fmt(reads)} / {_fmt(writes)}")
+            add("SSD reads / writes", f"{fmt_value(reads)} / {fmt_value(writes)}")
     else:
         add("host requests", lookup(report, "host.requests"))
         if reads is not None or writes is not None:
-            add("reads / writes", f"{_fmt(reads)} / {_fmt(writes)}")
+            add("reads / writes", f"{fmt_value(reads)} / {fmt_value(writes)}")
     stats = ("mean", "p50", "p90", "p99", "p99.9", "max")
     for cls, label in (("", "all"), ("read", "read"), ("write", "write")):
         section = lookup(report, f"host.{cls or 'all'}")
         vals = [_first(report, _latency_candidates("response", cls, st)) for st in stats]
         if isinstance(section, dict) or any(v is not None for v in vals):
-            text = " / ".join(_fmt(v) for v in vals)
+            text = " / ".join(fmt_value(v) for v in vals)
             add(f"response {label} µs ({'/'.join(stats)})", text)
     wait = _first(report, _latency_candidates("wait", "", "mean"))
     service = _first(report, _latency_candidates("service", "", "mean"))
     if wait is not None or service is not None:
-        add("mean queue wait / service µs", f"{_fmt(wait)} / {_fmt(service)}")
+        add("mean queue wait / service µs", f"{fmt_value(wait)} / {fmt_value(service)}")
     fr, fp, fe = (lookup(report, f"flash.{k}") for k in ("reads", "programs", "erases"))
     if any(v is not None for v in (fr, fp, fe)):
-        add("flash reads / programs / erases", f"{_fmt(fr)} / {_fmt(fp)} / {_fmt(fe)}")
+        add(
+            "flash reads / programs / erases",
+            f"{fmt_value(fr)} / {fmt_value(fp)} / {fmt_value(fe)}",
+        )
     add("GC invocations", lookup(report, "gc.invocations"))
     add("GC pages moved", lookup(report, "gc.pages_moved"))
     add_key("write amplification", "write_amplification")
@@ -155,7 +158,7 @@ def summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
     if ec is not None:
         add(
             "erase count min / mean / max",
-            " / ".join(_fmt(ec.get(k)) for k in ("min", "mean", "max")),
+            " / ".join(fmt_value(ec.get(k)) for k in ("min", "mean", "max")),
         )
     load = report.get("load")
     if isinstance(load, dict):
@@ -178,7 +181,7 @@ def summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-def print_summary(res: RunResult, console: Console = _out) -> None:
+def print_summary(res: RunResult, console: Console = out_console) -> None:
     title = "nandlab run"
     if res.trace is not None:
         title += f" — {res.trace.name}"
@@ -220,9 +223,9 @@ def address_map_note(report: dict[str, Any]) -> str | None:
     metavar="FILE|NAME",
     help="Trace file or bundled trace name (`nandlab trace list`; default: pgbench_rw_slice).",
 )
-@_format_opt
-@_device_opt
-@_unterminated_opt
+@format_option
+@device_option
+@unterminated_option
 @click.option("--scheme", "-s", default=None, help="Scheme name (overrides scheme.name).")
 @click.option(
     "--set",
@@ -231,7 +234,7 @@ def address_map_note(report: dict[str, Any]) -> str | None:
     metavar="KEY=VALUE",
     help="Override a config key (dotted path, TOML value); repeatable.",
 )
-@_json_opt
+@json_option
 @click.option(
     "--quiet",
     "-q",
@@ -264,7 +267,7 @@ def run(
         + "; a stats.request_log or stats.timeseries file being written is incomplete"
     )
     trace_path = resolve_trace(trace) if trace is not None else default_trace()
-    show_progress = (not quiet) and (progress if progress is not None else _err.is_terminal)
+    show_progress = (not quiet) and (progress if progress is not None else err_console.is_terminal)
     res = simulate(
         config,
         trace_path,
@@ -276,13 +279,13 @@ def run(
         progress=show_progress,
     )
     warn_unterminated(trace_path, res.report.get("trace", {}).get("counters", {}))
-    _write_json(json_out, res.report)
+    write_json_out(json_out, res.report)
     if not quiet and json_out != "-":
         print_summary(res)
     else:  # no summary: the note that qualifies the numbers still reaches the user, on stderr
         note = address_map_note(res.report)
         if note:
-            _err.print(note, style="yellow")
+            err_console.print(note, style="yellow")
     warning = saturation_warning(res.report)
     if warning:  # always, on stderr: the numbers above are a backlog
         click.secho(warning, fg="yellow", err=True)

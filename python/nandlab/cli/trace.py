@@ -13,16 +13,16 @@ from nandlab import _core
 from nandlab.api import trace_options_json
 from nandlab.cli_common import (
     ByteSize,
-    _device_opt,
-    _fmt,
-    _format_opt,
-    _Group,
-    _interruptible,
-    _json_opt,
-    _out,
-    _unterminated_opt,
-    _write_json,
+    CliGroup,
+    device_option,
+    fmt_value,
+    format_option,
+    interruptible,
+    json_option,
+    out_console,
+    unterminated_option,
     warn_unterminated,
+    write_json_out,
 )
 from nandlab.data import resolve_trace
 from nandlab.result import flatten
@@ -116,16 +116,16 @@ def _human_bytes(n: float) -> str:
     return str(n)
 
 
-@click.group(cls=_Group)
+@click.group(cls=CliGroup)
 def trace() -> None:
     """Inspect, convert and generate block traces."""
 
 
 @trace.command("stats")
 @click.argument("trace_spec", metavar="FILE|NAME")
-@_format_opt
-@_device_opt
-@_unterminated_opt
+@format_option
+@device_option
+@unterminated_option
 @click.option(
     "--page-size-bytes",
     type=ByteSize(),
@@ -133,7 +133,7 @@ def trace() -> None:
     show_default=True,
     help="Flash page size for the read-only/write-only/overlapped page ratios.",
 )
-@_json_opt
+@json_option
 def trace_stats(
     trace_spec: str,
     trace_format: str | None,
@@ -146,9 +146,9 @@ def trace_stats(
     or a bundled trace (by name: `nandlab trace list`)."""
     file = resolve_trace(trace_spec)
     opts = trace_options_json(trace_format, device, allow_unterminated=allow_unterminated or None)
-    stats = json.loads(_interruptible(_core.trace_stats, str(file), opts, page_size_bytes))
+    stats = json.loads(interruptible(_core.trace_stats, str(file), opts, page_size_bytes))
     warn_unterminated(file, stats.get("counters", {}))
-    _write_json(json_out, stats)
+    write_json_out(json_out, stats)
     if json_out == "-":
         return
     t = Table(title=f"trace stats — {file.name}", show_header=False, title_justify="left")
@@ -161,14 +161,14 @@ def trace_stats(
     for k in ordered:
         v = flat[k]
         # an undeclared field gets no note (test_trace_stats requires every field declared)
-        t.add_row(k, _fmt(v), unit_note(TRACE_STATS_UNITS.get(k, "text"), v))
-    _out.print(t)
+        t.add_row(k, fmt_value(v), unit_note(TRACE_STATS_UNITS.get(k, "text"), v))
+    out_console.print(t)
     if devices:
         print_devices(devices, file)
 
 
 @trace.command("list")
-@_json_opt
+@json_option
 def trace_list(json_out: str | None) -> None:
     """The bundled traces: the name every command takes after --trace (or as a file name),
     the file, its format, requests, size and where it comes from (PROVENANCE.md)."""
@@ -188,7 +188,7 @@ def trace_list(json_out: str | None) -> None:
                 "source": BUNDLED_SOURCES.get(p.name, "see PROVENANCE.md"),
             }
         )
-    _write_json(json_out, rows)
+    write_json_out(json_out, rows)
     if json_out == "-":
         return
     t = Table(
@@ -199,11 +199,13 @@ def trace_list(json_out: str | None) -> None:
         t.add_column(c, justify="right" if c in ("requests", "size") else "left")
     for r in rows:
         t.add_row(
-            r["name"], str(r["format"]), _fmt(r["requests"]), _human_bytes(r["size_bytes"]),
+            r["name"], str(r["format"]), fmt_value(r["requests"]), _human_bytes(r["size_bytes"]),
             r["source"],
         )  # fmt: skip
-    _out.print(t)
-    _out.print(f"[dim]files in {bundled_traces()[0].parent if rows else '?'} (PROVENANCE.md)[/dim]")
+    out_console.print(t)
+    out_console.print(
+        f"[dim]files in {bundled_traces()[0].parent if rows else '?'} (PROVENANCE.md)[/dim]"
+    )
 
 
 def print_devices(devices: list[dict[str, Any]], file: Path) -> None:
@@ -222,22 +224,22 @@ def print_devices(devices: list[dict[str, Any]], file: Path) -> None:
     for d in shown:
         t.add_row(
             str(d["device"]),
-            _fmt(d["requests"]),
-            _fmt(d["reads"]),
-            _fmt(d["writes"]),
+            fmt_value(d["requests"]),
+            fmt_value(d["reads"]),
+            fmt_value(d["writes"]),
             _human_bytes(d["size_bytes"]),
             _human_bytes(d["bytes_written"]),
         )
-    _out.print(t)
+    out_console.print(t)
 
 
 @trace.command("convert")
 @click.argument("input_spec", metavar="INPUT")
 @click.argument("output", type=click.Path(dir_okay=False, path_type=Path))
-@_format_opt
-@_device_opt
-@_unterminated_opt
-@_json_opt
+@format_option
+@device_option
+@unterminated_option
+@json_option
 def trace_convert(
     input_spec: str,
     output: Path,
@@ -249,16 +251,16 @@ def trace_convert(
     """Convert a trace (a file or a bundled trace's name) to nandlab's canonical CSV (gzip if
     OUTPUT ends in .gz)."""
     src = resolve_trace(input_spec)
-    n = _interruptible(
+    n = interruptible(
         _core.trace_convert,
         str(src),
         trace_options_json(trace_format, device, allow_unterminated=allow_unterminated or None),
         str(output),
         partial=output,
     )
-    _write_json(json_out, {"input": str(src), "output": str(output), "requests": n})
+    write_json_out(json_out, {"input": str(src), "output": str(output), "requests": n})
     if json_out != "-":
-        _out.print(f"wrote {n:,} requests to {output}")
+        out_console.print(f"wrote {n:,} requests to {output}")
 
 
 def _parse_sizes_kib(ctx: click.Context, param: click.Parameter, value: str) -> list[int]:
@@ -332,7 +334,7 @@ def _parse_sizes_kib(ctx: click.Context, param: click.Parameter, value: str) -> 
     help="Address skew: Zipf exponent over the span's aligned slots (0 = uniform; the hottest "
     "addresses are the lowest).",
 )
-@_json_opt
+@json_option
 def trace_generate(
     output: Path,
     requests: int,
@@ -356,7 +358,7 @@ def trace_generate(
         "iops": iops,
         "seed": seed,
     }
-    n = _interruptible(_core.trace_generate, json.dumps(params), str(output), partial=output)
-    _write_json(json_out, {"output": str(output), "requests": n, "params": params})
+    n = interruptible(_core.trace_generate, json.dumps(params), str(output), partial=output)
+    write_json_out(json_out, {"output": str(output), "requests": n, "params": params})
     if json_out != "-":
-        _out.print(f"wrote {n:,} requests to {output}")
+        out_console.print(f"wrote {n:,} requests to {output}")
