@@ -2,19 +2,20 @@
 
 Where each command is defined:
 
-=====================================  ===================================================
-``nandlab run``                        :mod:`nandlab.cli.run`
-``nandlab trace stats|list|convert|…`` :mod:`nandlab.cli.trace`
-``nandlab bench``                      :mod:`nandlab.cli.bench`
-``nandlab rber``, ``nandlab ecc``      :mod:`nandlab.cli.reliability`
-``nandlab sweep``                      :mod:`nandlab.grid`
-``nandlab compare``                    :mod:`nandlab.comparison`
-``nandlab report``                     :mod:`nandlab.report`
-``nandlab characterize``               :mod:`nandlab.characterize`
-``nandlab reproduce <paper>``          :mod:`nandlab.reproduce` (a module per paper)
-``nandlab dpa analyze``                :mod:`nandlab.dpa.cli`
-``nandlab osd run|stats|crash-test``   :mod:`nandlab.osd.cli`
-=====================================  ===================================================
+========================================  ==================================================
+``nandlab run``                           :mod:`nandlab.cli.run`
+``nandlab trace stats|list|convert|…``    :mod:`nandlab.cli.trace`
+``nandlab bench``                         :mod:`nandlab.cli.bench`
+``nandlab rber``, ``nandlab ecc``         :mod:`nandlab.cli.reliability`
+``nandlab sweep``                         :mod:`nandlab.cli.sweep` (the grid: :mod:`nandlab.grid`)
+``nandlab compare``                       :mod:`nandlab.cli.compare` (:mod:`nandlab.comparison`)
+``nandlab report``                        :mod:`nandlab.cli.report` (:mod:`nandlab.report`)
+``nandlab characterize``                  :mod:`nandlab.cli.characterize`
+                                          (:mod:`nandlab.characterize`)
+``nandlab reproduce <paper>``             :mod:`nandlab.reproduce` (a module per paper)
+``nandlab dpa analyze``                   :mod:`nandlab.dpa.cli`
+``nandlab osd run|stats|crash-test``      :mod:`nandlab.osd.cli`
+========================================  ==================================================
 
 What they share (error handling, options, byte sizes, consoles) is in :mod:`nandlab.cli_common`.
 Errors from the core (``TraceError``, ``ConfigError``, ``SimError``) and missing or unreadable
@@ -26,17 +27,17 @@ from __future__ import annotations
 import click
 
 from nandlab import _core
-from nandlab.characterize import characterize_command
 from nandlab.cli.bench import bench
+from nandlab.cli.characterize import characterize_command
+from nandlab.cli.compare import compare_command
 from nandlab.cli.reliability import ecc, rber
+from nandlab.cli.report import report_command
 from nandlab.cli.run import run
+from nandlab.cli.sweep import sweep_command
 from nandlab.cli.trace import trace
 from nandlab.cli_common import CliGroup, short_help
-from nandlab.comparison import compare_command
 from nandlab.dpa.cli import dpa
-from nandlab.grid import sweep_command
 from nandlab.osd.cli import osd
-from nandlab.report import report_command
 from nandlab.reproduce import reproduce
 
 
