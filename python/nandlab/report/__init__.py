@@ -27,7 +27,8 @@ The modules: :mod:`~nandlab.report.build` puts a directory's report together
 :mod:`~nandlab.report.plots` and :mod:`~nandlab.report.timeseries` draw the figures;
 :mod:`~nandlab.report.page` renders tables and figures as HTML; :mod:`~nandlab.report.papers`
 renders reproductions and builds the report of ``nandlab reproduce all``
-(:func:`build_all_report`). The command is :mod:`nandlab.cli.report`.
+(:func:`build_all_report`). The command is :mod:`nandlab.cli.report`. A name with a leading
+underscore is internal to this package (its modules share it), not API.
 """
 
 from __future__ import annotations
