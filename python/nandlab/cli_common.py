@@ -5,10 +5,10 @@ consoles and number formatting.
 Errors from the core (``TraceError``, ``ConfigError``, ``SimError``) and missing or unreadable
 files print one red line on stderr and exit with status 2; no traceback.
 
-This module imports no command module back, and it lives beside the :mod:`nandlab.cli`
-package, not in it: ``nandlab.osd.cli`` and ``nandlab.dpa.cli`` use it, and importing a module
-inside ``nandlab/cli/`` would first run ``nandlab/cli/__init__.py``, which imports those two
-back to assemble the command group.
+This module imports no command module. It lives beside the :mod:`nandlab.cli` package, not in
+it, because command modules outside that package use it too (``nandlab.osd.cli``): importing a
+module inside ``nandlab/cli/`` first runs ``nandlab/cli/__init__.py``, which imports every
+command module, ``nandlab.osd.cli`` included, to assemble the command group.
 """
 
 from __future__ import annotations
