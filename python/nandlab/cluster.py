@@ -2,7 +2,7 @@
 Slurm cluster through ``dask_jobqueue.SLURMCluster`` built from a grid's ``[cluster]`` table.
 
 Dask is an optional extra (``pip install 'nandlab[dask]'``); without it these functions raise
-:class:`~nandlab.experiment.ExperimentError` naming the extra. The ``[cluster]`` keys
+:class:`~nandlab.errors.ExperimentError` naming the extra. The ``[cluster]`` keys
 (:data:`CLUSTER_KEYS`) are dask-jobqueue's own ``SLURMCluster`` arguments, except ``jobs``: how
 many Slurm jobs to start (``cluster.scale(jobs=...)``). Each job runs ``processes`` Dask workers
 that share ``cores`` cores and ``memory``; every worker runs one simulation at a time, so give
@@ -16,6 +16,8 @@ import contextlib
 import shutil
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
+
+from nandlab.errors import ExperimentError
 
 #: ``[cluster]`` keys: name -> (accepted types, description).
 CLUSTER_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
@@ -34,12 +36,6 @@ CLUSTER_KEYS: dict[str, tuple[tuple[type, ...], str]] = {
     "log_directory": ((str,), "where Slurm writes the jobs' logs"),
     "python": ((str,), "python executable on the compute nodes"),
 }
-
-
-def _experiment_error(msg: str) -> Exception:
-    from nandlab.experiment import ExperimentError
-
-    return ExperimentError(msg)
 
 
 def validate_cluster(table: Any, where: str = "[cluster]") -> dict[str, Any]:
@@ -75,7 +71,7 @@ def _import_jobqueue() -> Any:
     try:
         import dask_jobqueue
     except ImportError:
-        raise _experiment_error(
+        raise ExperimentError(
             "--scheduler slurm needs dask-jobqueue: pip install 'nandlab[dask]'"
         ) from None
     if main and before is not None and signal.getsignal(signal.SIGINT) is not before:
@@ -87,7 +83,7 @@ def _need_distributed(what: str) -> None:
     try:
         import dask.distributed  # noqa: F401
     except ImportError:
-        raise _experiment_error(
+        raise ExperimentError(
             f"{what} needs dask.distributed: pip install 'nandlab[dask]'"
         ) from None
 
@@ -108,10 +104,10 @@ def _probe(address: str) -> None:
     except ValueError:
         host, port = None, None
     if not host or port is None:
-        raise _experiment_error(
+        raise ExperimentError(
             f"--scheduler {address}: expected a Dask scheduler address like tcp://HOST:PORT"
         )
-    no_answer = _experiment_error(
+    no_answer = ExperimentError(
         f"--scheduler {address}: no Dask scheduler answered within {CONNECT_TIMEOUT_S:g} s "
         "(is it running, and is the port open from here?)"
     )
@@ -122,7 +118,7 @@ def _probe(address: str) -> None:
         raise no_answer from None
     except OSError as e:
         why = e.strerror or str(e)
-        raise _experiment_error(
+        raise ExperimentError(
             f"--scheduler {address}: cannot reach the Dask scheduler ({why}); start one with "
             "`dask scheduler` or use --scheduler local"
         ) from None
@@ -148,7 +144,7 @@ def _probe(address: str) -> None:
     except (asyncio.TimeoutError, TimeoutError):
         raise no_answer from None
     except Exception as e:
-        raise _experiment_error(
+        raise ExperimentError(
             f"--scheduler {address}: the server there does not speak Dask's protocol "
             f"({type(e).__name__}); is it a Dask scheduler's address?"
         ) from None
@@ -156,11 +152,11 @@ def _probe(address: str) -> None:
 
 def address_client(address: str) -> tuple[Any, list[Any]]:
     """A client of the Dask scheduler at ``address`` (``tcp://host:port``); an address where
-    nothing answers is an :class:`~nandlab.experiment.ExperimentError` within
+    nothing answers is an :class:`~nandlab.errors.ExperimentError` within
     :data:`CONNECT_TIMEOUT_S` seconds."""
     _need_distributed(f"--scheduler {address}")
     if "://" not in address:
-        raise _experiment_error(
+        raise ExperimentError(
             f"--scheduler {address}: expected local, slurm or a Dask scheduler address "
             "like tcp://HOST:PORT"
         )
@@ -172,7 +168,7 @@ def address_client(address: str) -> tuple[Any, list[Any]]:
         with _quiet_dask():
             client = Client(address, timeout="10s")
     except (OSError, TimeoutError) as e:
-        raise _experiment_error(
+        raise ExperimentError(
             f"--scheduler {address}: cannot reach the Dask scheduler ({' '.join(str(e).split())})"
         ) from None
     return client, [client]
@@ -198,7 +194,7 @@ def _quiet_dask() -> Iterator[None]:
 def _slurm_kwargs(table: Mapping[str, Any] | None) -> dict[str, Any]:
     """SLURMCluster's arguments from a ``[cluster]`` table, checked."""
     if not table:
-        raise _experiment_error(
+        raise ExperimentError(
             "--scheduler slurm needs a [cluster] table in the grid (keys: "
             + ", ".join(CLUSTER_KEYS)
             + ")"
@@ -206,12 +202,12 @@ def _slurm_kwargs(table: Mapping[str, Any] | None) -> dict[str, Any]:
     try:
         kw = validate_cluster(table)
     except ValueError as e:
-        raise _experiment_error(str(e)) from None
+        raise ExperimentError(str(e)) from None
     kw.pop("jobs", None)
     if "cores" in kw and "processes" not in kw:
         kw["processes"] = kw["cores"]
     if "cores" not in kw or "memory" not in kw:
-        raise _experiment_error("[cluster]: give cores and memory (dask-jobqueue needs both)")
+        raise ExperimentError("[cluster]: give cores and memory (dask-jobqueue needs both)")
     return kw
 
 
@@ -225,7 +221,7 @@ def slurm_cluster(table: Mapping[str, Any] | None) -> Any:
 
 def _require_sbatch() -> None:
     if shutil.which("sbatch") is None:
-        raise _experiment_error(
+        raise ExperimentError(
             "--scheduler slurm: sbatch not found on PATH (Slurm's commands are needed to "
             "submit the workers' jobs): run the sweep on a Slurm login node, or use "
             "--scheduler local or tcp://HOST:PORT"
@@ -236,7 +232,7 @@ def check_scheduler(scheduler: str, table: Mapping[str, Any] | None = None) -> N
     """What can be checked of ``scheduler`` (``"slurm"`` or an address) before anything
     starts, in a second or two: Dask installed, the grid's ``[cluster]`` ``table`` (Slurm),
     ``sbatch`` on PATH, a Dask scheduler answering at the address. Raises
-    :class:`~nandlab.experiment.ExperimentError` of one line."""
+    :class:`~nandlab.errors.ExperimentError` of one line."""
     if scheduler == "slurm":
         _need_distributed("--scheduler slurm")
         _slurm_kwargs(table)
@@ -245,7 +241,7 @@ def check_scheduler(scheduler: str, table: Mapping[str, Any] | None = None) -> N
         return
     _need_distributed(f"--scheduler {scheduler}")
     if "://" not in scheduler:
-        raise _experiment_error(
+        raise ExperimentError(
             f"--scheduler {scheduler}: expected local, slurm or a Dask scheduler address "
             "like tcp://HOST:PORT"
         )
@@ -276,7 +272,7 @@ def slurm_client(
     jobs``, or 1), and a check for the runner (:func:`slurm_jobs_gone`).
 
     Everything that can fail before a run starts fails here, as an
-    :class:`~nandlab.experiment.ExperimentError` of one line: no ``sbatch`` on PATH (checked
+    :class:`~nandlab.errors.ExperimentError` of one line: no ``sbatch`` on PATH (checked
     before the cluster's scheduler starts), or ``sbatch`` refusing the job (its error
     message). The jobs are submitted before this returns, not in the background."""
     _need_distributed("--scheduler slurm")
@@ -299,7 +295,7 @@ def slurm_client(
             why = f"sbatch did not finish within {SUBMIT_TIMEOUT_S:g} s"
         else:
             why = _command_error(e)
-        raise _experiment_error(f"--scheduler slurm: could not submit the jobs: {why}") from None
+        raise ExperimentError(f"--scheduler slurm: could not submit the jobs: {why}") from None
     client = Client(cluster)
     return client, [client, cluster], lambda: slurm_jobs_gone(cluster)
 

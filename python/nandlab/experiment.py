@@ -43,8 +43,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from nandlab import cluster as cl
+from nandlab.api import simulate
 from nandlab.config import config_text
 from nandlab.data import data_dir
+from nandlab.errors import ExperimentError
 
 if TYPE_CHECKING:
     import polars as pl
@@ -103,10 +106,6 @@ def _schema() -> dict[str, Any]:
     schema.update({c: pl.Float64 for c in HEADLINE_FLOAT})
     schema.update({c: pl.Int64 for c in HEADLINE_INT})
     return schema
-
-
-class ExperimentError(RuntimeError):
-    """A problem with the experiment itself (not with one run): missing dask, bad out dir."""
 
 
 class FailedRunsWarning(UserWarning):
@@ -261,7 +260,6 @@ def _now_iso() -> str:
 
 def _execute(payload: dict[str, Any]) -> dict[str, Any]:
     """Run one spec (in a worker) and return its row; never raises for a failed run."""
-    import nandlab
     from nandlab.result import lookup
 
     row: dict[str, Any] = {k: payload[k] for k in _TEXT_COLUMNS if k in payload}
@@ -287,7 +285,7 @@ def _execute(payload: dict[str, Any]) -> dict[str, Any]:
         if files:
             d.mkdir(parents=True, exist_ok=True)
     try:
-        res = nandlab.simulate(
+        res = simulate(
             payload["config"],
             payload["trace_path"],
             scheme=payload["scheme"],
@@ -671,8 +669,6 @@ def _runner(scheduler: Any, processes: int | None, cluster: Mapping[str, Any] | 
     ``distributed.Client``."""
     if scheduler is None or scheduler == "local":
         return _LocalRunner(processes if processes is not None else _default_workers())
-    from nandlab import cluster as cl
-
     if isinstance(scheduler, str):
         if scheduler == "slurm":
             client, owned, watch = cl.slurm_client(cluster, jobs=processes)

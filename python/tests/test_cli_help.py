@@ -134,7 +134,7 @@ def test_command_lists_show_whole_summaries(runner, path: list[str]) -> None:
 
 
 def _byte_options() -> list[tuple[str, click.Option]]:
-    from nandlab.cli import ByteSize
+    from nandlab.cli_common import ByteSize
 
     out = []
     for path in COMMANDS:

@@ -18,7 +18,9 @@ from click.testing import CliRunner
 
 import nandlab
 from nandlab import _core
-from nandlab.cli import TRACE_STATS_UNITS, cli, summary_rows
+from nandlab.cli import cli
+from nandlab.cli.run import summary_rows
+from nandlab.cli.trace import TRACE_STATS_UNITS
 from nandlab.config import config_text
 
 ROOT = Path(__file__).resolve().parents[2]

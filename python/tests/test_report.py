@@ -181,7 +181,7 @@ def test_report_in_headless_chromium(sweep_dir: Path, chromium: str, tmp_path: P
 def test_plot_bins_keep_totals() -> None:
     import polars as pl
 
-    from nandlab.report import _plot_bins
+    from nandlab.report.timeseries import _plot_bins
 
     n = 1000
     df = pl.DataFrame(

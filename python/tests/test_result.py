@@ -67,7 +67,7 @@ def test_to_json_roundtrip(tmp_path: Path) -> None:
 
 
 def test_cli_summary_rows_from_report_layout() -> None:
-    from nandlab.cli import summary_rows
+    from nandlab.cli.run import summary_rows
 
     def lat(m: float) -> dict:
         return {"mean_us": m, "p50_us": m, "p90_us": m, "p99_us": m, "p999_us": m, "max_us": m}

@@ -15,6 +15,7 @@ from rich.table import Table
 
 from nandlab import osd as _osd
 from nandlab._console import make_console
+from nandlab.cli_common import ByteSize, interruptible, require_file, write_json_out
 from nandlab.config import cli_override
 
 _out = make_console()
@@ -236,28 +237,24 @@ def osd_run(
 ) -> None:
     """Replay a file-level trace (or DMMbench) on an object device and print page writes by
     type and source, erases, response time per command, diff-cache hit rate and DRAM use."""
-    from nandlab.cli import _interruptible, _require_file, _write_json
-
     overrides = [cli_override(s) for s in sets]
     if (trace is None) == (bench is None):
         raise click.UsageError("give exactly one of --trace FILE and --bench SPEC")
     if trace is not None:
-        _require_file(trace, "trace file")
-        rep = _interruptible(
+        require_file(trace, "trace file")
+        rep = interruptible(
             lambda: _osd.run(config, trace, overrides=overrides, max_commands=max_commands)
         )
     else:
         pattern, req, total = _bench_spec(str(bench))
-        rep = _interruptible(lambda: _osd.bench(config, pattern, req, total, overrides=overrides))
-    _write_json(json_out, rep)
+        rep = interruptible(lambda: _osd.bench(config, pattern, req, total, overrides=overrides))
+    write_json_out(json_out, rep)
     if not quiet and json_out != "-":
         print_report(rep)
 
 
 def _bench_spec(spec: str) -> tuple[str, int, int]:
     """``PATTERN[:REQUEST[:TOTAL]]`` of ``--bench``."""
-    from nandlab.cli import ByteSize
-
     parts = spec.split(":")
     if len(parts) > 3 or parts[0] not in _osd.BENCH_PATTERNS:
         raise click.BadParameter(
@@ -393,13 +390,11 @@ def osd_crash_test(
     acknowledged writes, the rebuilt tables with flash, and replay on after recovery; exit
     status 1 if any cut failed a check (a second cut inside recovery that changed the
     recovered objects included)."""
-    from nandlab.cli import _interruptible, _require_file, _write_json
-
     overrides = [cli_override(s) for s in sets]
     if trace is not None:
-        _require_file(trace, "trace file")
+        require_file(trace, "trace file")
     spec, mixed = _crash_workload(bench)
-    rep = _interruptible(
+    rep = interruptible(
         lambda: _osd.crash_test(
             config,
             trace=trace,
@@ -414,7 +409,7 @@ def osd_crash_test(
             cut_only=cut_only,
         )
     )
-    _write_json(json_out, rep)
+    write_json_out(json_out, rep)
     if json_out != "-":
         t = Table(title=f"power-cut test: {variant}", show_header=False)
         t.add_column("")
@@ -499,11 +494,9 @@ _STATS_ROWS = (
 def osd_stats(file: Path, json_out: str | None) -> None:
     """Table-17-style statistics of a file-level trace (files, average request, write and
     sequential shares; spec dmm.md §5's definitions)."""
-    from nandlab.cli import _interruptible, _require_file, _write_json
-
-    _require_file(file, "trace file")
-    st = _interruptible(_osd.trace_stats, file)
-    _write_json(json_out, st)
+    require_file(file, "trace file")
+    st = interruptible(_osd.trace_stats, file)
+    write_json_out(json_out, st)
     if json_out == "-":
         return
     t = Table(title=f"file-level trace {file.name}", show_header=False)
