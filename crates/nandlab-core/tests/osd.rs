@@ -1439,15 +1439,25 @@ fn crash_default_workload_reaches_every_operation_class() {
             "yaffs2",
             &["program_data_host", "program_onode", "_gc", "erase"][..],
         ),
+        (
+            "dmm-extent",
+            &["program_data_host", "program_index", "_gc", "erase"][..],
+        ),
     ] {
-        let c0 = preset(name, &[]);
-        let o = nandlab_core::api::crash_small_device(&c0);
+        let (p, extra) = match name {
+            "dmm-extent" => ("dmm", &["osd.virtual_tree=false"][..]),
+            _ => (name, &[][..]),
+        };
+        let c0 = preset(p, extra);
+        let mut o = nandlab_core::api::crash_small_device(&c0);
+        o.extend(extra.iter().map(|s| s.to_string()));
         let o: Vec<&str> = o.iter().map(String::as_str).collect();
-        let c = preset(name, &o);
+        let c = preset(p, &o);
         let cmds = nandlab_core::osd::mixed::commands(c.seed, 6000, 48, 2048);
-        // 300 cuts (30 second cuts in recovery) of the DMM preset: before GC committed its
-        // moves during recovery's write-back, 6 of them recovered a different state.
-        let cuts = if name == "dmm" { 300 } else { 20 };
+        // 300 cuts (30 second cuts in recovery): before GC committed its moves during
+        // recovery's write-back and programmed the onode write buffer before erasing, 6 of
+        // them recovered a different state on the DMM preset, and 2 on the extent tree.
+        let cuts = if p == "dmm" { 300 } else { 20 };
         let r = crash_test_with(&c, &cmds, cuts, 7, Variant::FULL, &CrashOpts::default()).unwrap();
         assert_eq!(
             r.failures + r.table_failures + r.replay_failures + r.recovery_cut_mismatches,

@@ -308,6 +308,15 @@ impl Device {
             let dmm = self.cache_on && self.o.virtual_tree;
             self.commit_moved(&mut moved_objs, dmm)?;
         }
+        // During recovery's write-back the commit's onodes must be on flash before the erase:
+        // a second power loss there has no capacitor flush to save the onode write buffer, and
+        // the onode it drops would leave the object at its old tree, which reaches the pages
+        // about to be erased (mixed crash workload, extent tree and OBFS, issue 30).
+        if self.recovering {
+            while !self.obuf.is_empty() {
+                self.program_obuf(None)?;
+            }
+        }
         if self.chunks[victim as usize].pins > 0 {
             self.relocate_pins(die, victim)?;
         }
