@@ -2,8 +2,10 @@
 
 What is collected: every fenced block of README.md and docs/*.md. A block labelled ``bash`` or
 ``python`` is run; ``text`` (output, error messages, diagrams) and ``toml`` (file contents) are
-not. A block without a language, or with another one, fails the test: label it, so that no
-example is left out by accident.
+not. A ``rust`` block is not run here: it must be found, line for line (leading and trailing
+blanks aside), in a file of ``crates/nandlab-core/tests/``, where ``cargo test`` runs it
+(docs/architecture.md's recipes are ``tests/recipes.rs``). A block without a language, or with
+another one, fails the test: label it, so that no example is left out by accident.
 
 How a block runs:
 
@@ -70,6 +72,9 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 RUN = {"bash", "python"}
 NOT_RUN = {"text", "toml"}
+#: not run here: found line for line in the crate's tests (:func:`test_rust_blocks_are_tested`)
+CHECKED = {"rust"}
+CRATE_TESTS = ROOT / "crates" / "nandlab-core" / "tests"
 _FENCE = re.compile(r"^(\s*)```([A-Za-z0-9_+-]*)\s*$")
 _MARKER = re.compile(r"^\s*<!--\s*example:\s*(.*?)\s*-->\s*$")
 _ANY_MARKER = re.compile(r"^\s*<!--\s*example\b")
@@ -115,7 +120,7 @@ BLOCKS = [b for p in DOCS for b in collect(p)]
 
 
 def _kind(b: Block) -> str:
-    if b.lang in NOT_RUN:
+    if b.lang in NOT_RUN | CHECKED:
         return "not-run"
     if b.marker is None:
         return "run"
@@ -309,13 +314,13 @@ def test_slow_example_runs(block: Block, tmp_path: Path, monkeypatch: pytest.Mon
 def test_every_block_is_labelled_and_every_marker_is_known() -> None:
     problems = []
     for b in BLOCKS:
-        if b.lang not in RUN | NOT_RUN:
+        if b.lang not in RUN | NOT_RUN | CHECKED:
             problems.append(
                 f"{b.id}: fenced block labelled {b.lang or '(nothing)'!r}: label it bash or "
-                "python (run), text or toml (not run)"
+                "python (run), text or toml (not run), rust (in the crate's tests)"
             )
         if b.marker is not None:
-            if b.lang in NOT_RUN:
+            if b.lang in NOT_RUN | CHECKED:
                 problems.append(f"{b.id}: a marker before a {b.lang} block (never run anyway)")
             elif b.marker != "slow" and not re.fullmatch(r"not-run:\s*\S.*", b.marker):
                 problems.append(f"{b.id}: unknown marker {b.marker!r} (slow, or not-run: REASON)")
@@ -332,6 +337,31 @@ def test_every_block_is_labelled_and_every_marker_is_known() -> None:
     assert not problems, "\n".join(problems)
 
 
+def _stripped(text: str) -> list[str]:
+    return [ln.strip() for ln in text.splitlines() if ln.strip()]
+
+
+def _contains(lines: list[str], block: list[str]) -> bool:
+    n = len(block)
+    return any(lines[i : i + n] == block for i in range(len(lines) - n + 1))
+
+
+def test_rust_blocks_are_tested() -> None:
+    """Every ``rust`` block is a piece of a test file of the core, so ``cargo test`` runs what
+    the page shows: its lines, each stripped of leading and trailing blanks (a piece of a
+    module is indented more in the test), appear one after another in one file."""
+    tests = {p: _stripped(p.read_text(encoding="utf-8")) for p in CRATE_TESTS.glob("*.rs")}
+    missing = [
+        b.id
+        for b in BLOCKS
+        if b.lang in CHECKED and not any(_contains(t, _stripped(b.code)) for t in tests.values())
+    ]
+    assert not missing, (
+        "these rust blocks are not found line for line in crates/nandlab-core/tests/*.rs "
+        f"(copy the block from the test that runs it, or change both): {missing}"
+    )
+
+
 def test_exclusions_are_few_and_listed() -> None:
     """The slow and not-run examples are these; adding one means adding it here, on purpose."""
     marked = sorted((b.id.split(":")[0], _kind(b)) for b in BLOCKS if b.marker)
@@ -342,6 +372,7 @@ def test_exclusions_are_few_and_listed() -> None:
 EXCLUDED: list[tuple[str, str]] = [
     ("README.md", "not-run"),  # install + the whole suite: CI's .ci/run runs it
     ("README.md", "slow"),  # every reproduce --quick, reproduce all --quick, osd crash-test
+    ("docs/architecture.md", "not-run"),  # recipe (a): commands naming the toy scheme
     ("docs/osd.md", "slow"),  # osd crash-test --cuts 1000
 ]
 

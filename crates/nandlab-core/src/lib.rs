@@ -20,6 +20,11 @@
 //!                 engine::  the discrete-event loop that owns time  ──► stats:: ─► JSON report
 //! ```
 //!
+//! `docs/architecture.md` in the repository extends this picture with the object device
+//! ([`osd`]), the cache layer ([`host::cache`]), DPA ([`dpa`]) and the Python front, names the
+//! file where each concept lives, and shows how to add a scheme, a trace format or a
+//! reproduction.
+//!
 //! One [`config::Config`] (TOML, units in key names) describes a run; one seed makes it
 //! deterministic. [`api::simulate_source`] replays any [`host::RequestSource`]; [`api::run`]
 //! does the same from a trace file. A minimal replay of three requests on a one-plane MLC

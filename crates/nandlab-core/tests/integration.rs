@@ -37,6 +37,8 @@ mod osd;
 mod osd_objfs;
 #[path = "periods_history.rs"]
 mod periods_history;
+#[path = "recipes.rs"]
+mod recipes;
 #[path = "refresh_ida.rs"]
 mod refresh_ida;
 #[path = "reliability_readpath.rs"]
