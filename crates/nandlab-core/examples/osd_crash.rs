@@ -1,7 +1,9 @@
 //! The full crash-test count (spec §5, §7 item 6): `cargo run --release -p nandlab-core
-//! --example osd_crash [cuts] [MiB]` — every design and every broken variant on DMMbench random
-//! 4 KiB writes, on the Table 16 presets shrunk so that GC runs (16 dies × 24 blocks of 64
-//! pages; chunks of 4 blocks).
+//! --example osd_crash [cuts] [MiB|mixed] [designs]` — every design and every broken variant
+//! on DMMbench random 4 KiB writes, on the Table 16 presets shrunk so that GC runs (16 dies ×
+//! 24 blocks of 64 pages; chunks of 4 blocks); with `mixed`, on `osd crash-test`'s default
+//! workload instead (6,000 mixed commands over 48 objects on the small device,
+//! `api::crash_small_device`). `designs`: a comma list of run numbers to do (default all).
 
 use std::path::Path;
 use std::time::Instant;
@@ -26,9 +28,28 @@ fn main() {
         .nth(2)
         .and_then(|s| s.parse().ok())
         .unwrap_or(32);
-    let mut b = DmmBench::new(Pattern::RandWrite, 4096, total_mib << 20, 42);
-    b.file_bytes = 4 << 20;
-    let cmds: Vec<OsdCommand> = b.commands().collect();
+    let mixed = std::env::args().nth(2).as_deref() == Some("mixed");
+    let only: Option<Vec<usize>> = std::env::args()
+        .nth(3)
+        .map(|s| s.split(',').filter_map(|x| x.parse().ok()).collect());
+    let cmds: Vec<OsdCommand> = if mixed {
+        nandlab_core::osd::mixed::commands(42, 6000, 48, 2048)
+    } else {
+        let mut b = DmmBench::new(Pattern::RandWrite, 4096, total_mib << 20, 42);
+        b.file_bytes = 4 << 20;
+        b.commands().collect()
+    };
+    // The small device of each run: the DMMbench shrink, or the crash test's default.
+    let small_for = |preset: &str, extra: &[String]| -> Vec<String> {
+        if !mixed {
+            return small.to_vec();
+        }
+        let mut o0 = small.to_vec();
+        o0.clear();
+        o0.extend(extra.iter().cloned());
+        let c0 = load_file(&dir.join(format!("{preset}.toml")), &o0).unwrap();
+        nandlab_core::api::crash_small_device(&c0)
+    };
     let full = Variant::FULL;
     let runs: Vec<(&str, Vec<String>, Variant)> = vec![
         ("obfs", vec![], full),
@@ -87,7 +108,10 @@ fn main() {
             ..full
         },
     ] {
-        let mut o = small.to_vec();
+        if only.as_ref().is_some_and(|v| !v.contains(&0)) {
+            continue;
+        }
+        let mut o = small_for("dmm", &[]);
         o.push("osd.diff_cache_bytes=16384".into());
         let cfg = load_file(&dir.join("dmm.toml"), &o).unwrap();
         let opts = CrashOpts {
@@ -114,8 +138,11 @@ fn main() {
             Err(e) => println!("dmm 16 KiB {v:?}: error: {e}"),
         }
     }
-    for (preset, extra, v) in runs {
-        let mut o = small.to_vec();
+    for (i, (preset, extra, v)) in runs.into_iter().enumerate() {
+        if only.as_ref().is_some_and(|v| !v.contains(&(i + 1))) {
+            continue;
+        }
+        let mut o = small_for(preset, &extra);
         o.extend(extra.iter().cloned());
         let cfg = load_file(&dir.join(format!("{preset}.toml")), &o).unwrap();
         let t = Instant::now();
@@ -129,7 +156,7 @@ fn main() {
         println!(
             "{preset:7} {extra:?} {v:?}: {} flash ops, {} cuts, {} failures, {} recovery cuts \
              ({} mismatches), backup ≤ {} pages ({} over budget), IC_OBJ {:.1}, re-applied \
-             {:.1} pages, recovery ≈ {:.3} s, {} table failures, {} replay failures ({} commands replayed after recovery), {:.1} s wall\n    cuts by op: {:?}\n    first failure: {:?}",
+             {:.1} pages, recovery ≈ {:.3} s, {} table failures, {} replay failures ({} commands replayed after recovery), {:.1} s wall, {:.4} CPU s per cut\n    cuts by op: {:?}\n    failures: {:?}",
             r.flash_ops,
             r.cuts,
             r.failures,
@@ -144,8 +171,9 @@ fn main() {
             r.replay_failures,
             r.continued_commands,
             t.elapsed().as_secs_f64(),
+            r.cpu_s_per_cut,
             r.cuts_by_op,
-            r.failure_examples.first()
+            r.failure_examples
         );
     }
 }

@@ -1,5 +1,7 @@
 //! DMMbench (Guo §4.6.1–4.6.2) on the Table 16 presets, with the simulator's speed:
-//! `cargo run --release -p nandlab-core --example osd_dmmbench [total_MiB]`.
+//! `cargo run --release -p nandlab-core --example osd_dmmbench [total_MiB] [key=value ...]`
+//! (the total per access type is also the file size; `key=value` overrides every preset, as
+//! `--set`, e.g. `osd.inline_pages=0`).
 //!
 //! Prints, per design and access type, the mean response of the data commands, page writes
 //! by type, GC writes and erases, and object commands per second of wall time.
@@ -16,8 +18,9 @@ fn main() {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(64);
+    let overrides: Vec<String> = std::env::args().skip(2).collect();
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../python/nandlab/configs");
-    println!("total {total_mib} MiB per type");
+    println!("total {total_mib} MiB per type (and file size); overrides {overrides:?}");
     println!(
         "{:7} {:10} {:>7} {:>10} {:>10} {:>8} {:>8} {:>8} {:>8} {:>7} {:>9}",
         "design",
@@ -33,7 +36,13 @@ fn main() {
         "cmds/s"
     );
     for design in ["obfs", "dmm", "yaffs2"] {
-        let cfg = load_file(&dir.join(format!("{design}.toml")), &[]).unwrap();
+        let cfg = match load_file(&dir.join(format!("{design}.toml")), &overrides) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("error: {e}");
+                std::process::exit(2);
+            }
+        };
         for (pattern, req_kib) in [
             (Pattern::SeqWrite, 4),
             (Pattern::SeqWrite, 32),

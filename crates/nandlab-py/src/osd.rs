@@ -62,12 +62,15 @@ fn fs_trace_stats(py: Python<'_>, path: PathBuf) -> PyResult<String> {
 }
 
 /// Power-cut test: `cuts` seeded cuts over the commands of the file-level trace `trace_path`
-/// (preconditioning plus the first `max_commands`) or, when `trace_path` is `None`, of DMMbench
-/// (`pattern`, `request_bytes`, `total_bytes`); recovery `variant` = full / no_capacitor /
-/// no_rollback / no_reapply / no_reachability; `cut_only`: cut only flash operations whose class
-/// contains this text. Returns the crash report as JSON.
+/// (preconditioning plus the first `max_commands`), or, without a trace, of the mixed
+/// workload when `pattern` is `"mixed"` (`mixed_commands` commands over `mixed_objects`
+/// objects) or else of DMMbench (`pattern`, `request_bytes`, `total_bytes`); recovery
+/// `variant` = full / no_capacitor / no_rollback / no_reapply / no_reachability /
+/// no_onode_buffer; `cut_only`: cut only flash operations whose class contains this text;
+/// `small_device`: the crash test's small device (`api::crash_small_device`, applied before
+/// `overrides`). Returns the crash report as JSON (with `device_overrides`).
 #[pyfunction]
-#[pyo3(signature = (config_toml, config_path, overrides, trace_path, max_commands, pattern, request_bytes, total_bytes, cuts, seed, variant, cut_only=None))]
+#[pyo3(signature = (config_toml, config_path, overrides, trace_path, max_commands, pattern, request_bytes, total_bytes, cuts, seed, variant, cut_only=None, small_device=false, mixed_commands=0, mixed_objects=0))]
 #[allow(clippy::too_many_arguments)]
 fn osd_crash_test(
     py: Python<'_>,
@@ -83,19 +86,34 @@ fn osd_crash_test(
     seed: u64,
     variant: String,
     cut_only: Option<String>,
+    small_device: bool,
+    mixed_commands: u64,
+    mixed_objects: u64,
 ) -> PyResult<String> {
     call_core(py, "osd_crash_test", || {
-        let cfg = api::osd_config(&config_toml, config_path.as_deref(), &overrides)?;
+        let mut cfg = api::osd_config(&config_toml, config_path.as_deref(), &overrides)?;
+        let mut device_overrides = Vec::new();
+        if small_device {
+            device_overrides = api::crash_small_device(&cfg);
+            let all: Vec<String> = device_overrides.iter().chain(&overrides).cloned().collect();
+            cfg = api::osd_config(&config_toml, config_path.as_deref(), &all)?;
+        }
         let spec = api::CrashSpec {
             cuts,
             seed,
             variant: &variant,
             cut_only: cut_only.as_deref(),
         };
-        let v = match &trace_path {
+        let mut v = match &trace_path {
             Some(t) => api::osd_crash_test_trace(&cfg, t, max_commands, &spec)?,
+            None if pattern == "mixed" => {
+                api::osd_crash_test_mixed(&cfg, mixed_commands, mixed_objects, &spec)?
+            }
             None => api::osd_crash_test_bench(&cfg, &pattern, request_bytes, total_bytes, &spec)?,
         };
+        if let serde_json::Value::Object(m) = &mut v {
+            m.insert("device_overrides".into(), device_overrides.into());
+        }
         Ok(v.to_string())
     })
 }

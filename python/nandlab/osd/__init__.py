@@ -109,12 +109,18 @@ CRASH_VARIANTS = (
 )
 
 
+#: The crash test's mixed workload by default: (commands, objects).
+CRASH_MIXED = (6000, 48)
+
+
 def crash_test(
     config: ConfigSpec = "dmm",
     *,
     trace: str | Path | None = None,
     max_commands: int = 2000,
-    bench: tuple[str, int, int] = ("rand_write", 4096, 1 << 20),
+    bench: tuple[str, int, int] | None = None,
+    mixed: tuple[int, int] = CRASH_MIXED,
+    device: str | None = None,
     cuts: int = 100,
     seed: int = 1,
     variant: str = "full",
@@ -125,21 +131,35 @@ def crash_test(
     Algorithm 1) and compare every object with the acknowledged writes (§4.4.5, spec §7.6).
 
     The commands are those of ``trace`` (its preconditioning plus the first ``max_commands``;
-    0 = all) or, without a trace, of DMMbench ``bench = (pattern, request_bytes, total_bytes)``.
+    0 = all), of DMMbench ``bench = (pattern, request_bytes, total_bytes)``, or, by default,
+    of the mixed workload ``mixed = (commands, objects)``: seeded CREATE / WRITE / READ /
+    attribute / TRUNCATE / FLUSH / REMOVE commands over many objects, which reach GC, MLGC
+    eviction and diff-cache eviction (``crates/nandlab-core/src/osd/mixed.rs``).
+    ``device`` is ``"small"`` (the preset's design and page size on 4 dies of 24 blocks of 64
+    pages, 2-block chunks, 4 tail buffers, a 16 KiB diff cache and 1 KiB MLGC table where the
+    design has them; the overrides are listed in the report's ``device_overrides`` and
+    applied before ``overrides``) or ``"preset"`` (the config as it is); ``None`` means small
+    without a trace and preset with one.
     ``variant`` is one of :data:`CRASH_VARIANTS` (the broken ones must fail). ``cut_only``
     draws the cuts only among the flash operations whose class (``program_<type>_<source>``
-    or ``erase``, the keys of the report's ``cuts_by_op``) contains this text, e.g.
-    ``"program_index"`` or ``"cache_evict"``; a text no operation of the window matches
-    raises ``ValueError`` naming the classes present. The report has
-    ``failures`` (cuts that lost acknowledged data or brought back a removed object),
-    ``table_failures`` (the recovered device's DRAM tables or valid counts differ from the
-    truth derived from flash), ``replay_failures`` (replay continued on the recovered device
-    failed or drifted from the acknowledged state), ``recovery_cut_mismatches``,
-    ``recovery_time_s_mean`` and, for a trace, ``objfs`` (its ``host_dirty_peak_bytes``: the
-    host-cache data a cut can lose above the device).
+    or ``erase``, the keys of the report's ``ops_by_class``) contains this text, e.g.
+    ``"program_index"``, ``"gc"``, ``"mlgc"`` or ``"cache_evict"``; a text no operation of
+    the window matches raises ``ValueError`` naming the classes present. The report has
+    ``ops_by_class`` (the window's flash operations by class) and ``cuts_by_op`` (where the
+    cuts fell), ``failures`` (cuts that lost acknowledged data or brought back a removed
+    object), ``table_failures`` (the recovered device's DRAM tables or valid counts differ
+    from the truth derived from flash), ``replay_failures`` (replay continued on the
+    recovered device failed or drifted from the acknowledged state),
+    ``recovery_cut_mismatches``, ``recovery_time_s_mean`` and, for a trace, ``objfs`` (its
+    ``host_dirty_peak_bytes``: the host-cache data a cut can lose above the device).
+    Raises ``ValueError`` for an unknown ``device``.
     """
+    if device is None:
+        device = "preset" if trace is not None else "small"
+    if device not in ("small", "preset"):
+        raise ValueError(f"device {device!r}: use 'small' or 'preset'")
     text, cfg_path = config_text(config)
-    pattern, req, total = bench
+    pattern, req, total = bench if bench is not None else ("mixed", 0, 0)
     out = _core.osd_crash_test(
         text,
         str(cfg_path) if cfg_path is not None else None,
@@ -153,6 +173,9 @@ def crash_test(
         int(seed),
         variant,
         cut_only,
+        device == "small",
+        int(mixed[0]),
+        int(mixed[1]),
     )
     report: dict[str, Any] = json.loads(out)
     return report
@@ -166,6 +189,7 @@ def trace_stats(trace: str | Path) -> dict[str, Any]:
 
 __all__ = [
     "BENCH_PATTERNS",
+    "CRASH_MIXED",
     "CRASH_VARIANTS",
     "PRESETS",
     "bench",

@@ -268,6 +268,24 @@ def _bench_spec(spec: str) -> tuple[str, int, int]:
     return parts[0], req, total
 
 
+def _crash_workload(spec: str) -> tuple[tuple[str, int, int] | None, tuple[int, int]]:
+    """``--bench`` of the crash test: ``mixed[:COMMANDS[:OBJECTS]]`` (DMMbench spec ``None``)
+    or a DMMbench ``PATTERN[:REQUEST[:TOTAL]]``."""
+    parts = spec.split(":")
+    if parts[0] != "mixed":
+        return _bench_spec(spec), _osd.CRASH_MIXED
+    vals = list(_osd.CRASH_MIXED)
+    if len(parts) > 3 or not all(p.isdigit() and int(p) > 0 for p in parts[1:]):
+        raise click.BadParameter(
+            f"{spec!r}: expected mixed[:COMMANDS[:OBJECTS]] with positive integers "
+            "(e.g. mixed:6000:48)",
+            param_hint="--bench",
+        )
+    for i, p in enumerate(parts[1:]):
+        vals[i] = int(p)
+    return None, (vals[0], vals[1])
+
+
 @osd.command("crash-test")
 @click.option(
     "--config",
@@ -296,10 +314,23 @@ def _bench_spec(spec: str) -> tuple[str, int, int]:
 @click.option(
     "--bench",
     "bench",
-    default="rand_write:4KiB:1MiB",
+    default="mixed",
     show_default=True,
-    metavar="PATTERN[:REQUEST[:TOTAL]]",
-    help="Without --trace: the DMMbench workload.",
+    metavar="mixed[:COMMANDS[:OBJECTS]]|PATTERN[:REQUEST[:TOTAL]]",
+    help="Without --trace: the mixed workload (seeded create/write/read/attribute/truncate/"
+    "flush/remove commands over many objects; default 6000 commands over 48 objects: it "
+    "reaches GC, MLGC and diff-cache eviction on the small device) or a DMMbench workload "
+    "(e.g. rand_write:4KiB:1MiB).",
+)
+@click.option(
+    "--device",
+    "device",
+    type=click.Choice(["small", "preset"]),
+    default=None,
+    help="small: the config's design and page size on 4 dies of 24 blocks of 64 pages "
+    "(2-block chunks, 4 tail buffers, 16 KiB diff cache and 1 KiB MLGC table where the design "
+    "has them; printed with the result, applied before --set); preset: the config as it is. "
+    "Default: small without --trace, preset with it.",
 )
 @click.option(
     "--cuts",
@@ -321,7 +352,8 @@ def _bench_spec(spec: str) -> tuple[str, int, int]:
     default=None,
     metavar="CLASS",
     help="Cut only flash operations whose class contains CLASS (program_<type>_<source> or "
-    "erase, as in 'cuts by operation'), e.g. program_index or cache_evict.",
+    "erase, as in 'flash operations by class'), e.g. program_data_host, program_index, "
+    "program_onode, gc (GC moves), mlgc, cache_evict or erase.",
 )
 @click.option(
     "--variant",
@@ -345,6 +377,7 @@ def osd_crash_test(
     trace: Path | None,
     max_commands: int,
     bench: str,
+    device: str | None,
     cuts: int,
     seed: int,
     cut_only: str | None,
@@ -355,17 +388,20 @@ def osd_crash_test(
     """Cut the power at N seeded points (mid-program, mid-erase, during GC, MLGC and
     diff-cache eviction, and inside recovery), recover, and compare every object with the
     acknowledged writes, the rebuilt tables with flash, and replay on after recovery; exit
-    status 1 if any cut failed a check."""
+    status 1 if any cut failed a check (a second cut inside recovery that changed the
+    recovered objects included)."""
     overrides = [cli_override(s) for s in sets]
     if trace is not None:
         require_file(trace, "trace file")
-    spec = _bench_spec(bench)
+    spec, mixed = _crash_workload(bench)
     rep = interruptible(
         lambda: _osd.crash_test(
             config,
             trace=trace,
             max_commands=max_commands,
             bench=spec,
+            mixed=mixed,
+            device=device,
             cuts=cuts,
             seed=seed,
             variant=variant,
@@ -378,6 +414,11 @@ def osd_crash_test(
         t = Table(title=f"power-cut test: {variant}", show_header=False)
         t.add_column("")
         t.add_column("", justify="right")
+        if rep.get("device_overrides"):
+            t.add_row("small device", " ".join(rep["device_overrides"]))
+        mx = rep.get("mixed")
+        if mx:
+            t.add_row("workload", f"mixed: {mx['commands']} commands, {mx['objects']} objects")
         t.add_row("commands", _num(rep.get("commands")))
         t.add_row("flash operations (cut range)", _num(rep.get("flash_ops")))
         if rep.get("cut_only"):
@@ -401,12 +442,21 @@ def osd_crash_test(
             t.add_row(
                 "host-cache data a cut can lose (peak)", _bytes(fs.get("host_dirty_peak_bytes"))
             )
+        ops = rep.get("ops_by_class", {})
+        t.add_row(
+            "flash operations by class", ", ".join(f"{k} {v}" for k, v in sorted(ops.items()))
+        )
         by = rep.get("cuts_by_op", {})
         t.add_row("cuts by operation", ", ".join(f"{k} {v}" for k, v in sorted(by.items())))
         _out.print(t)
         for ex in rep.get("failure_examples", []):
             _out.print(f"failure: {ex}")
-    if rep.get("failures") or rep.get("table_failures") or rep.get("replay_failures"):
+    if (
+        rep.get("failures")
+        or rep.get("table_failures")
+        or rep.get("replay_failures")
+        or rep.get("recovery_cut_mismatches")
+    ):
         raise click.exceptions.Exit(1)
 
 

@@ -12,8 +12,9 @@ mod dpa;
 mod osd;
 pub use dpa::{dpa_analyze, dpa_lifetime, dpa_polynomials, dpa_summarize};
 pub use osd::{
-    crash_variant, fs_trace_stats, osd_config, osd_crash_test_bench, osd_crash_test_trace,
-    osd_run_bench, osd_run_commands, osd_run_trace, CrashSpec,
+    crash_small_device, crash_variant, fs_trace_stats, osd_config, osd_crash_test_bench,
+    osd_crash_test_mixed, osd_crash_test_trace, osd_run_bench, osd_run_commands, osd_run_trace,
+    CrashSpec,
 };
 mod reliability;
 pub use devices::{device_hint, devices, DeviceSummary};

@@ -473,6 +473,65 @@ pub fn osd_crash_test_trace(
     Ok(out)
 }
 
+/// The crash test's small device: `cfg`'s design and page size on 4 dies of 24 blocks of 64
+/// pages (2-block chunks: 12 per die, 12 MiB at 2 KiB pages), 4 tail buffers, and — where the
+/// design has them — a 16 KiB diff cache and a 1 KiB MLGC table, so that chunk GC, MLGC
+/// eviction and diff-cache eviction all happen within a few thousand commands of
+/// [`osd_crash_test_mixed`]. Returned as `--set` overrides (applied before the user's), so a
+/// report can list them.
+pub fn crash_small_device(cfg: &Config) -> Vec<String> {
+    let mut o: Vec<String> = [
+        "device.channels=4",
+        "device.chips_per_channel=1",
+        "device.dies_per_chip=1",
+        "device.pages_per_block=64",
+        "device.blocks_per_plane=24",
+        "osd.chunk_blocks=2",
+        "osd.tail_buffers=4",
+    ]
+    .into_iter()
+    .map(String::from)
+    .collect();
+    let osd = cfg.osd.clone().unwrap_or_default();
+    if osd.mlgc {
+        o.push("osd.mlgc_table_bytes=1024".into());
+    }
+    if osd.diff_cache_bytes > 0 {
+        o.push("osd.diff_cache_bytes=16384".into());
+    }
+    o
+}
+
+/// Power-cut test on the mixed workload ([`crate::osd::mixed`]): `commands` seeded commands
+/// over `objects` objects (sizes in units of the device's page), as `spec` says.
+///
+/// # Errors
+/// [`NandlabError::Config`] for an unknown variant or an unmatched `cut_only`;
+/// [`NandlabError::Sim`] if the device refuses a command (e.g. out of space).
+pub fn osd_crash_test_mixed(
+    cfg: &Config,
+    commands: u64,
+    objects: u64,
+    spec: &CrashSpec<'_>,
+) -> Result<Value, NandlabError> {
+    let t0 = Instant::now();
+    crash_variant(spec.variant)?;
+    let cmds = crate::osd::mixed::commands(
+        cfg.seed,
+        commands as usize,
+        objects,
+        cfg.device.page_size_bytes as u64,
+    );
+    let mut out = spec.run(cfg, &cmds, 0, t0)?;
+    if let Value::Object(m) = &mut out {
+        m.insert(
+            "mixed".into(),
+            json!({"commands": commands, "objects": objects, "seed": cfg.seed}),
+        );
+    }
+    Ok(out)
+}
+
 /// Power-cut test on DMMbench (`pattern`, `request_bytes`, `total_bytes` as
 /// [`osd_run_bench`]) as `spec` says.
 ///

@@ -495,6 +495,9 @@ pub struct CrashReport {
     pub flash_ops: u64,
     pub cut_candidates: u64,
     pub cuts: u32,
+    /// Flash operations of the uncut window by class (`program_<type>_<source>`, `erase`):
+    /// what the cuts are drawn from.
+    pub ops_by_class: BTreeMap<String, u64>,
     /// Cuts by what the interrupted operation was (`program_<type>_<source>`, `erase`).
     pub cuts_by_op: BTreeMap<String, u32>,
     /// Cuts after which the recovered device did not read back the acknowledged state.
@@ -692,6 +695,7 @@ pub fn crash_test_with(
         flash_ops: total,
         cut_candidates: 0,
         cuts: 0,
+        ops_by_class: BTreeMap::new(),
         cuts_by_op: BTreeMap::new(),
         failures: 0,
         table_failures: 0,
@@ -709,6 +713,9 @@ pub fn crash_test_with(
         setup_cpu_s: cpu0.map_or(0.0, |t| t.elapsed().as_secs_f64()),
         cpu_s_per_cut: 0.0,
     };
+    for &c in &log {
+        *rep.ops_by_class.entry(op_name(c)).or_default() += 1;
+    }
     let cpu1 = cpu_time::ThreadTime::try_now().ok();
     let cands: Vec<u64> = match &opts.cut_only {
         Some(pat) => (0..total)

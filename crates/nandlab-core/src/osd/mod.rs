@@ -119,8 +119,17 @@
 //! * Onode = 100 B (§4.2 "about one hundred"), 20 per 2 KiB page; ≤ 2 extents inline in the
 //!   onode before an object gets a B+ tree (spec §1).
 //! * Leaf entry 12 B ⟨offset, length, PA⟩; internal entry 7 B (PA) / 6 B (VA) (§4.4.3.3). A
-//!   leaf entry maps one data page (data pages are aligned to the object offset and striped
-//!   over dies, so physically contiguous multi-page extents do not arise).
+//!   leaf entry is a multi-page extent (issue 30; F40's three page reads for a 4 KB read of
+//!   DMMbench's large file, and a 32 KB read costing the same, need one): the host data
+//!   stream numbers its pages across the dies of a *stripe* (one open data chunk per die),
+//!   so consecutive pages written round-robin over the dies are consecutive addresses and
+//!   the data stays striped; page `j` of an extent at PA `p` is `Stripes::nth(p, j)`. A
+//!   page overwritten, moved by GC or unmapped cuts its extent; a page written right after
+//!   (or before) an extent at the next stripe address joins it. GC's data moves go to a
+//!   fourth stream (one open chunk per die) so the host stripes stay in step. Each data
+//!   page's OOB carries its chunk's stripe number and first die, so recovery rebuilds the
+//!   stripe table from flash; every page an extent reaches is checked against its OOB
+//!   (object, page index) before recovery takes it ([`device`]'s `stripes` module).
 //! * Chunk = `chunk_blocks` consecutive blocks of one die; each (die, page type) has one open
 //!   chunk; GC is per die; `T_chunk` = `gc_clean_chunks` (no value in §4.6.1).
 //! * B+ tree: split in half; merge into the left (else right) sibling under half full when the
@@ -188,6 +197,7 @@ pub mod command;
 pub mod config;
 pub mod crash;
 pub mod device;
+pub mod mixed;
 pub mod objfs;
 pub mod replay;
 pub mod tree;

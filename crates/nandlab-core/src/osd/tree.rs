@@ -2,9 +2,17 @@
 //!
 //! All objects' nodes live in one arena ([`Nodes`]); a node id is an index into it and freed
 //! nodes are reused (their vectors keep their capacity, so a steady state allocates nothing).
-//! Leaf entries map a data-page index of the object to ⟨PA, valid length⟩ (spec §1: data pages
-//! are aligned to the object offset, so an entry's offset is its page index times the page
-//! size); internal entries map the smallest key below a child to the child's node id.
+//! Leaf entries are extents: the first data-page index of the object → ⟨PA of its first page,
+//! length in bytes⟩ (spec §1: data pages are aligned to the object offset, so an entry's
+//! offset is its page index times the page size; every page of an extent but the last is
+//! whole). Where page `j` of an extent lies is the device's numbering ([`Geo`]: across the
+//! dies of a stripe, issue 30). Internal entries map the smallest key below a child to the
+//! child's node id. Pages are set and unmapped one at a time ([`Nodes::set_page`],
+//! [`Nodes::remove_page`], [`ext_set`]): the extent covering the page is cut around it, and
+//! a page that continues its neighbour's extent (next page index at the next address) joins
+//! it. An extent never reaches past the key range its leaf routes (joins happen within a
+//! leaf; a split cuts between entries), so the leaf that routes a page holds the extent
+//! covering it.
 //!
 //! The tree does not write pages: it keeps a *dirty count* per node (entries changed since
 //! the node was last written) and the list of dirty nodes of each object, and the device
@@ -87,6 +95,199 @@ pub fn leaf_val(ppn: u32, len: u32) -> u64 {
 #[inline]
 pub fn leaf_parts(v: u64) -> (u32, u32) {
     (v as u32, (v >> 32) as u32)
+}
+
+/// How the device numbers the pages of a multi-page extent. A leaf entry stores the
+/// *address* of its first page (the device's numbering: a stripe address across dies, or a
+/// PPN, [`crate::osd::device::Stripes`]); the values this module takes and returns per page
+/// are PPNs.
+pub trait Geo {
+    /// The address a leaf entry stores for the page at `ppn`.
+    fn addr(&self, ppn: u32) -> u32;
+    /// The address `j` pages after address `a` (`None`: past the end of its numbering).
+    fn next(&self, a: u32, j: u64) -> Option<u32>;
+    /// The PPN at address `a` (`None`: no page there any more).
+    fn ppn(&self, a: u32) -> Option<u32>;
+}
+
+/// Pages of an extent of `len` bytes (a leaf value's length; at least one page).
+#[inline]
+pub fn ext_pages(len: u32, page: u64) -> u64 {
+    (len as u64).div_ceil(page).max(1)
+}
+
+/// Valid bytes of page `j` of an extent of `len` bytes and `n` pages: whole pages but the
+/// last.
+#[inline]
+pub fn ext_page_len(len: u32, j: u64, n: u64, page: u64) -> u32 {
+    if j + 1 < n {
+        page as u32
+    } else {
+        (len as u64 - (n - 1) * page) as u32
+    }
+}
+
+/// The per-page leaf value (PPN, valid bytes) of page `j` of the extent value `v`.
+#[inline]
+pub fn ext_page<G: Geo>(v: u64, j: u64, page: u64, geo: &G) -> u64 {
+    let (a, len) = leaf_parts(v);
+    let n = ext_pages(len, page);
+    let p = geo.next(a, j).and_then(|x| geo.ppn(x)).unwrap_or(NONE);
+    leaf_val(p, ext_page_len(len, j, n, page))
+}
+
+/// Page `k` in the sorted extent list `keys`/`vals`: its leaf value (PPN, valid bytes).
+#[inline]
+pub fn ext_get<G: Geo>(keys: &[u64], vals: &[u64], k: u64, page: u64, geo: &G) -> Option<u64> {
+    let i = match keys.binary_search(&k) {
+        Ok(i) => i,
+        Err(0) => return None,
+        Err(i) => i - 1,
+    };
+    let j = k - keys[i];
+    if j >= ext_pages(leaf_parts(vals[i]).1, page) {
+        return None;
+    }
+    Some(ext_page(vals[i], j, page, geo))
+}
+
+/// Map page `k` to `new` (a one-page leaf value: PPN, valid bytes) in the sorted extent list
+/// `keys`/`vals`: the extent covering `k` is cut around it (up to three entries), and the new
+/// page joins the extent ending just before it, or the one starting just after it, when its
+/// address is where that extent continues (`geo`) and the pages between are whole. Returns
+/// the old value of page `k` (PPN, valid bytes) and the entries written (the diff cache's
+/// count).
+pub fn ext_set<G: Geo>(
+    keys: &mut Vec<u64>,
+    vals: &mut Vec<u64>,
+    k: u64,
+    new: u64,
+    page: u64,
+    geo: &G,
+) -> (Option<u64>, u32) {
+    let (nppn, nlen) = leaf_parts(new);
+    let na = geo.addr(nppn);
+    let new = leaf_val(na, nlen);
+    let mut changed = 0u32;
+    let mut old = None;
+    let at = match keys.binary_search(&k) {
+        Ok(i) => Some(i),
+        Err(0) => None,
+        Err(i) => Some(i - 1),
+    };
+    let covering = at.filter(|&i| k < keys[i] + ext_pages(leaf_parts(vals[i]).1, page));
+    let pos = if let Some(i) = covering {
+        let (sa, slen) = leaf_parts(vals[i]);
+        let n = ext_pages(slen, page);
+        let j = k - keys[i];
+        old = Some(ext_page(vals[i], j, page, geo));
+        let right = (j + 1 < n).then(|| {
+            leaf_val(
+                geo.next(sa, j + 1).unwrap_or(NONE),
+                (slen as u64 - (j + 1) * page) as u32,
+            )
+        });
+        let pos = if j > 0 {
+            vals[i] = leaf_val(sa, (j * page) as u32);
+            keys.insert(i + 1, k);
+            vals.insert(i + 1, new);
+            changed += 2;
+            i + 1
+        } else {
+            vals[i] = new;
+            changed += 1;
+            i
+        };
+        if let Some(r) = right {
+            keys.insert(pos + 1, k + 1);
+            vals.insert(pos + 1, r);
+            changed += 1;
+        }
+        pos
+    } else {
+        let pos = at.map_or(0, |i| i + 1);
+        keys.insert(pos, k);
+        vals.insert(pos, new);
+        changed += 1;
+        pos
+    };
+    // Join the extent starting right after it.
+    if nlen as u64 == page && pos + 1 < keys.len() && keys[pos + 1] == k + 1 {
+        let (ra, rlen) = leaf_parts(vals[pos + 1]);
+        if geo.next(na, 1) == Some(ra) && rlen as u64 + page <= u32::MAX as u64 {
+            vals[pos] = leaf_val(na, (page + rlen as u64) as u32);
+            keys.remove(pos + 1);
+            vals.remove(pos + 1);
+            changed += 1;
+        }
+    }
+    // Join the extent ending right before it.
+    if pos > 0 {
+        let (la, llen) = leaf_parts(vals[pos - 1]);
+        let ln = ext_pages(llen, page);
+        if llen > 0 && (llen as u64).is_multiple_of(page) && keys[pos - 1] + ln == k {
+            let (ca, clen) = leaf_parts(vals[pos]);
+            if geo.next(la, ln) == Some(ca) && llen as u64 + clen as u64 <= u32::MAX as u64 {
+                vals[pos - 1] = leaf_val(la, llen + clen);
+                keys.remove(pos);
+                vals.remove(pos);
+                changed += 1;
+            }
+        }
+    }
+    (old, changed)
+}
+
+/// Unmap page `k` in the sorted extent list: the extent covering it is cut (up to two
+/// entries). Returns the old value of page `k` (PPN, valid bytes) and the entries written.
+pub fn ext_remove<G: Geo>(
+    keys: &mut Vec<u64>,
+    vals: &mut Vec<u64>,
+    k: u64,
+    page: u64,
+    geo: &G,
+) -> Option<(u64, u32)> {
+    let i = match keys.binary_search(&k) {
+        Ok(i) => i,
+        Err(0) => return None,
+        Err(i) => i - 1,
+    };
+    let (sa, slen) = leaf_parts(vals[i]);
+    let n = ext_pages(slen, page);
+    let j = k - keys[i];
+    if j >= n {
+        return None;
+    }
+    let old = ext_page(vals[i], j, page, geo);
+    let right = (j + 1 < n).then(|| {
+        leaf_val(
+            geo.next(sa, j + 1).unwrap_or(NONE),
+            (slen as u64 - (j + 1) * page) as u32,
+        )
+    });
+    let changed = match (j > 0, right) {
+        (false, None) => {
+            keys.remove(i);
+            vals.remove(i);
+            1
+        }
+        (false, Some(r)) => {
+            keys[i] = k + 1;
+            vals[i] = r;
+            1
+        }
+        (true, r) => {
+            vals[i] = leaf_val(sa, (j * page) as u32);
+            if let Some(r) = r {
+                keys.insert(i + 1, k + 1);
+                vals.insert(i + 1, r);
+                2
+            } else {
+                1
+            }
+        }
+    };
+    Some((old, changed))
 }
 
 impl Nodes {
@@ -237,6 +438,82 @@ impl Nodes {
             }
             id = self.child_for(id, key).1;
         }
+    }
+
+    /// The leaf value (PA, valid bytes) of data page `key` (leaf entries are extents).
+    pub fn get_page<G: Geo>(&self, root: u32, key: u64, geo: &G) -> Option<u64> {
+        let mut id = root;
+        loop {
+            let n = &self.nodes[id as usize];
+            if n.level == 0 {
+                return ext_get(&n.keys, &n.vals, key, self.page_bytes, geo);
+            }
+            id = self.child_for(id, key).1;
+        }
+    }
+
+    /// Map data page `key` to `val` (one page) in the extent tree at `*root` ([`ext_set`]
+    /// in the leaf that routes `key`: an extent never reaches past its leaf's key range, so
+    /// the leaf that routes a page holds the extent covering it); returns its old value.
+    pub fn set_page<G: Geo>(
+        &mut self,
+        root: &mut u32,
+        key: u64,
+        val: u64,
+        geo: &G,
+        ch: &mut Change,
+    ) -> Option<u64> {
+        let mut id = *root;
+        while self.nodes[id as usize].level > 0 {
+            id = self.child_for(id, key).1;
+        }
+        let pb = self.page_bytes;
+        let n = &mut self.nodes[id as usize];
+        let first = n.keys.first().copied();
+        let (old, changed) = ext_set(&mut n.keys, &mut n.vals, key, val, pb, geo);
+        let moved_first = n.keys.first().copied() != first;
+        if moved_first {
+            self.fix_min_key(id);
+        }
+        self.touch(id, changed);
+        // A cut adds up to two entries: split. Joined extents can leave a leaf under half
+        // full; it stays so until a removal merges it (as an insertion never merged before
+        // extents: a page set, e.g. a GC move, frees no node).
+        if self.nodes[id as usize].keys.len() > self.leaf_cap {
+            self.split_up(root, id, ch);
+        }
+        old
+    }
+
+    /// Unmap data page `key` in the extent tree at `*root`; returns its old value. Merges
+    /// as [`Nodes::remove`].
+    pub fn remove_page<G: Geo>(
+        &mut self,
+        root: &mut u32,
+        key: u64,
+        geo: &G,
+        ch: &mut Change,
+    ) -> Option<u64> {
+        let mut id = *root;
+        while self.nodes[id as usize].level > 0 {
+            id = self.child_for(id, key).1;
+        }
+        let pb = self.page_bytes;
+        let n = &mut self.nodes[id as usize];
+        let first = n.keys.first().copied();
+        let (old, changed) = ext_remove(&mut n.keys, &mut n.vals, key, pb, geo)?;
+        let moved_first = !n.keys.is_empty() && n.keys.first().copied() != first;
+        if moved_first {
+            self.fix_min_key(id);
+        }
+        self.touch(id, changed);
+        // Unmapping a page inside an extent cuts it in two: a full leaf can overflow.
+        if self.nodes[id as usize].keys.len() > self.leaf_cap {
+            self.split_up(root, id, ch);
+        } else {
+            self.merge_up(root, id, ch);
+        }
+        Some(old)
     }
 
     /// Insert or replace `key` → `val` in the tree at `*root`; returns the old value.
@@ -531,5 +808,117 @@ mod tests {
         t.entries(root, &mut e);
         assert_eq!(e.len(), 50);
         assert!(ch.merges > 0 && ch.splits > 0);
+    }
+
+    /// Pages numbered within one address space: page `j` of an extent at `pa` is `pa + j`.
+    struct Flat;
+    impl Geo for Flat {
+        fn addr(&self, ppn: u32) -> u32 {
+            ppn
+        }
+        fn next(&self, a: u32, j: u64) -> Option<u32> {
+            Some(a + j as u32)
+        }
+        fn ppn(&self, a: u32) -> Option<u32> {
+            Some(a)
+        }
+    }
+
+    fn pages_of(t: &Nodes, root: u32) -> Vec<(u64, u64)> {
+        let mut e = Vec::new();
+        t.entries(root, &mut e);
+        let mut out = Vec::new();
+        for (k, v) in e {
+            let (pa, len) = leaf_parts(v);
+            let n = ext_pages(len, t.page_bytes);
+            for j in 0..n {
+                out.push((
+                    k + j,
+                    leaf_val(pa + j as u32, ext_page_len(len, j, n, t.page_bytes)),
+                ));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn extents_merge_split_and_match_a_page_map() {
+        let mut t = Nodes::new(6, 4);
+        t.page_bytes = 100;
+        let mut root = t.alloc(0, 0);
+        let mut ch = Change::default();
+        // Sequential pages at consecutive PAs: one extent.
+        for k in 0..50u64 {
+            assert_eq!(
+                t.set_page(&mut root, k, leaf_val(1000 + k as u32, 100), &Flat, &mut ch),
+                None
+            );
+        }
+        let mut e = Vec::new();
+        t.entries(root, &mut e);
+        assert_eq!(e, vec![(0, leaf_val(1000, 5000))]);
+        // A reference page map under random updates, removals and short pages.
+        let mut want: std::collections::BTreeMap<u64, u64> = (0..50)
+            .map(|k| (k, leaf_val(1000 + k as u32, 100)))
+            .collect();
+        let mut x = 12345u64;
+        let mut next_pa = 5000u32;
+        for step in 0..4000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let k = (x >> 33) % 300;
+            if step % 7 == 3 {
+                let got = t.remove_page(&mut root, k, &Flat, &mut ch);
+                assert_eq!(got, want.remove(&k), "remove {k}");
+            } else {
+                // Runs of sequential PAs, sometimes broken.
+                if (x >> 20).is_multiple_of(5) {
+                    next_pa += 7;
+                }
+                let len = if (x >> 40).is_multiple_of(9) { 37 } else { 100 };
+                let v = leaf_val(next_pa, len);
+                next_pa += 1;
+                let got = t.set_page(&mut root, k, v, &Flat, &mut ch);
+                assert_eq!(got, want.insert(k, v), "set {k}");
+            }
+            if step % 500 == 0 {
+                check(&t, root);
+                assert_eq!(
+                    pages_of(&t, root),
+                    want.iter().map(|(&k, &v)| (k, v)).collect::<Vec<_>>()
+                );
+                for k in 0..300 {
+                    assert_eq!(t.get_page(root, k, &Flat), want.get(&k).copied());
+                }
+            }
+        }
+        check(&t, root);
+        assert_eq!(
+            pages_of(&t, root),
+            want.iter().map(|(&k, &v)| (k, v)).collect::<Vec<_>>()
+        );
+        // Sequential rewrites merge again.
+        for k in 0..300u64 {
+            t.set_page(
+                &mut root,
+                k,
+                leaf_val(90_000 + k as u32, 100),
+                &Flat,
+                &mut ch,
+            );
+        }
+        t.entries(root, &mut e);
+        // Extents join within a leaf (never across a separator), and a page set never
+        // merges leaves: one extent per leaf.
+        let mut all = Vec::new();
+        t.all_nodes(root, &mut all);
+        let leaves = all
+            .iter()
+            .filter(|&&id| t.nodes[id as usize].level == 0)
+            .count();
+        assert_eq!(e.len(), leaves, "{} extents in {leaves} leaves", e.len());
+        check(&t, root);
+        assert_eq!(pages_of(&t, root).len(), 300);
     }
 }

@@ -150,6 +150,8 @@ pub struct FlashImage {
     pub(super) contents: Contents,
     /// Erase count per block (kept on flash by real devices).
     pub(super) erase_count: Vec<u32>,
+    /// The stripe table as the OOB of the readable pages gives it ([`Stripes`]).
+    pub(super) stripes: Stripes,
 }
 
 /// One readable page of a [`FlashImage`].
@@ -444,6 +446,9 @@ impl Device {
     /// Whether page `ppn` is valid.
     pub fn page_valid(&self, ppn: u32) -> bool {
         let (c, off) = self.split(ppn);
+        if c >= self.pages.len() {
+            return false;
+        }
         match (self.pages[c].as_deref(), self.sparse[c].as_deref()) {
             (Some(p), _) => p.state[off] == VALID,
             (None, Some(sp)) => sp.is_valid(off),
@@ -577,6 +582,9 @@ impl Device {
             0
         } else if ty == BACKUP {
             ONODE
+        } else if ty == DATA && self.in_gc {
+            // GC's data moves keep out of the host stripes (their rows stay in lockstep).
+            GC_DATA
         } else {
             ty
         };
@@ -603,6 +611,9 @@ impl Device {
                     self.pages[c as usize] = Some(Box::new(ChunkPages::new(self.ppc as usize)));
                 }
                 self.open[die as usize][stream] = c;
+                if stream == DATA && self.separate {
+                    self.stripes.join(c);
+                }
             } else {
                 // No clean chunk left: a GC move (or the capacitor flush) goes to another
                 // stream's open chunk on the die rather than fail (streams separate page

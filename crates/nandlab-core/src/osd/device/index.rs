@@ -341,6 +341,11 @@ impl Device {
             self.pt_set(va, ppn);
             if parent == NONE && new_va {
                 self.set_onode_dirty(obj, true);
+            } else if new_va && self.nodes.nodes[parent as usize].dirty == 0 {
+                // A new node whose parent is clean: a GC move inside this flush cut an
+                // extent and split a leaf (issue 30) after the parent was written, so its page
+                // holds no VA for this child yet: write it again.
+                self.nodes.touch(parent, 1);
             }
         } else if parent != NONE {
             self.nodes.touch(parent, 1);

@@ -29,7 +29,7 @@ use serde::Serialize;
 
 use super::command::{ObjectId, OsdOp};
 use super::config::{Design, OsdConfig};
-use super::tree::{leaf_parts, leaf_val, Change, Nodes};
+use super::tree::{ext_page, ext_page_len, ext_pages, leaf_parts, leaf_val, Change, Geo, Nodes};
 use crate::config::Config;
 use crate::exec::NONE;
 
@@ -116,6 +116,7 @@ mod mlgc;
 mod objects;
 mod recovery;
 mod scan;
+mod stripes;
 
 pub use check::LogicalObject;
 pub use chunks::{clip, overlay, Contents, FlashImage, FlashPage, OnodeRec, PageContent, BACKUP};
@@ -124,6 +125,25 @@ use chunks::{
 };
 pub use recovery::BackupStats;
 pub use scan::{recover, RecObject, Recovered, Variant};
+pub use stripes::{Stripes, STRIPED};
+
+impl Geo for Stripes {
+    #[inline]
+    fn addr(&self, ppn: u32) -> u32 {
+        Stripes::addr(self, ppn)
+    }
+    #[inline]
+    fn next(&self, a: u32, j: u64) -> Option<u32> {
+        Stripes::next(self, a, j)
+    }
+    #[inline]
+    fn ppn(&self, a: u32) -> Option<u32> {
+        Stripes::ppn(self, a)
+    }
+}
+
+/// The stream of data pages GC moves (one open chunk per die, outside the host stripes).
+pub(crate) const GC_DATA: usize = 3;
 
 /// Errors of the object device.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -385,8 +405,15 @@ pub struct Device {
     /// Per-page state of the full chunks kept sparse ([`SparsePages`]; performance runs).
     sparse: Vec<Option<Box<SparsePages>>>,
     free: Vec<Vec<u32>>,
-    open: Vec<[u32; 3]>,
+    /// Open chunk of each stream on each die: data (host; stripe members), index, onode, and
+    /// data moved by GC ([`GC_DATA`]).
+    open: Vec<[u32; 4]>,
     rr: [u32; 3],
+    /// Stripe numbering of the host data stream ([`Stripes`]).
+    stripes: Stripes,
+    /// Scratch extent lists (inline extents).
+    ext_keys: Vec<u64>,
+    ext_vals: Vec<u64>,
     /// Erase count per block.
     pub erase_count: Vec<u32>,
     sn: u64,
@@ -532,8 +559,11 @@ impl Device {
             pages: vec![None; nchunks],
             sparse: vec![None; nchunks],
             free,
-            open: vec![[NONE; 3]; dies as usize],
+            open: vec![[NONE; 4]; dies as usize],
             rr: [0; 3],
+            stripes: Stripes::new(dies, ppc, cpd, nchunks),
+            ext_keys: Vec::new(),
+            ext_vals: Vec::new(),
             erase_count: vec![0; (dies * d.blocks_per_plane) as usize],
             sn: 0,
             pinned: BTreeMap::new(),

@@ -5,7 +5,9 @@
 //! read-before-write into existing data, new data staged in a page-size buffer), §4.5.4.2
 //! and A2 (onode → index → data).
 //!
-//! Readings (\[N\], spec §1): at most `osd.inline_extents` extents inline before a B+ tree;
+//! Readings (\[N\], spec §1): an object of at most `osd.inline_pages` data pages is mapped
+//! inline in its onode; beyond that it has a B+ tree (see [`OsdConfig::inline_pages`] for
+//! why the bound counts pages, not extents);
 //! data pages aligned to the object offset; one tail buffer per object, at most
 //! `osd.tail_buffers` in all (the oldest is flushed to make room).
 
@@ -33,6 +35,30 @@ impl Device {
             .map(|&(k, v)| {
                 let (p, l) = leaf_parts(v);
                 (k, p, l)
+            })
+            .collect()
+    }
+
+    /// The leaf entries of `oid` as the index holds them (inline extents or the B+ tree's
+    /// leaves), in key order: (first page index, PPN of the first page, bytes); a multi-page
+    /// extent's pages are numbered across the dies of a stripe ([`Stripes`]). Tests and
+    /// diagnostics.
+    pub fn extents(&self, oid: ObjectId) -> Vec<(u64, u32, u32)> {
+        let Some(&s) = self.index.get(&oid) else {
+            return Vec::new();
+        };
+        let ob = &self.objs[s as usize];
+        let mut e = Vec::new();
+        if ob.root == NONE {
+            e.extend_from_slice(&ob.inline[..ob.n_inline as usize]);
+            e.sort_unstable_by_key(|x| x.0);
+        } else {
+            self.nodes.entries(ob.root, &mut e);
+        }
+        e.into_iter()
+            .map(|(k, v)| {
+                let (a, l) = leaf_parts(v);
+                (k, self.stripes.ppn(a).unwrap_or(NONE), l)
             })
             .collect()
     }
@@ -77,96 +103,169 @@ impl Device {
         }
     }
 
+    /// The leaf value (PA, valid bytes) of data page `key` of `s`.
     pub(super) fn map_get(&self, s: u32, key: u64) -> Option<u64> {
         let ob = &self.objs[s as usize];
+        let pb = self.page as u64;
         if ob.root == NONE {
-            ob.inline[..ob.n_inline as usize]
+            let n = ob.n_inline as usize;
+            ob.inline[..n]
                 .iter()
-                .find(|e| e.0 == key)
-                .map(|e| e.1)
+                .find(|e| key >= e.0 && key < e.0 + ext_pages(leaf_parts(e.1).1, pb))
+                .map(|e| ext_page(e.1, key - e.0, pb, &self.stripes))
         } else {
-            self.nodes.get(ob.root, key)
+            self.nodes.get_page(ob.root, key, &self.stripes)
+        }
+        // (A page an extent no longer resolves to is never mapped in a consistent device.)
+        .filter(|&v| leaf_parts(v).0 != NONE)
+    }
+
+    /// The inline extents of `s` in the scratch lists, sorted.
+    fn inline_to_scratch(&mut self, s: u32) {
+        let ob = &self.objs[s as usize];
+        let mut e = ob.inline;
+        let n = ob.n_inline as usize;
+        e[..n].sort_unstable_by_key(|x| x.0);
+        self.ext_keys.clear();
+        self.ext_vals.clear();
+        for &(k, v) in &e[..n] {
+            self.ext_keys.push(k);
+            self.ext_vals.push(v);
         }
     }
 
-    /// Map page `key` of `s` to `val`; returns the old value. Marks what it changed dirty.
-    pub(super) fn map_set(&mut self, s: u32, key: u64, val: u64, _host: bool) -> Option<u64> {
-        let k = self.o.inline_extents as usize;
-        let ob = &mut self.objs[s as usize];
-        if ob.root == NONE {
-            let n = ob.n_inline as usize;
-            if let Some(e) = ob.inline[..n].iter_mut().find(|e| e.0 == key) {
-                let old = e.1;
-                e.1 = val;
-                self.set_onode_dirty(s, true);
-                return Some(old);
-            }
-            if n < k && !self.yaffs {
-                ob.inline[n] = (key, val);
-                ob.n_inline += 1;
-                self.set_onode_dirty(s, true);
-                self.mapped += 1;
-                return None;
-            }
-            // Beyond K inline extents (or YAFFS2's RAM tnodes): a B+ tree.
-            let root = self.nodes.alloc(s, 0);
-            let inl = ob.inline;
-            ob.n_inline = 0;
-            ob.root = root;
-            let mut root = root;
-            let mut ch = Change::default();
-            for &(ik, iv) in &inl[..n] {
-                self.nodes.upsert(&mut root, ik, iv, &mut ch);
-            }
-            self.objs[s as usize].root = root;
-            if !self.yaffs {
-                self.set_onode_dirty(s, true);
-            }
+    /// The scratch extent lists become the mapping of `s` (an object without a tree): inline
+    /// while they map at most `osd.inline_pages` pages (a small object, §4.6.3.2), else a B+
+    /// tree (YAFFS2-like: always its RAM tree).
+    fn scratch_to_mapping(&mut self, s: u32) {
+        if !self.yaffs {
+            self.set_onode_dirty(s, true);
         }
-        let mut root = self.objs[s as usize].root;
+        if !self.yaffs && self.fits_inline(&self.ext_vals) {
+            let ob = &mut self.objs[s as usize];
+            ob.n_inline = self.ext_keys.len() as u8;
+            for (i, (&key, &v)) in self.ext_keys.iter().zip(&self.ext_vals).enumerate() {
+                ob.inline[i] = (key, v);
+            }
+            return;
+        }
+        // Beyond K inline extents (or YAFFS2's RAM tnodes): a B+ tree.
+        let mut root = self.nodes.alloc(s, 0);
         let mut ch = Change::default();
-        let old = self.nodes.upsert(&mut root, key, val, &mut ch);
+        for i in 0..self.ext_keys.len() {
+            let (key, v) = (self.ext_keys[i], self.ext_vals[i]);
+            self.nodes.upsert(&mut root, key, v, &mut ch);
+        }
+        let ob = &mut self.objs[s as usize];
+        ob.n_inline = 0;
+        ob.root = root;
         self.after_tree_op(s, root, ch);
+    }
+
+    /// Whether extents with leaf values `vals` may stay inline in the onode: they map at most
+    /// `osd.inline_pages` data pages in all (so at most that many extents: the onode has room
+    /// for two).
+    pub(super) fn fits_inline(&self, vals: &[u64]) -> bool {
+        let k = self.o.inline_pages as u64;
+        let pb = self.page as u64;
+        vals.len() as u64 <= k
+            && vals
+                .iter()
+                .map(|&v| ext_pages(leaf_parts(v).1, pb))
+                .sum::<u64>()
+                <= k
+    }
+
+    /// Map page `key` of `s` to `val` (one page); returns the old value. Marks what it
+    /// changed dirty. Leaf entries and inline extents are multi-page extents ([`ext_set`]).
+    pub(super) fn map_set(&mut self, s: u32, key: u64, val: u64, _host: bool) -> Option<u64> {
+        let pb = self.page as u64;
+        let old = if self.objs[s as usize].root == NONE {
+            self.inline_to_scratch(s);
+            let (mut ks, mut vs) = (
+                std::mem::take(&mut self.ext_keys),
+                std::mem::take(&mut self.ext_vals),
+            );
+            let (old, _) = crate::osd::tree::ext_set(&mut ks, &mut vs, key, val, pb, &self.stripes);
+            self.ext_keys = ks;
+            self.ext_vals = vs;
+            self.scratch_to_mapping(s);
+            old
+        } else {
+            let mut root = self.objs[s as usize].root;
+            let mut ch = Change::default();
+            let old = self
+                .nodes
+                .set_page(&mut root, key, val, &self.stripes, &mut ch);
+            self.after_tree_op(s, root, ch);
+            old
+        };
         if old.is_none() {
             self.mapped += 1;
         }
         old
     }
 
+    /// Unmap page `key` of `s`; returns its old value.
     pub(super) fn map_remove(&mut self, s: u32, key: u64) -> Option<u64> {
-        let ob = &mut self.objs[s as usize];
-        if ob.root == NONE {
-            let n = ob.n_inline as usize;
-            let i = ob.inline[..n].iter().position(|e| e.0 == key)?;
-            let old = ob.inline[i].1;
-            ob.inline[i] = ob.inline[n - 1];
-            ob.n_inline -= 1;
-            self.set_onode_dirty(s, true);
-            self.mapped -= 1;
-            return Some(old);
-        }
-        let mut root = ob.root;
-        let mut ch = Change::default();
-        let old = self.nodes.remove(&mut root, key, &mut ch);
-        self.after_tree_op(s, root, ch);
+        let pb = self.page as u64;
+        let old = if self.objs[s as usize].root == NONE {
+            self.inline_to_scratch(s);
+            let (mut ks, mut vs) = (
+                std::mem::take(&mut self.ext_keys),
+                std::mem::take(&mut self.ext_vals),
+            );
+            let r = crate::osd::tree::ext_remove(&mut ks, &mut vs, key, pb, &self.stripes);
+            self.ext_keys = ks;
+            self.ext_vals = vs;
+            let (old, _) = r?;
+            self.scratch_to_mapping(s);
+            Some(old)
+        } else {
+            let mut root = self.objs[s as usize].root;
+            let mut ch = Change::default();
+            let old = self
+                .nodes
+                .remove_page(&mut root, key, &self.stripes, &mut ch);
+            self.after_tree_op(s, root, ch);
+            old
+        };
         if old.is_some() {
             self.mapped -= 1;
         }
         old
     }
 
+    /// Every mapped page of `s` in page order, into `entries_scratch` as (page index, leaf
+    /// value of the page): its extents expanded.
     pub(super) fn collect_entries(&mut self, s: u32) {
         let ob = &self.objs[s as usize];
+        let mut ext = std::mem::take(&mut self.entries_scratch);
         if ob.root == NONE {
-            self.entries_scratch.clear();
-            self.entries_scratch
-                .extend_from_slice(&ob.inline[..ob.n_inline as usize]);
-            self.entries_scratch.sort_unstable_by_key(|e| e.0);
+            ext.clear();
+            ext.extend_from_slice(&ob.inline[..ob.n_inline as usize]);
+            ext.sort_unstable_by_key(|e| e.0);
         } else {
-            let mut v = std::mem::take(&mut self.entries_scratch);
-            self.nodes.entries(ob.root, &mut v);
-            self.entries_scratch = v;
+            self.nodes.entries(ob.root, &mut ext);
         }
+        let pb = self.page as u64;
+        // Stored addresses → PPNs, one entry per page (in place when every entry is one page
+        // stored by its PPN).
+        if ext.iter().all(|&(_, v)| {
+            let (a, len) = leaf_parts(v);
+            len as u64 <= pb && a & STRIPED == 0
+        }) {
+            self.entries_scratch = ext;
+            return;
+        }
+        let mut out = Vec::with_capacity(ext.len());
+        for &(k, v) in &ext {
+            let n = ext_pages(leaf_parts(v).1, pb);
+            for j in 0..n {
+                out.push((k + j, ext_page(v, j, pb, &self.stripes)));
+            }
+        }
+        self.entries_scratch = out;
     }
 
     pub(super) fn touch_obj(&mut self, s: u32, host: bool) {

@@ -165,7 +165,14 @@ impl Device {
     pub fn into_image(self) -> FlashImage {
         // Sparse chunks arise only without recorded contents, which an image needs.
         debug_assert!(self.sparse.iter().all(Option::is_none));
+        let pages = &self.pages;
+        let stripes = self.stripes.restrict(|c| {
+            pages[c]
+                .as_ref()
+                .is_some_and(|p| p.state.iter().any(|&st| st == VALID || st == INVALID))
+        });
         FlashImage {
+            stripes,
             page_bytes: self.page,
             pages_per_chunk: self.ppc,
             dies: self.dies,
@@ -259,9 +266,11 @@ impl Device {
             pages,
             contents,
             erase_count,
+            stripes,
             ..
         } = img;
         d.pages = pages;
+        d.stripes = stripes;
         d.contents = Some(contents);
         if erase_count.len() == d.erase_count.len() {
             d.erase_count = erase_count;
@@ -316,13 +325,28 @@ impl Device {
                 }
                 continue;
             }
+            // Inline extents: the runs of their pages still on flash (a run broken by a
+            // page that is gone is cut there).
+            let mut runs: Vec<(u64, u64)> = Vec::new();
+            let mut n_pages = 0;
             for &(k, v) in &r.inline {
-                let (ppn, _) = leaf_parts(v);
-                if d.mark_valid(ppn, DATA, s) {
-                    let ob = &mut d.objs[s as usize];
+                n_pages += d.valid_runs(s, k, v, &mut runs);
+            }
+            let vals: Vec<u64> = runs.iter().map(|r| r.1).collect();
+            if d.fits_inline(&vals) {
+                let ob = &mut d.objs[s as usize];
+                for &(k, v) in &runs {
                     ob.inline[ob.n_inline as usize] = (k, v);
                     ob.n_inline += 1;
-                    d.mapped += 1;
+                }
+                d.mapped += n_pages;
+            } else {
+                let pb = d.page as u64;
+                for (k, v) in runs {
+                    for j in 0..ext_pages(leaf_parts(v).1, pb) {
+                        let pv = ext_page(v, j, pb, &d.stripes);
+                        d.map_set(s, k + j, pv, false);
+                    }
                 }
             }
             if r.root != NONE {
@@ -422,7 +446,7 @@ impl Device {
         // chunk again: of the stream of its newest readable page (the newest per stream
         // wins), or, with only a torn page, of a stream left without one. A torn erase leaves
         // another pattern, and GC takes that chunk as it is.
-        let nstreams = if d.separate { 3 } else { 1 };
+        let nstreams = if d.separate { 4 } else { 1 };
         for die in 0..d.dies {
             d.free[die as usize].clear();
             let mut cands: Vec<(Option<usize>, u64, u32, u32)> = Vec::new();
@@ -507,6 +531,11 @@ impl Device {
                 for (off, s0) in st.into_iter().enumerate() {
                     if s0 == VALID && p.state[off] == INVALID && p.ptype[off] as usize != BACKUP {
                         p.state[off] = VALID;
+                        // No object owns a data page here (one recovery reached and then
+                        // superseded kept its owner: GC would map its stale copy back).
+                        if p.ptype[off] as usize == DATA {
+                            p.back[off] = NONE;
+                        }
                         self.chunks[c].valid += 1;
                     }
                 }
@@ -517,6 +546,57 @@ impl Device {
                 self.pt_set(va, ppn);
             }
         }
+    }
+
+    /// Mark the pages of extent ⟨`k`, `v`⟩ of `s` valid ([`Device::mark_valid`]) and append
+    /// the runs of those that are (an extent cut where a page is gone) to `runs`; returns the
+    /// pages marked. A page counts only if its OOB names this object and this page index
+    /// ([`Device::data_oob_is`]): a reference of a last consistent state into a chunk erased
+    /// and reused since (or numbered in another stripe since) resolves to some other page,
+    /// which the OOB tells apart; the data written after the LCS is re-applied anyway.
+    pub(super) fn valid_runs(&mut self, s: u32, k: u64, v: u64, runs: &mut Vec<(u64, u64)>) -> u64 {
+        let pb = self.page as u64;
+        let (pa, len) = leaf_parts(v);
+        let n = ext_pages(len, pb);
+        let oid = self.objs[s as usize].oid;
+        let mut marked = 0;
+        let mut open = false;
+        for j in 0..n {
+            let plen = ext_page_len(len, j, n, pb);
+            let a = self.stripes.next(pa, j);
+            let ok = match a.and_then(|a| self.stripes.ppn(a)) {
+                Some(p) if self.data_oob_is(p, oid, k + j) => self.mark_valid(p, DATA, s),
+                _ => false,
+            };
+            let (true, Some(a)) = (ok, a) else {
+                open = false;
+                continue;
+            };
+            marked += 1;
+            match runs.last_mut() {
+                Some(last) if open => {
+                    let (ra, rlen) = leaf_parts(last.1);
+                    last.1 = leaf_val(ra, rlen + plen);
+                }
+                _ => {
+                    runs.push((k + j, leaf_val(a, plen)));
+                    open = true;
+                }
+            }
+        }
+        marked
+    }
+
+    /// Whether page `ppn` is a readable data page whose OOB names object `oid` and page
+    /// index `idx`.
+    pub(super) fn data_oob_is(&self, ppn: u32, oid: u64, idx: u64) -> bool {
+        let (c, off) = self.split(ppn);
+        self.pages.get(c).and_then(|p| p.as_ref()).is_some_and(|p| {
+            matches!(p.state[off], VALID | INVALID)
+                && p.ptype[off] as usize == DATA
+                && p.oid[off] == oid
+                && p.aux[off] as u64 == idx
+        })
     }
 
     /// Mark page `ppn` valid as a page of type `ty` owned by `back`, if it is a readable page
@@ -574,13 +654,15 @@ impl Device {
             self.va_live += 1;
             *max_va = Some(max_va.map_or(va, |m: u32| m.max(va)));
         }
+        let mut runs: Vec<(u64, u64)> = Vec::new();
         for (k, v) in keys.into_iter().zip(vals) {
             if level == 0 {
-                if self.mark_valid(leaf_parts(v).0, DATA, s) {
-                    let n = &mut self.nodes.nodes[id as usize];
+                runs.clear();
+                self.mapped += self.valid_runs(s, k, v, &mut runs);
+                let n = &mut self.nodes.nodes[id as usize];
+                for &(k, v) in &runs {
                     n.keys.push(k);
                     n.vals.push(v);
-                    self.mapped += 1;
                 }
             } else {
                 let c = self.load_node(s, v as u32, id, pt, max_va);

@@ -311,11 +311,10 @@ pub fn recover(img: &FlashImage, v: Variant, leaf_cap: usize) -> Recovered {
             obj.inline = b.inline[..b.n_inline as usize].to_vec();
             obj.root = b.root;
             for &(k, val) in &obj.inline {
-                let (p, l) = leaf_parts(val);
-                pages.push((k, (p, l)));
+                expand(img, oid, k, val, &mut pages);
             }
             if b.root != NONE {
-                walk(img, &vb, b.root, &mut pages, &mut out.broken_refs);
+                walk(img, &vb, oid, b.root, &mut pages, &mut out.broken_refs);
             }
         }
         if v.reapply && in_ic {
@@ -350,6 +349,7 @@ pub fn recover(img: &FlashImage, v: Variant, leaf_cap: usize) -> Recovered {
 fn walk(
     img: &FlashImage,
     vb: &IdMap<u32, (u64, u64, u32)>,
+    oid: u64,
     root: u32,
     pages: &mut Vec<(u64, (u32, u32))>,
     broken: &mut u64,
@@ -377,10 +377,33 @@ fn walk(
         };
         if *level == 0 {
             for (&k, &val) in keys.iter().zip(vals) {
-                pages.push((k, leaf_parts(val)));
+                expand(img, oid, k, val, pages);
             }
         } else {
             stack.extend(vals.iter().map(|&c| c as u32));
+        }
+    }
+}
+
+/// The pages of the extent ⟨`k`, `val`⟩ of object `oid`: page `j` where the stripe table
+/// rebuilt from OOB puts it ([`super::Stripes::nth`]), kept only if that page is readable and
+/// its OOB names `oid` and page `k + j` (a reference of a last consistent state into a chunk
+/// erased and reused since resolves to another page: its data is gone, and what superseded it
+/// is re-applied).
+fn expand(img: &FlashImage, oid: u64, k: u64, val: u64, pages: &mut Vec<(u64, (u32, u32))>) {
+    let pb = img.page_bytes as u64;
+    let (pa, len) = leaf_parts(val);
+    let n = ext_pages(len, pb);
+    for j in 0..n {
+        let Some(p) = img.stripes.nth(pa, j) else {
+            continue;
+        };
+        // (`pa` is the stored address of the first page: a stripe address or a PPN.)
+        let ok = img
+            .page(p)
+            .is_some_and(|f| f.ptype == DATA && f.oid == oid && f.aux as u64 == k + j);
+        if ok {
+            pages.push((k + j, (p, ext_page_len(len, j, n, pb))));
         }
     }
 }
