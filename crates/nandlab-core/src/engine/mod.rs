@@ -10,19 +10,19 @@
 //!   exec::Executor: die runs of phases Array │ Bus(channel) │ Ctrl; EventQueue (die slots + timers)
 //!        │ run finished
 //!        ▼
-//!   dispatch.rs: complete ─► host request done (response = last page done − arrival)
+//!   complete.rs: complete ─► host request done (response = last page done − arrival)
 //!                         └► gc.rs (moves, erase) · refresh.rs · scheme rewrites
 //! ```
 //!
 //! Files: this one (the engine's state and its construction), `replay.rs` (the replay loop:
-//! arrivals against events, the timers, the end of the run), `host.rs` (a host request's
-//! arrival split into transactions, and its completion), `actions.rs` (the scheme's actions),
-//! `dispatch.rs` (what a transaction costs and does at start and end, and the FTL's answers to
-//! the scheduler), `gc.rs` (GC control), `refresh.rs` (data-refresh control), `read_cost.rs`
-//! (the read-cost path: fixed latencies, region tables or the reliability model),
-//! `regions.rs` (region tables and counters), `backend.rs` (cache-mode features: backend
-//! disk, fetches, fault injection), `dram.rs` (the DRAM data cache), `precondition.rs`
-//! (untimed state before the replay), `report.rs` (the JSON report).
+//! arrivals against events, the timers, the end of the run), `host.rs` (a host request's arrival
+//! split into transactions, and its completion), `actions.rs` (the scheme's actions), `dispatch.rs`
+//! (what a transaction costs and does when it starts, and the FTL's answers to the scheduler),
+//! `complete.rs` (what its end does), `gc.rs` (GC control), `refresh.rs` (data-refresh control),
+//! `read_cost.rs` (the read-cost path: fixed latencies, region tables or the reliability model),
+//! `regions.rs` (region tables and counters), `backend.rs` (cache-mode features: backend disk,
+//! fetches, fault injection), `dram.rs` (the DRAM data cache), `precondition.rs` (untimed state
+//! before the replay), `report.rs` (the JSON report).
 //!
 //! Time: the executor's [`crate::exec::EventQueue`] holds one pending event per die (the end of
 //! its current phase or run) and the engine's timers (host completions after an ECC decode,
@@ -53,6 +53,7 @@
 
 mod actions;
 mod backend;
+mod complete;
 mod dispatch;
 mod dram;
 mod gc;

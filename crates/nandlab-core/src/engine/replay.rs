@@ -396,7 +396,7 @@ impl Engine {
     }
 
     /// A phase of `die` ended: advance the executor; when that ends its run, complete the
-    /// run's transactions (`dispatch.rs`, which also dispatches the die's next run) and
+    /// run's transactions (`complete.rs`, which also dispatches the die's next run) and
     /// settle the die (an idle die keeps no pending event).
     #[inline]
     fn die_event(&mut self, die: u32) {
