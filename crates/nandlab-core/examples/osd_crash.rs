@@ -44,10 +44,7 @@ fn main() {
         if !mixed {
             return small.to_vec();
         }
-        let mut o0 = small.to_vec();
-        o0.clear();
-        o0.extend(extra.iter().cloned());
-        let c0 = load_file(&dir.join(format!("{preset}.toml")), &o0).unwrap();
+        let c0 = load_file(&dir.join(format!("{preset}.toml")), extra).unwrap();
         nandlab_core::api::crash_small_device(&c0)
     };
     let full = Variant::FULL;

@@ -3,6 +3,7 @@
 
 use nandlab_core::config::load;
 use nandlab_core::osd::device::{INDEX, ONODE};
+use nandlab_core::osd::mixed::random_ops;
 use nandlab_core::osd::{run, Device, OsdCommand, OsdOp, RunOpts};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -307,11 +308,6 @@ fn mlgc_evicts_the_most_invalid_page_and_moves_only_valid_bytes() {
     assert_eq!(d.onode_location(19), None);
     assert!(d.gc_table_entries() * 8 <= 40);
     d.check().unwrap();
-}
-
-/// A reproducible stream of mixed object commands over `objects` objects.
-fn random_ops(seed: u64, n: usize, objects: u64, page: u64) -> Vec<OsdOp> {
-    nandlab_core::osd::mixed::random_ops(seed, n, objects, page)
 }
 
 /// [`cfg`] with 512 B pages and `blocks` blocks per die for the `[osd]` lines `osd` (e.g. a
