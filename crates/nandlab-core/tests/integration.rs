@@ -31,6 +31,8 @@ mod flexecc;
 mod flexlevel;
 #[path = "fuzz.rs"]
 mod fuzz;
+#[path = "mapping.rs"]
+mod mapping;
 #[path = "osd.rs"]
 mod osd;
 #[path = "osd_objfs.rs"]

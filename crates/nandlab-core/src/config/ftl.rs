@@ -77,6 +77,36 @@ pub struct FtlConfig {
     /// Needs `allocation = "superpage"` (the units fill super-pages). See [`crate::ftl`].
     #[serde(skip_serializing_if = "is_zero_u32")]
     pub mapping_unit_bytes: u32,
+    /// Where the L2P lives: `dram` (the whole table in the controller's DRAM; every paper
+    /// preset and the default drive) or `cached` (DFTL, ASPLOS 2009: the table in flash as
+    /// translation pages, `cmt_bytes` of it cached; see [`crate::ftl::cmt`]).
+    #[serde(skip_serializing_if = "MappingTable::is_dram")]
+    pub mapping: MappingTable,
+    /// With `mapping = "cached"`: DRAM for cached mapping entries, bytes (8 B per entry: LPN
+    /// and PPN). 0 with `mapping = "dram"`.
+    #[serde(skip_serializing_if = "is_zero_u64")]
+    pub cmt_bytes: u64,
+}
+
+/// Where the L2P table lives (`ftl.mapping`).
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum MappingTable {
+    /// The whole table in DRAM.
+    #[default]
+    Dram,
+    /// Translation pages in flash, a cached mapping table in DRAM (DFTL).
+    Cached,
+}
+
+impl MappingTable {
+    fn is_dram(&self) -> bool {
+        *self == MappingTable::Dram
+    }
+}
+
+fn is_zero_u64(v: &u64) -> bool {
+    *v == 0
 }
 
 fn is_zero_u32(v: &u32) -> bool {
@@ -97,6 +127,8 @@ impl Default for FtlConfig {
             trim: false,
             superpage_wait_us: 1_000_000.0,
             mapping_unit_bytes: 0,
+            mapping: MappingTable::Dram,
+            cmt_bytes: 0,
         }
     }
 }

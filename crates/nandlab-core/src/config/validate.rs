@@ -37,6 +37,7 @@ impl Config {
             ));
         }
         self.validate_superpage()?;
+        self.validate_mapping()?;
         let s = &self.sched;
         check_range("sched.max_suspends_per_op", s.max_suspends_per_op, 1, 255)?;
         for (k, v) in [
@@ -355,6 +356,49 @@ impl Config {
                     "must not exceed initial_pe_cycles ({})",
                     p.initial_pe_cycles
                 ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// `ftl.mapping` and `ftl.cmt_bytes`: a cached mapping table needs a size, a DRAM one
+    /// takes none, and the cached table does not combine with the front ends that keep
+    /// pages in DRAM (the data cache, the cache layer), each an error naming the way out.
+    fn validate_mapping(&self) -> Result<(), ConfigError> {
+        let f = &self.ftl;
+        if f.mapping == MappingTable::Dram {
+            if f.cmt_bytes != 0 {
+                return Err(invalid(
+                    "ftl.cmt_bytes",
+                    f.cmt_bytes,
+                    "applies only with ftl.mapping = \"cached\": set that, or remove \
+                     ftl.cmt_bytes",
+                ));
+            }
+            return Ok(());
+        }
+        if f.cmt_bytes < crate::ftl::cmt::CMT_ENTRY_BYTES || f.cmt_bytes > (1 << 40) {
+            return Err(invalid(
+                "ftl.cmt_bytes",
+                f.cmt_bytes,
+                "must be between 8 B (one 8-byte mapping entry) and 1 TiB with \
+                 ftl.mapping = \"cached\" (e.g. 1048576)",
+            ));
+        }
+        if self.dram.capacity_bytes > 0 {
+            return Err(invalid(
+                "dram.capacity_bytes",
+                self.dram.capacity_bytes,
+                "the DRAM data cache does not combine with ftl.mapping = \"cached\" (not \
+                 modelled together); use dram.capacity_bytes = 0 or ftl.mapping = \"dram\"",
+            ));
+        }
+        if self.cache.is_some() {
+            return Err(invalid(
+                "ftl.mapping",
+                "cached",
+                "the cache layer ([cache]) does not combine with a cached mapping table (not \
+                 modelled together); use ftl.mapping = \"dram\"",
             ));
         }
         Ok(())

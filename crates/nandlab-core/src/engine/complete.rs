@@ -53,7 +53,10 @@ impl Engine {
         match t.kind {
             TxnKind::Read => {
                 let end = self.now + done.tail_ns;
-                if t.source == Source::Host {
+                if t.source == Source::Mapping {
+                    // A translation page read: a CMT load or a write-back's first half.
+                    self.map_read_done(t.owner, end, end - done.start_ns);
+                } else if t.source == Source::Host {
                     if self.is_rmw_read(t.owner) {
                         self.rmw_read_done(t.owner, t.lpn, end - done.start_ns);
                         self.rmw_program(t.lpn, t.owner, die);
@@ -128,6 +131,10 @@ impl Engine {
             TxnKind::Adjust => self.refresh_step_done(t.plane),
             TxnKind::Erase => {
                 self.ftl.erase_victim(t.ppn);
+                if self.map.is_some() {
+                    // DFTL's batch update: the translation pages the victim's moves made stale.
+                    self.map_victim_erased();
+                }
                 let pool = self.ftl.pool(t.plane, t.placement.region);
                 self.gc_active[pool as usize] = false;
                 self.gc_victim[pool as usize] = NONE;

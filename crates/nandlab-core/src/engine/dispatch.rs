@@ -24,6 +24,7 @@ impl SpaceView for Ftl {
                 // nor may a scheme's hidden pages (GC needs those blocks to make progress).
                 t.source == Source::Host
                     || t.source == Source::Scrub
+                    || t.source == Source::Mapping
                     || (t.source == Source::Migration
                         && (self.regions() > 1 || t.lpn >= self.logical_pages)),
             ),
@@ -816,6 +817,7 @@ impl Engine {
         // With regions, scheme migrations may not take a pool's last free block either.
         // Nor may a scheme's hidden pages (redundant pages: they would starve GC).
         let host = source == Source::Host
+            || source == Source::Mapping
             || (source == Source::Migration
                 && (self.rg.is_some() || t.lpn as u64 >= self.logical_pages));
         let Ok((ppn, changed)) = self.ftl.allocate_typed(
@@ -838,6 +840,11 @@ impl Engine {
         match src {
             None => self.ftl.program(ppn, t.lpn, mode, t.placement.ecc, time_s),
             Some(src) => self.ftl.relocate(src, ppn, mode, t.placement.ecc, time_s),
+        }
+        // A cached mapping table: a move or a rewrite changes the page's entry (a host
+        // write's entry was dirtied when it was issued; translation pages are in the GTD).
+        if self.map.is_some() && (src.is_some() || source != Source::Host) {
+            self.map_moved(t.lpn);
         }
         if !self.faults.is_empty() {
             self.fault_program(t.lpn, src, ppn);

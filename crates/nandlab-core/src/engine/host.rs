@@ -162,18 +162,40 @@ impl Engine {
         };
         self.scheme
             .on_request(r.op, first, span.pages as u32, &ctx, &mut self.actions);
+        if self.map.is_some() {
+            // A cached mapping table: the request's flash operations wait for the translation
+            // reads its CMT misses need (`mapping.rs`).
+            if self.map_lookup(slot, first, span.pages as u32, offset) {
+                self.run_actions(slot);
+                return Ok(());
+            }
+            self.map_insert(slot, first, span.pages as u32);
+        }
+        self.issue_pages(slot, offset, first, span.pages);
+        Ok(())
+    }
+
+    /// Queue the page transactions of host request `slot` (`pages` LPNs from `first`, wrapping;
+    /// `offset` its offset within the logical capacity) after its arrival's hooks: reads,
+    /// programs, read-modify-write reads, DRAM-cache hits and writes; then the scheme's actions,
+    /// and the request's completion when nothing is left to wait for.
+    pub(super) fn issue_pages(&mut self, slot: u32, offset: u64, first: u32, pages: u64) {
+        let (op, len_bytes) = {
+            let s = &self.slots[slot as usize];
+            (s.op, s.len_bytes)
+        };
         // Read-modify-write: the first and last pages of a write may be partial.
         let head_partial = !offset.is_multiple_of(self.page_size);
-        let tail_partial = !(offset + r.len_bytes).is_multiple_of(self.page_size);
+        let tail_partial = !(offset + len_bytes).is_multiple_of(self.page_size);
         // LPNs from `first`, wrapping at the logical capacity.
         let mut next_lpn = first;
-        for k in 0..span.pages {
+        for k in 0..pages {
             let lpn = next_lpn;
             next_lpn += 1;
             if next_lpn as u64 == self.logical_pages {
                 next_lpn = 0;
             }
-            match r.op {
+            match op {
                 Op::Read => {
                     if let Some(d) = self.dram.as_mut() {
                         if d.read(lpn) {
@@ -221,7 +243,7 @@ impl Engine {
                     };
                     self.scheme.on_host_write(lpn, &ctx);
                     if self.rmw_on
-                        && ((k == 0 && head_partial) || (k + 1 == span.pages && tail_partial))
+                        && ((k == 0 && head_partial) || (k + 1 == pages && tail_partial))
                         && !self.dram.as_ref().is_some_and(|d| d.cached(lpn))
                         && self.rmw_read(lpn, slot)
                     {
@@ -263,7 +285,6 @@ impl Engine {
                 self.finish_host(slot);
             }
         }
-        Ok(())
     }
 
     /// Queue the program of host page `lpn` of request `slot` (whose `pending` already counts
@@ -472,6 +493,8 @@ impl Engine {
             }
             if self.ftl.trim(lpn) {
                 self.stats.device.trimmed_pages += 1;
+                // A cached mapping table: the entry changed (unmapped).
+                self.map_moved(lpn);
             }
         }
         if self.cfg.host.mode == ReplayMode::Closed {
@@ -543,7 +566,8 @@ impl Engine {
         let s = self.slots[slot as usize];
         let response = s.done_ns - s.arrival_ns;
         self.stats.last_completion_ns = self.stats.last_completion_ns.max(s.done_ns);
-        let service = s.service_ns.min(response);
+        // A cached mapping table's translation reads are service too (0 without one).
+        let service = (s.service_ns + self.map_service_ns(slot)).min(response);
         let wait = response - service;
         if let Some(ts) = self.stats.timeseries.as_mut() {
             ts.host_done(s.op == Op::Read, s.arrival_ns, s.done_ns, s.len_bytes);

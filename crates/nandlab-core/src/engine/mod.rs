@@ -58,6 +58,7 @@ mod dispatch;
 mod dram;
 mod gc;
 mod host;
+mod mapping;
 mod precondition;
 mod read_cost;
 mod refresh;
@@ -94,6 +95,8 @@ const EV_FAULT: u64 = 6 << 32;
 const EV_DISK_READ: u64 = 7 << 32;
 /// A die's hold on its host writes expires (superpage allocation; id = die).
 const EV_SP_HOLD: u64 = 8 << 32;
+/// A translation-page read of the cached mapping table is decoded (id = its load).
+const EV_MAP: u64 = 9 << 32;
 const ID_MASK: u64 = (1 << 32) - 1;
 /// The latest arrival a replay accepts, ns (2^62, 146 years): event times must stay far below
 /// 2^64 (the event queue's empty marker) with every latency added.
@@ -219,6 +222,8 @@ pub struct Engine {
     susp_prefix_ns: u64,
     /// Controller DRAM data cache (`[dram]`); `None` without.
     dram: Option<Box<dram::Dram>>,
+    /// Cached mapping table (`ftl.mapping = "cached"`); `None` with the L2P in DRAM.
+    map: Option<Box<mapping::MapRuntime>>,
     /// Backend disk latency (`cache.disk_us`), ns; 0 without `[cache]`.
     disk_ns: u64,
     /// The scheme's idle threshold (open loop), ns.
@@ -311,10 +316,12 @@ impl Engine {
         let timing = cfg.timing()?;
         let layout = cfg.layout();
         let read_model = crate::reliability::runtime::ReadModel::new(&cfg, &timing)?;
+        let cached_map = cfg.ftl.mapping == crate::config::MappingTable::Cached;
         let mut ftl = Ftl::try_with_regions(
             geo.clone(),
             logical_pages,
-            cfg.ftl.streams,
+            // A cached mapping table writes its translation pages on a stream of their own.
+            cfg.ftl.streams + u32::from(cached_map),
             cfg.ftl.allocation,
             cfg.ftl.gc_victim,
             cfg.ftl.gc_threshold_pct,
@@ -400,17 +407,40 @@ impl Engine {
         scheme.validate(&region_info)?;
         scheme.validate_device(&crate::scheme::DeviceInfo::new(&cfg, &timing))?;
         let hidden = scheme.hidden_pages(&geo, logical_pages)?;
-        if hidden > 0 {
-            if logical_pages + hidden >= u32::MAX as u64 {
+        // Translation pages of a cached mapping table: hidden LPNs after the scheme's.
+        let unit_bytes = geo.page_size_bytes as u64;
+        let translation = if cached_map {
+            logical_pages.div_ceil(unit_bytes / crate::ftl::cmt::TRANSLATION_ENTRY_BYTES)
+        } else {
+            0
+        };
+        if hidden + translation > 0 {
+            if logical_pages + hidden + translation >= u32::MAX as u64 {
                 return Err(NandlabError::Sim(format!(
-                    "scheme `{}` needs {hidden} hidden pages above the {logical_pages} logical \
+                    "scheme `{}` needs {hidden} hidden pages and the mapping table \
+                     {translation} translation pages above the {logical_pages} logical \
                      pages: more than 2^32 LPNs; use a smaller device.logical_capacity_bytes",
                     scheme.name()
                 )));
             }
-            ftl.extend_hidden(hidden)
+            ftl.extend_hidden(hidden + translation)
                 .map_err(|e| table_error(e, &geo, logical_pages))?;
         }
+        let map = if cached_map {
+            let cmt = crate::ftl::cmt::Cmt::new(
+                cfg.ftl.cmt_bytes,
+                logical_pages,
+                unit_bytes,
+                (logical_pages + hidden) as u32,
+            )
+            .map_err(|e| table_error(e, &geo, logical_pages))?;
+            Some(Box::new(mapping::MapRuntime::new(
+                cmt,
+                cfg.ftl.streams.min(255) as u8,
+            )))
+        } else {
+            None
+        };
         let dram = if cfg.dram.capacity_bytes >= geo.page_size_bytes as u64 {
             let entries = (cfg.dram.capacity_bytes / geo.page_size_bytes as u64)
                 .min(logical_pages)
@@ -520,6 +550,7 @@ impl Engine {
             susp_cap: cfg.sched.max_suspends_per_op.min(255) as u8,
             susp_prefix_ns: 0,
             dram,
+            map,
             disk_ns: cfg.cache.as_ref().map_or(0, |c| c.disk_ns()),
             idle_threshold_ns: None,
             scheme_prefetch: false,

@@ -35,10 +35,10 @@ use serde::Serialize;
 use super::Engine;
 use crate::config::Fill;
 use crate::error::NandlabError;
-use crate::ftl::PageState;
+use crate::ftl::{PageState, UNMAPPED};
 use crate::host::Prepass;
 use crate::rng::rng_stream;
-use crate::scheme::{Ctx, Source};
+use crate::scheme::{Ctx, Placement, Source};
 
 /// What preconditioning did.
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
@@ -231,6 +231,11 @@ impl Engine {
             }
         }
 
+        let translation = self.untimed_translation_pages()?;
+        if let Some(m) = self.map.as_mut() {
+            m.preconditioned_pages = translation;
+        }
+
         if pc.refresh_before_replay {
             let mut by_type = [[0u64; 4]; 4];
             self.untimed_refresh_all(&mut by_type)?;
@@ -393,6 +398,42 @@ impl Engine {
                 .take()
                 .unwrap_or(NandlabError::Sim("bad placement".into())));
         }
+        self.untimed_write_at(lpn, pl, moves)
+    }
+
+    /// The translation pages of a cached mapping table that hold a mapped entry, programmed
+    /// once, untimed, after the fill and the aging (our reading: preconditioning writes the
+    /// table as it stands at the end; the CMT starts empty). Returns how many.
+    fn untimed_translation_pages(&mut self) -> Result<u64, NandlabError> {
+        let Some(m) = self.map.as_ref() else {
+            return Ok(0);
+        };
+        let (base, epp, pages, pl) = (
+            m.cmt.base,
+            m.cmt.entries_per_page as u64,
+            m.cmt.pages,
+            m.placement,
+        );
+        let mut moves = 0u64;
+        let mut written = 0u64;
+        for tp in 0..pages {
+            let lo = tp as u64 * epp;
+            let hi = (lo + epp).min(self.logical_pages);
+            if (lo..hi).any(|l| self.ftl.lookup(l as u32) != UNMAPPED) {
+                self.untimed_write_at(base + tp, pl, &mut moves)?;
+                written += 1;
+            }
+        }
+        Ok(written)
+    }
+
+    /// Program `lpn` untimed at placement `pl` (GC first when its pool needs it).
+    fn untimed_write_at(
+        &mut self,
+        lpn: u32,
+        pl: Placement,
+        moves: &mut u64,
+    ) -> Result<(), NandlabError> {
         let plane = self.ftl.plane_for_write_in(lpn, pl.region);
         let pool = self.ftl.pool(plane, pl.region);
         let mut guard = 0u32;

@@ -78,6 +78,9 @@ impl Engine {
                     Source::Refresh => b.refresh,
                     Source::Migration => b.migration,
                     Source::Scrub => b.scrub,
+                    // Only with a cached mapping table (reports without one are unchanged).
+                    Source::Mapping if self.map.is_none() => continue,
+                    Source::Mapping => b.mapping,
                 };
                 m.insert(src.name().into(), json!(v));
             }
@@ -203,6 +206,10 @@ impl Engine {
         }
         if let Some(r) = self.regions_report() {
             report["regions"] = r;
+        }
+        if let Some(m) = self.map_report() {
+            // Only with a cached mapping table (other reports unchanged).
+            report["mapping"] = m;
         }
         if !self.config().regions.bits_per_cell.is_empty() {
             // Reduced-state regions (FlexLevel): what the blocks hold, the capacity lost, and

@@ -53,6 +53,7 @@
 
 mod alloc;
 mod check;
+pub mod cmt;
 mod gc;
 mod state;
 #[cfg(test)]

@@ -132,11 +132,13 @@ impl Sched {
             return NONE;
         }
         let q = match (source, kind) {
-            (Source::Host, TxnKind::Read) => Q_READ,
+            // Translation reads (cached mapping table) wait on a host request's critical path.
+            (Source::Host | Source::Mapping, TxnKind::Read) => Q_READ,
             // Backend refills and prefetches bring data in as host writes do, and like them may
             // not take the GC reserve: waiting at the head of the background queue they would
             // block the GC work behind them.
-            (Source::Host | Source::Scrub, TxnKind::Program) => Q_WRITE,
+            // So do a cached mapping table's translation-page programs (`Source::Mapping`).
+            (Source::Host | Source::Scrub | Source::Mapping, TxnKind::Program) => Q_WRITE,
             _ => Q_BG,
         };
         let die = self.ppd_div.quot(plane);
@@ -289,11 +291,13 @@ impl Sched {
         mut out: impl FnMut(Txn),
     ) {
         let q = match (t.source, t.kind) {
-            (Source::Host, TxnKind::Read) => Q_READ,
+            // Translation reads (cached mapping table) wait on a host request's critical path.
+            (Source::Host | Source::Mapping, TxnKind::Read) => Q_READ,
             // Backend refills and prefetches bring data in as host writes do, and like them may
             // not take the GC reserve: waiting at the head of the background queue they would
             // block the GC work behind them.
-            (Source::Host | Source::Scrub, TxnKind::Program) => Q_WRITE,
+            // So do a cached mapping table's translation-page programs (`Source::Mapping`).
+            (Source::Host | Source::Scrub | Source::Mapping, TxnKind::Program) => Q_WRITE,
             _ => Q_BG,
         };
         let queue = &mut self.queues[die as usize][q];

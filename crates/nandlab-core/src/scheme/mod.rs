@@ -56,16 +56,21 @@ pub enum Source {
     Migration = 3,
     /// Idle-time scrubbing.
     Scrub = 4,
+    /// Translation pages of a cached mapping table (`ftl.mapping = "cached"`, DFTL): their
+    /// reads on a CMT miss or before a write-back, and their programs. The engine places
+    /// them; a scheme is never asked.
+    Mapping = 5,
 }
 
 impl Source {
     /// All sources, in report order.
-    pub const ALL: [Source; 5] = [
+    pub const ALL: [Source; 6] = [
         Source::Host,
         Source::Gc,
         Source::Refresh,
         Source::Migration,
         Source::Scrub,
+        Source::Mapping,
     ];
     /// Name in reports.
     pub fn name(self) -> &'static str {
@@ -75,6 +80,7 @@ impl Source {
             Source::Refresh => "refresh",
             Source::Migration => "migration",
             Source::Scrub => "scrub",
+            Source::Mapping => "mapping",
         }
     }
 }

@@ -193,6 +193,13 @@ pub struct BySource {
     pub migration: u64,
     /// Scrubbing.
     pub scrub: u64,
+    /// Translation pages of a cached mapping table (reported only with one).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub mapping: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 impl BySource {
@@ -205,11 +212,12 @@ impl BySource {
             Source::Refresh => self.refresh += 1,
             Source::Migration => self.migration += 1,
             Source::Scrub => self.scrub += 1,
+            Source::Mapping => self.mapping += 1,
         }
     }
     /// Sum over sources.
     pub fn total(&self) -> u64 {
-        self.host + self.gc + self.refresh + self.migration + self.scrub
+        self.host + self.gc + self.refresh + self.migration + self.scrub + self.mapping
     }
 }
 
