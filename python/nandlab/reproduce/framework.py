@@ -13,9 +13,11 @@ value beside ours), the tables (:class:`Table`), the figures to draw (:class:`Fi
 4. analyse: metrics per run, rows per trace, the headline over the comparable traces;
 5. draw the figures, write the JSON, print the tables, exit with the documented status.
 
-:func:`command` turns a description into its ``nandlab reproduce <paper>`` command. A paper's
-module keeps only what is truly its own (its rows, its special studies). The recipe is in
-``docs/reproducing.md``.
+:func:`command` turns a description into its ``nandlab reproduce <paper>`` command (with the
+paper's own :attr:`~Reproduction.options`). A paper's module keeps only what is truly its own
+(its rows, its checks); a study of its own that does not run on the grid (DPA's codec and
+lifetime model) is a :class:`Study` in a module of its own, which :func:`run` runs before the
+trace runs and files in the same result. The recipe is in ``docs/reproducing.md``.
 """
 
 from __future__ import annotations
@@ -42,7 +44,14 @@ from nandlab.reproduce.common import (
     runs_line,
     traces_json,
 )
-from nandlab.reproduce.fmt import err_console, fmt_num, fmt_pct, out_console, plural
+from nandlab.reproduce.fmt import (
+    EXIT_CHECK_FAILED,
+    err_console,
+    fmt_num,
+    fmt_pct,
+    out_console,
+    plural,
+)
 from nandlab.reproduce.headline import Headline, headline_rows, print_rows, value_of
 from nandlab.reproduce.load import (
     AUTO,
@@ -658,6 +667,24 @@ class Reproduction:
     #: traces the reproduction makes (generated stand-ins), before the runs: options ->
     #: (trace choices, a record of how they were made, in :attr:`Results.extra`)
     prepare: Callable[[CommonOptions], tuple[list[TraceChoice], dict[str, Any]]] | None = None
+    #: run the check without ``--quick`` too
+    check_always: bool = False
+    #: the title of the printed headline (default: "Headline: <title>, the paper vs ours")
+    headline_title: str = ""
+    #: more options of the command (click decorators, listed as ``--help`` lists them, after
+    #: the options of every reproduction); their values reach ``study`` and ``from_study``
+    options: Sequence[Callable[[Any], Any]] = ()
+    #: a study of the paper's own, run in this process before the trace runs (:class:`Study`):
+    #: (options, the values of ``options`` by name) -> what it files in the result
+    study: Callable[[CommonOptions, Mapping[str, Any]], Study] | None = None
+    #: with a study: (this description, the study, the values of ``options``) -> the
+    #: description the trace runs follow (e.g. variants made from the study's results), or
+    #: ``None`` for no trace runs; default: this description
+    from_study: Callable[[Reproduction, Study, Mapping[str, Any]], Reproduction | None] | None = (
+        None
+    )
+    #: with a study: the result JSON's key of the trace runs' entries (:func:`study_json`)
+    trace_key: str = "trace_runs"
 
 
 def checks_of(items: Iterable[Mapping[str, Any]], kind: str = "sanity") -> list[dict[str, Any]]:
@@ -689,7 +716,7 @@ def analyse(res: Results) -> Analysis:
     an = Analysis(res, r.rows(res))
     an.loads = {t: res.load(t) for t in res.traces if any(res.has(t, n) for n in r.probe)}
     an.headline = headline_rows(r.headline, an.trace_rows, res.overloaded_run, res.groups)
-    if res.quick and r.check is not None:
+    if (res.quick or r.check_always) and r.check is not None:
         an.checks = checks_of(r.check(an))
     return an
 
@@ -777,9 +804,15 @@ def result_json(r: Reproduction, an: Analysis, st: GridStats) -> dict[str, Any]:
     return out
 
 
-def run(r: Reproduction, opts: CommonOptions, *, max_requests: int | None = None) -> Analysis:
+def run(
+    r: Reproduction, opts: CommonOptions, *, max_requests: int | None = None, **kw: Any
+) -> Analysis | None:
     """The whole reproduction: runs, figures, JSON, tables; exits 1 when a run failed or a
-    sanity check did not pass (``docs/reproductions.md``, "Exit status")."""
+    sanity check did not pass (``docs/reproductions.md``, "Exit status"). ``kw``: the values
+    of the reproduction's own :attr:`~Reproduction.options`. Returns the trace runs'
+    analysis (``None`` when a study left no trace runs)."""
+    if r.study is not None:
+        return run_study(r, opts, max_requests=max_requests, **kw)
     t0 = time.perf_counter()
     an, df, st = execute(r, opts, max_requests=max_requests)
     for f in r.figures:
@@ -809,14 +842,137 @@ def print_all(r: Reproduction, an: Analysis, doc: Mapping[str, Any]) -> None:
         out_console.print(f"[dim]note: {note}[/]")
 
 
+# --------------------------------------------------------------------------- a paper's own study
+
+
+@dataclass
+class Study:
+    """What a study of a paper's own files in its reproduction's result: a study that runs in
+    this process before the trace runs, not on the grid (DPA's codec and lifetime model,
+    :mod:`~nandlab.reproduce.dpa_codec`). Its checks, headline rows, tables and figures come
+    first in the result JSON; its rows are the JSON's ``table`` (the trace runs' go under
+    :attr:`Reproduction.trace_key`); ``json`` are its own entries, after the trace runs'."""
+
+    #: checks in the result JSON's form (:func:`checks_of`)
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    #: headline rows (:func:`~nandlab.reproduce.headline.headline_rows`)
+    headline: list[Row] = field(default_factory=list)
+    #: tables as printed (:meth:`Table.render`)
+    tables: list[dict[str, Any]] = field(default_factory=list)
+    figures: list[Path] = field(default_factory=list)
+    #: other files it wrote (listed after every figure)
+    files: list[Path] = field(default_factory=list)
+    rows: list[Row] = field(default_factory=list)
+    json: dict[str, Any] = field(default_factory=dict)
+    #: prints its results (before the trace runs' tables)
+    show: Callable[[], None] | None = None
+    #: its part of the closing line
+    summary: str = ""
+    #: a part of it failed (exit status 1)
+    failed: bool = False
+    #: what the trace runs take from it (:attr:`Reproduction.from_study`)
+    data: Any = None
+
+
+def study_json(
+    r: Reproduction,
+    opts: CommonOptions,
+    study: Study,
+    part: tuple[Reproduction, Analysis, GridStats] | None,
+) -> dict[str, Any]:
+    """The result JSON of a reproduction with a study: the entries of every reproduction
+    (the study's checks, headline rows, tables and figures, then the trace runs'), the
+    study's rows as ``table``, the trace runs' rows, loads, load level, grid, traces and notes
+    (and their ``json_extra``) under :attr:`Reproduction.trace_key`, then the study's own
+    entries."""
+    p, an = (part[0], part[1]) if part is not None else (None, None)
+    tables = [t for t in (x.render(an) for x in p.tables) if t] if p and an else []
+    out: dict[str, Any] = {
+        "paper": r.paper,
+        "title": r.title,
+        "quick": opts.quick,
+        "checks": [*study.checks, *(an.checks if an else [])],
+        "headline": [*study.headline, *(an.headline if an else [])],
+        "tables": [*study.tables, *tables],
+        "figures": [str(f) for f in [*study.figures, *(an.figures if an else []), *study.files]],
+        "table": study.rows,
+    }
+    if part is not None:
+        p, an, st = part
+        res = an.res
+        runs: dict[str, Any] = {
+            "table": an.rows,
+            "loads": an.loads,
+            "load": res.plan.to_json(),
+            "grid": grid_json(st),
+            "traces": traces_json(res.instances),
+            "notes": res.selection.notes,
+        }
+        if p.json_extra is not None:
+            runs.update(p.json_extra(an))
+        out[r.trace_key] = runs
+    out.update(study.json)
+    return out
+
+
+def run_study(
+    r: Reproduction, opts: CommonOptions, *, max_requests: int | None = None, **kw: Any
+) -> Analysis | None:
+    """:func:`run` of a reproduction with a study: the study, then the trace runs it leaves
+    (:attr:`Reproduction.from_study`), one result JSON (:func:`study_json`, with the wall
+    time ``wall_s``), the study's tables, then the trace runs' load table, notes and tables,
+    and the headline."""
+    t0 = time.perf_counter()
+    assert r.study is not None
+    study = r.study(opts, kw)
+    p = r.from_study(r, study, kw) if r.from_study is not None else r
+    part, df = None, None
+    if p is not None:
+        an, df, st = execute(p, opts, max_requests=max_requests)
+        for f in p.figures:
+            an.figures += f.draw(an, opts.out)
+        part = (p, an, st)
+    doc = study_json(r, opts, study, part)
+    doc["wall_s"] = time.perf_counter() - t0
+    write_result(opts.json_out, doc, df)
+    if not opts.quiet:
+        if study.show is not None:
+            study.show()
+        if part is not None:
+            p, an, _ = part
+            print_load_table(an.res.instances, an.loads, p.load_title)
+            for note in an.res.selection.notes:
+                out_console.print(note)
+            for t in doc["tables"][len(study.tables) :]:
+                print_table(t)
+        print_rows(doc["headline"], r.headline_title or f"Headline: {r.title}, the paper vs ours")
+        n = len(study.figures) + (len(part[1].figures) if part else 0)
+        files = "".join(f" and {f.name}" for f in study.files)
+        out_console.print(
+            f"{n} figure files{files} in {opts.out}; {study.summary}; "
+            f"{time.perf_counter() - t0:.1f} s"
+        )
+    exit_on_failures(part[1].res.errors if part else [], doc["checks"], opts.out)
+    if study.failed:
+        raise click.exceptions.Exit(EXIT_CHECK_FAILED)
+    return part[1] if part else None
+
+
+# --------------------------------------------------------------------------- the command
+
+
 def command(r: Reproduction) -> click.Command:
     """The ``nandlab reproduce <paper>`` command of ``r``: the options every reproduction
-    takes (:func:`~nandlab.reproduce.common.common_options`) and ``--max-requests``."""
+    takes (:func:`~nandlab.reproduce.common.common_options`), ``--max-requests`` and the
+    reproduction's own :attr:`~Reproduction.options`."""
 
-    def cmd(opts: CommonOptions, max_requests: int | None = None) -> None:
-        run(r, opts, max_requests=max_requests)
+    def cmd(opts: CommonOptions, max_requests: int | None = None, **kw: Any) -> None:
+        run(r, opts, max_requests=max_requests, **kw)
 
-    f: Any = common_options(r.paper)(cmd)
+    f: Any = cmd
+    for option in reversed(r.options):
+        f = option(f)
+    f = common_options(r.paper)(f)
     if r.max_requests_help is not None:
         f = click.option(
             "--max-requests",
