@@ -5,8 +5,8 @@ Every command takes ``--traces DIR`` (repeatable; default: the bundled samples a
 workspace's captured traces), ``--quick``, ``--out DIR`` (default ``./nandlab-out/<paper>``),
 ``--json OUT``, ``--processes N`` and ``--scheduler ADDR``; runs go through
 :func:`nandlab.experiment.run_grid`, so re-running with the same ``--out`` skips finished runs.
-``dpa`` (Guo ch. 2, codec and lifetime model) analyses data files (``--data``) instead of
-replaying traces; its Monte-Carlo points are cached instead. ``dmm`` (Guo ch. 4, the object
+``dpa`` (Guo ch. 2) first analyses data files (``--data``: its codec and lifetime study, whose
+Monte-Carlo points are cached), then replays Fig. 14's traces. ``dmm`` (Guo ch. 4, the object
 device) runs DMMbench and file-level traces in this process (each run takes seconds) and caches
 each run's report in ``OUT/runs``; it takes ``--traces --quick --out --json --progress``.
 """

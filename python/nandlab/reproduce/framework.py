@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import click
 
@@ -435,7 +435,33 @@ class Analysis:
         return next((r for r in self.rows if r.get("trace") == trace), {})
 
 
-# --------------------------------------------------------------------------- headline
+class RowSource(Protocol):
+    """What the figures (:class:`Fig`) draw from: an :class:`Analysis` of the grid's runs, or
+    :class:`TraceRows` made otherwise."""
+
+    @property
+    def trace_rows(self) -> list[Row]: ...
+
+    @property
+    def overloaded(self) -> set[str]: ...
+
+    def row(self, trace: str) -> Row: ...
+
+
+@dataclass
+class TraceRows:
+    """Rows per trace made without the grid (``reproduce dmm``: the object device's
+    closed-loop runs, where no trace is overloaded), for the same figures (:class:`Fig`)."""
+
+    rows: list[Row]
+    overloaded: set[str] = field(default_factory=set)
+
+    @property
+    def trace_rows(self) -> list[Row]:
+        return self.rows
+
+    def row(self, trace: str) -> Row:
+        return next((r for r in self.rows if r.get("trace") == trace), {})
 
 
 # --------------------------------------------------------------------------- tables, figures
@@ -506,20 +532,35 @@ def print_table(t: Mapping[str, Any] | None) -> None:
     out_console.print(rt)
 
 
+def print_checks(checks: Sequence[Mapping[str, Any]], title: str) -> None:
+    """Checks in the result JSON's form as a table on the terminal (``passed`` None: not
+    answered, a run failed)."""
+    from rich.table import Table as RichTable
+
+    t = RichTable(title=title)
+    for c in ("check", "result", "values"):
+        t.add_column(c)
+    for c in checks:
+        res = "n/a (a run failed)" if c["passed"] is None else ("pass" if c["passed"] else "FAIL")
+        t.add_row(c["name"], res, c["detail"])
+    out_console.print(t)
+
+
 @dataclass(frozen=True)
 class Fig:
     """A figure file (PNG and SVG) of :mod:`nandlab.figures`: ``kind`` is ``"bars"``
     (:func:`~nandlab.figures.grouped_bars`), ``"stacked"`` or ``"lines"``; ``data`` gives its
-    first argument from the analysis (``None``: the figure is not drawn), ``options`` the
-    rest; ``"custom"``: ``data`` draws the figure itself (a matplotlib figure). Bar charts fade
-    and leave out of the average the overloaded traces."""
+    first argument from the analysis (a :class:`RowSource`; ``None``: the figure is not
+    drawn), ``options`` the rest; ``"custom"``: ``data`` draws the figure itself (a matplotlib
+    figure). Bar charts fade and leave out of the average the overloaded traces."""
 
     name: str
     kind: str
-    data: Callable[[Analysis], Any]
+    #: (analysis or :class:`TraceRows`) -> the figure's data
+    data: Callable[[Any], Any]
     options: Mapping[str, Any] = field(default_factory=dict)
 
-    def draw(self, an: Analysis, out: Path) -> list[Path]:
+    def draw(self, an: RowSource, out: Path) -> list[Path]:
         from nandlab import figures
 
         data = self.data(an)
@@ -543,14 +584,14 @@ class Fig:
 Getter = str | Callable[..., Any]
 
 
-def get(an: Analysis, trace: str, key: Getter, **kw: Any) -> Any:
+def get(an: RowSource, trace: str, key: Getter, **kw: Any) -> Any:
     """The value ``key`` (a :data:`Getter`) of ``trace``."""
     if callable(key):
         return key(an, trace, **kw)
     return value_of(an.row(trace), key.format(**kw))
 
 
-def _traces(an: Analysis, traces: Callable[[Analysis], Sequence[str]] | None) -> Sequence[str]:
+def _traces(an: RowSource, traces: Callable[[Any], Sequence[str]] | None) -> Sequence[str]:
     return traces(an) if traces is not None else [r["trace"] for r in an.trace_rows]
 
 
@@ -559,7 +600,7 @@ def bars(
     panels: Mapping[str, Getter],
     schemes: Sequence[str],
     *,
-    traces: Callable[[Analysis], Sequence[str]] | None = None,
+    traces: Callable[[Any], Sequence[str]] | None = None,
     keep: Callable[[Mapping[str, Any]], bool] | None = None,
     **options: Any,
 ) -> Fig:
@@ -567,7 +608,7 @@ def bars(
     (``traces``, default every trace row; ``keep`` filters a trace by its values) and a bar per
     scheme, the value ``panels[title]`` with ``s`` = the scheme."""
 
-    def data(an: Analysis) -> dict[str, Any]:
+    def data(an: RowSource) -> dict[str, Any]:
         out = {}
         for title, key in panels.items():
             d = {t: {s: get(an, t, key, s=s) for s in schemes} for t in _traces(an, traces)}
@@ -582,7 +623,7 @@ def lines(
     panels: Mapping[str, Getter],
     xs: Sequence[float],
     *,
-    traces: Callable[[Analysis], Sequence[str]] | None = None,
+    traces: Callable[[Any], Sequence[str]] | None = None,
     series: Sequence[str] | None = None,
     **options: Any,
 ) -> Fig:
@@ -590,7 +631,7 @@ def lines(
     trace of ``(x, value)`` with ``x`` from ``xs``; with ``series`` a panel per trace and a line
     per series (the value's ``s``) instead."""
 
-    def data(an: Analysis) -> dict[str, Any]:
+    def data(an: RowSource) -> dict[str, Any]:
         ts = _traces(an, traces)
         if series is not None:
             (key,) = panels.values()
@@ -608,13 +649,13 @@ def stacked(
     key: Getter,
     categories: Sequence[str],
     *,
-    groups: Callable[[Analysis], Sequence[tuple[str, str, dict[str, Any]]]] | None = None,
+    groups: Callable[[Any], Sequence[tuple[str, str, dict[str, Any]]]] | None = None,
     **options: Any,
 ) -> Fig:
     """Stacked shares (:func:`~nandlab.figures.stacked_bars`): a bar per trace (or per
     ``(label, trace, kw)`` of ``groups``) of the ``categories`` (the value's ``k``)."""
 
-    def data(an: Analysis) -> dict[str, Any]:
+    def data(an: RowSource) -> dict[str, Any]:
         gs = groups(an) if groups is not None else [(t, t, {}) for t in _traces(an, None)]
         return {lab: {k: get(an, t, key, k=k, **kw) for k in categories} for lab, t, kw in gs}
 
