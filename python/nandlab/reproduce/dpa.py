@@ -41,7 +41,7 @@ from nandlab.reproduce import framework as fw
 from nandlab.reproduce.common import TraceChoice, known_traces
 from nandlab.reproduce.fmt import fmt_num
 from nandlab.reproduce.headline import Headline as H
-from nandlab.reproduce.load import finite, ratio
+from nandlab.reproduce.load import finite
 
 #: Configurations: label -> (scheme, chunk bytes or None).
 CONFIGS: dict[str, tuple[str, int | None]] = {
@@ -116,6 +116,11 @@ def run_metrics(rep: Mapping[str, Any]) -> dict[str, Any]:
     return {**fw.host_metrics(rep), **{k: finite(ss.get(f)) for k, f in own}}
 
 
+#: DPA-DRM's own numbers in a row (of each DPA configuration).
+DRM_STATS = ("redundant_writes", "parity_writes", "redundant_reads", "cache_hits", "flushes_idle",
+             "flushes_forced", "buffer_hits", "compactions")  # fmt: skip
+
+
 def rows(res: fw.Results) -> list[dict[str, Any]]:
     out = []
     for t in res.traces:
@@ -128,23 +133,12 @@ def rows(res: fw.Results) -> list[dict[str, Any]]:
         }
         for c in CONFIGS:
             m = res.get(t, c)
-            for k in ("mean_us", "read_us", "write_us", "programs", "erases"):
-                row[f"{k}_{c}"] = m.get(k)
+            row.update(fw.pick(m, fw.SCHEME_KEYS, "{k}_" + c))
             if c == "baseline":
                 continue
-            for k in (
-                "redundant_writes",
-                "parity_writes",
-                "redundant_reads",
-                "cache_hits",
-                "flushes_idle",
-                "flushes_forced",
-                "buffer_hits",
-                "compactions",
-            ):
-                row[f"{k}_{c}"] = m.get(k)
-            for k, key in (("mean", "mean_us"), ("programs", "programs"), ("erases", "erases")):
-                row[f"{k}_ratio_{c}"] = ratio(m.get(key), b.get(key))
+            row.update(fw.pick(m, DRM_STATS, "{k}_" + c))
+            row.update(fw.ratios(m, b, {"mean": "mean_us", "programs": "programs",
+                                        "erases": "erases"}, "{k}_ratio_" + c))  # fmt: skip
         out.append(row)
     return out
 
