@@ -16,8 +16,10 @@ value beside ours), the tables (:class:`Table`), the figures to draw (:class:`Fi
 :func:`command` turns a description into its ``nandlab reproduce <paper>`` command (with the
 paper's own :attr:`~Reproduction.options`). A paper's module keeps only what is truly its own
 (its rows, its checks); a study of its own that does not run on the grid (DPA's codec and
-lifetime model) is a :class:`Study` in a module of its own, which :func:`run` runs before the
-trace runs and files in the same result. The recipe is in ``docs/reproducing.md``.
+lifetime model, DMM's DMMbench) is a :class:`Study` in a module of its own, which :func:`run`
+runs before the trace runs and files in the same result. Figures also draw from rows made
+without the grid (:class:`TraceRows`: DMM's object-device runs, :mod:`.osd_runs`). The recipe
+is in ``docs/reproducing.md``.
 """
 
 from __future__ import annotations
@@ -827,9 +829,11 @@ def print_all(r: Reproduction, an: Analysis, doc: Mapping[str, Any]) -> None:
 class Study:
     """What a study of a paper's own files in its reproduction's result: a study that runs in
     this process before the trace runs, not on the grid (DPA's codec and lifetime model,
-    :mod:`~nandlab.reproduce.dpa_codec`). Its checks, headline rows, tables and figures come
-    first in the result JSON; its rows are the JSON's ``table`` (the trace runs' go under
-    :attr:`Reproduction.trace_key`); ``json`` are its own entries, after the trace runs'."""
+    :mod:`~nandlab.reproduce.dpa_codec`; DMM's DMMbench, :mod:`~nandlab.reproduce.dmm_bench`,
+    whose object-device command files it in the same order). Its checks, headline rows, tables
+    and figures come first in the result JSON; its rows are the JSON's ``table`` (the trace
+    runs' go under :attr:`Reproduction.trace_key`); ``json`` are its own entries, after the
+    trace runs'."""
 
     #: checks in the result JSON's form (:func:`checks_of`)
     checks: list[dict[str, Any]] = field(default_factory=list)
