@@ -22,9 +22,9 @@ from _helpers import generate
 
 import nandlab
 from nandlab import _core
+from nandlab.cli.reproduce import reproduce
 from nandlab.cli_common import TRACE_FORMATS
 from nandlab.reproduce import framework as fw
-from nandlab.reproduce import reproduce
 from nandlab.reproduce.common import TraceChoice
 from nandlab.reproduce.headline import PAPERS
 

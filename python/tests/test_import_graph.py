@@ -5,8 +5,11 @@ import in it becomes an edge to the file it names: ``import nandlab.x``, ``from 
 import y``, ``from . import x``, ``from ..x import y``, including imports inside functions and
 under ``if TYPE_CHECKING:`` (a cycle that only a lazy import keeps from failing is still a
 cycle). ``from P import name`` is an edge to the file of ``P.name`` when that is a module of the
-package, else to ``P``'s own file. Importing ``P.x`` also runs ``P/__init__.py``; that implicit
-step is not an edge (a package's ``__init__`` importing its own modules is no cycle).
+package, else to ``P``'s own file. Importing ``P.x`` also runs ``P/__init__.py``: from a module
+outside ``P`` that implicit step is an edge to ``P`` too (``nandlab.report`` importing
+``nandlab.reproduce.fmt`` runs ``nandlab/reproduce/__init__.py``, and whatever that imports);
+from a module inside ``P`` it is not (``P`` is already imported, and a package's ``__init__``
+importing its own modules is no cycle).
 """
 
 from __future__ import annotations
@@ -75,9 +78,19 @@ def imports_of(module: str, path: Path, modules: dict[str, Path]) -> dict[str, i
 
 
 def import_graph(root: Path = ROOT, package: str = PACKAGE) -> dict[str, dict[str, int]]:
-    """module -> {imported module: line} for every module of the package."""
+    """module -> {imported module: line} for every module of the package, with the implicit
+    edge to every package whose ``__init__`` an import runs (the module doc)."""
     modules = module_files(root, package)
-    return {m: imports_of(m, p, modules) for m, p in modules.items()}
+    graph = {m: imports_of(m, p, modules) for m, p in modules.items()}
+    packages = {m for m, p in modules.items() if p.name == "__init__.py"}
+    for m, edges in graph.items():
+        for target, line in list(edges.items()):
+            parts = target.split(".")
+            for i in range(1, len(parts)):
+                pkg = ".".join(parts[:i])
+                if pkg in packages and pkg != m and not m.startswith(pkg + "."):
+                    edges[pkg] = min(line, edges.get(pkg, line))
+    return graph
 
 
 def _shortest_cycle(graph: dict[str, dict[str, int]], start: str) -> list[str] | None:
@@ -189,13 +202,41 @@ def test_the_graph_sees_every_kind_of_import(tmp_path: Path) -> None:
     graph = import_graph(pkg, PACKAGE)
     assert graph["nandlab.a"] == {"nandlab.b": 1}
     assert graph["nandlab.b"] == {"nandlab.c": 2}
-    assert graph["nandlab.c"] == {"nandlab.sub.d": 1}
+    # importing nandlab.sub.d runs nandlab/sub/__init__.py: an edge from outside the package
+    assert graph["nandlab.c"] == {"nandlab.sub.d": 1, "nandlab.sub": 1}
     assert graph["nandlab.sub"] == {"nandlab.sub.d": 1}
     assert graph["nandlab.sub.d"] == {"nandlab.a": 1}
     assert graph["nandlab.e"] == {"nandlab.a": 1, "nandlab.sub": 2}
     assert graph["nandlab.sub.f"] == {"nandlab.c": 4}
     assert all_cycles(graph) == [
-        ["nandlab.a", "nandlab.b", "nandlab.c", "nandlab.sub.d", "nandlab.a"]
+        ["nandlab.a", "nandlab.b", "nandlab.c", "nandlab.sub", "nandlab.sub.d", "nandlab.a"],
+        ["nandlab.a", "nandlab.b", "nandlab.c", "nandlab.sub.d", "nandlab.a"],
     ]
     (pkg / "b.py").write_text("def f():\n    pass\n", encoding="utf-8")
+    assert all_cycles(import_graph(pkg, PACKAGE)) == []
+
+
+def test_a_package_init_is_on_the_path_of_an_import(tmp_path: Path) -> None:
+    """``report`` importing ``rep.fmt`` runs ``rep/__init__.py``; when that imports a module
+    that imports ``report``, that is a cycle (``nandlab.report -> nandlab.reproduce ->
+    nandlab.reproduce.run_all -> nandlab.report`` before issue 31), though no module imports
+    another that imports it back directly."""
+    pkg = tmp_path / PACKAGE
+    (pkg / "rep").mkdir(parents=True)
+    files = {
+        "__init__.py": "",
+        "report.py": "def f():\n    from nandlab.rep.fmt import x\n",
+        "rep/__init__.py": "from nandlab.rep import run_all\n",
+        "rep/fmt.py": "x = 1\n",
+        "rep/run_all.py": "def g():\n    from nandlab.report import f\n",
+    }
+    for name, text in files.items():
+        (pkg / name).write_text(text, encoding="utf-8")
+    graph = import_graph(pkg, PACKAGE)
+    assert graph["nandlab.report"] == {"nandlab.rep.fmt": 2, "nandlab.rep": 2}
+    assert graph["nandlab.rep"] == {"nandlab.rep.run_all": 1}  # its own module: no self edge
+    assert all_cycles(graph) == [
+        ["nandlab.rep", "nandlab.rep.run_all", "nandlab.report", "nandlab.rep"]
+    ]
+    (pkg / "rep/__init__.py").write_text('"""The package."""\n', encoding="utf-8")
     assert all_cycles(import_graph(pkg, PACKAGE)) == []

@@ -12,7 +12,8 @@ Where each command is defined:
 ``nandlab report``                        :mod:`nandlab.cli.report` (:mod:`nandlab.report`)
 ``nandlab characterize``                  :mod:`nandlab.cli.characterize`
                                           (:mod:`nandlab.characterize`)
-``nandlab reproduce <paper>``             :mod:`nandlab.reproduce` (a module per paper)
+``nandlab reproduce <paper>``             :mod:`nandlab.cli.reproduce` (a module per paper:
+                                          :mod:`nandlab.reproduce`)
 ``nandlab dpa analyze``                   :mod:`nandlab.dpa.cli`
 ``nandlab osd run|stats|crash-test``      :mod:`nandlab.osd.cli`
 ========================================  ==================================================
@@ -32,13 +33,13 @@ from nandlab.cli.characterize import characterize_command
 from nandlab.cli.compare import compare_command
 from nandlab.cli.reliability import ecc, rber
 from nandlab.cli.report import report_command
+from nandlab.cli.reproduce import reproduce
 from nandlab.cli.run import run
 from nandlab.cli.sweep import sweep_command
 from nandlab.cli.trace import trace
 from nandlab.cli_common import CliGroup, short_help
 from nandlab.dpa.cli import dpa
 from nandlab.osd.cli import osd
-from nandlab.reproduce import reproduce
 
 
 @click.group(cls=CliGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -1,41 +1,11 @@
-"""``nandlab reproduce <paper>``: re-run a paper's experiments on the engine.
+"""The reproductions of ``nandlab reproduce <paper>``: a module per paper on one framework.
 
-Every command takes ``--traces DIR`` (repeatable; default: the bundled samples and the
-workspace's captured traces), ``--quick``, ``--out DIR`` (default ``./nandlab-out/<paper>``),
-``--json OUT``, ``--processes N`` and ``--scheduler ADDR``; runs go through
-:func:`nandlab.experiment.run_grid`, so re-running with the same ``--out`` skips finished runs.
-``dpa`` (Guo ch. 2, codec and lifetime model) analyses data files (``--data``) instead of
-replaying traces; its Monte-Carlo points are cached instead. ``dmm`` (Guo ch. 4, the object
-device) runs DMMbench and file-level traces in this process (each run takes seconds) and caches
-each run's report in ``OUT/runs``; it takes ``--traces --quick --out --json --progress``.
+:mod:`~nandlab.reproduce.framework` is the description and the runner every reproduction
+uses (``docs/reproducing.md``); a paper's module describes its reproduction (``xia_diffecc``,
+``ida``, ``efm``, ``flexecc``, ``flexlevel``, ``dpa``, ``dmm``), a study of a paper's own has
+its module (``dpa_codec``, ``dmm_bench``) and :mod:`~nandlab.reproduce.osd_runs` runs the
+object device's runs. The command group that registers them is :mod:`nandlab.cli.reproduce`.
+This package's ``__init__`` imports nothing: :mod:`nandlab.report` uses its shared pieces
+(``fmt``, ``headline``) without loading every paper, and ``reproduce all``
+(:mod:`~nandlab.reproduce.run_all`) imports :mod:`nandlab.report` without a cycle.
 """
-
-from __future__ import annotations
-
-import click
-
-from nandlab.reproduce import dmm as _dmm
-from nandlab.reproduce import dpa as _dpa
-from nandlab.reproduce import efm as _efm
-from nandlab.reproduce import flexecc as _flexecc
-from nandlab.reproduce import flexlevel as _flexlevel
-from nandlab.reproduce import ida as _ida
-from nandlab.reproduce import run_all as _run_all
-from nandlab.reproduce import xia_diffecc as _xia_diffecc
-
-
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-def reproduce() -> None:
-    """Reproduce a paper's tables and figures (resumable; see --help of each paper)."""
-
-
-reproduce.add_command(_xia_diffecc.xia_diffecc)
-reproduce.add_command(_ida.ida)
-reproduce.add_command(_efm.efm)
-reproduce.add_command(_dpa.dpa)
-reproduce.add_command(_flexlevel.flexlevel)
-reproduce.add_command(_flexecc.flexecc)
-reproduce.add_command(_dmm.dmm)
-reproduce.add_command(_run_all.run_all)
-
-__all__ = ["reproduce"]

@@ -166,6 +166,9 @@ def _fill(s: str, f: int) -> str:
     return s if f == 1 else f"{s} fill R{f + 1}"
 
 
+_TIMES = ("mean_us", "read_us", "write_us", "flash_us_per_request", "migration_us_per_request")
+
+
 def rows(res: fw.Results) -> list[dict[str, Any]]:
     """Per trace instance: mean response and flash time per request of every scheme, the
     reductions, wear-stage and lifetime gains; then the Average over comparable instances."""
@@ -176,14 +179,7 @@ def rows(res: fw.Results) -> list[dict[str, Any]]:
         row["requests"] = res.get(t, "efm").get("requests")
         for s in SCHEMES:
             m = res.get(t, s)
-            for k in (
-                "mean_us",
-                "read_us",
-                "write_us",
-                "flash_us_per_request",
-                "migration_us_per_request",
-            ):
-                row[f"{s}_{k}"] = m.get(k)
+            row.update(fw.pick(m, _TIMES, s + "_{k}"))
             row[f"{s}_die_utilization"] = (m.get("load") or {}).get("die_utilization")
             row[f"{s}_overloaded"] = (m.get("load") or {}).get("overloaded")
             if s != "efm":
@@ -216,12 +212,7 @@ def rows(res: fw.Results) -> list[dict[str, Any]]:
         row["wear_aware_gain"] = mean_of(gains) if gains else None
         row["ratio_wear_aware"] = None if not gains else 1.0 + row["wear_aware_gain"]
         out.append(row)
-    over = {r["trace"] for r in out if r.get("overloaded")}
-    avg: dict[str, Any] = {"trace": "Average"}
-    for k in out[0] if out else []:
-        if k not in ("trace", "requests") and k.startswith(("reduction", "wear_aware", "ratio")):
-            avg[k] = mean_of([finite(r.get(k)) for r in out if r["trace"] not in over])
-    return [*out, avg] if out else out
+    return fw.with_means(out, lambda k: k.startswith(("reduction", "wear_aware", "ratio")))
 
 
 def quick_check(an: fw.Analysis) -> list[dict[str, Any]]:

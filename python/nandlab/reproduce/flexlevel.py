@@ -160,6 +160,10 @@ def lifetime_change(erase_ratio: float | None) -> float | None:
     return (P_ON + (P_MAX - P_ON) / erase_ratio) / P_MAX - 1.0
 
 
+_RATIOS = {"read": "read_us", "mean": "mean_us", "write": "write_us", "programs": "programs",
+           "erases": "erases"}  # fmt: skip
+
+
 def rows(res: fw.Results) -> list[dict[str, Any]]:
     out = []
     for t in res.traces:
@@ -168,17 +172,9 @@ def rows(res: fw.Results) -> list[dict[str, Any]]:
         row["read_share"] = ratio(base.get("reads"), base.get("requests"))
         for c in CONFIGS:
             m = res.get(t, c)
-            for k in ("mean_us", "read_us", "write_us", "programs", "erases"):
-                row[f"{c}_{k}"] = m.get(k)
+            row.update(fw.pick(m, fw.SCHEME_KEYS, c + "_{k}"))
             if c != "baseline":
-                for k, key in (
-                    ("read", "read_us"),
-                    ("mean", "mean_us"),
-                    ("write", "write_us"),
-                    ("programs", "programs"),
-                    ("erases", "erases"),
-                ):
-                    row[f"{k}_ratio_{c}"] = ratio(m.get(key), base.get(key))
+                row.update(fw.ratios(m, base, _RATIOS, "{k}_ratio_" + c))
             row[f"{c}_capacity_loss_percent"] = m.get("capacity_loss_percent")
             row[f"{c}_op_effective"] = m.get("op_effective")
         ae, mbf = res.get(t, "access_eval"), res.get(t, "mbf")
@@ -206,8 +202,8 @@ def rows(res: fw.Results) -> list[dict[str, Any]]:
                 }
         # Fig. 25 on the device GC works on
         gb, ga = (res.get(t, f"{c} gc") for c in GC_CONFIGS)
-        for k in ("programs", "erases", "mean_us"):
-            row[f"gc_{k}_ratio_access_eval"] = ratio(ga.get(k), gb.get(k))
+        row.update(fw.ratios(ga, gb, {k: k for k in ("programs", "erases", "mean_us")},
+                             "gc_{k}_ratio_access_eval"))  # fmt: skip
         row["gc_baseline_erases"] = gb.get("erases")
         row["gc_overloaded"] = any((m.get("load") or {}).get("overloaded") for m in (gb, ga))
         row["gc_lifetime_change"] = lifetime_change(row.get("gc_erases_ratio_access_eval"))
@@ -302,8 +298,7 @@ REPRODUCTION = fw.Reproduction(
         H("false identification rate, MBF", "§3.5, Fig. 23", 45, "false_id_mbf", kind="share",
           paper_text="≈ 45 %"),
         H("lifetime, AccessEval+LevelAdjust (from erases, P_on 4000)", "§3.6.2, Fig. 25", -7,
-          lambda r: None if (c := r.get("lifetime_change")) is None else 1.0 + c,
-          why="no run reaches GC on the preset device"),
+          fw.as_ratio("lifetime_change"), why="no run reaches GC on the preset device"),
         *(H(f"overall gain of AccessEval+LevelAdjust at {pe} P/E", "§3.6.2, Fig. 24c", p,
             f"gain_by_pe.{pe}", kind="share", why=WHY_AGE)
           for pe, p in ((3000, 2), (6000, 11))),
@@ -319,8 +314,8 @@ REPRODUCTION = fw.Reproduction(
           deciders=("baseline gc", "access_eval gc"), why=WHY_GC),
         H("lifetime, AccessEval+LevelAdjust, device in GC (from erases, P_on 4000)",
           "§3.6.2, Fig. 25", -7,
-          lambda r: None if (c := r.get("gc_lifetime_change")) is None else 1.0 + c,
-          when=_writes, deciders=("baseline gc", "access_eval gc"), why=WHY_GC),
+          fw.as_ratio("gc_lifetime_change"), when=_writes,
+          deciders=("baseline gc", "access_eval gc"), why=WHY_GC),
     ),
     tables=(
         fw.Table("FlexLevel vs baseline (LDPC-in-SSD) at 6000 P/E: read / overall response "

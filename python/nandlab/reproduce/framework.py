@@ -13,25 +13,27 @@ value beside ours), the tables (:class:`Table`), the figures to draw (:class:`Fi
 4. analyse: metrics per run, rows per trace, the headline over the comparable traces;
 5. draw the figures, write the JSON, print the tables, exit with the documented status.
 
-:func:`command` turns a description into its ``nandlab reproduce <paper>`` command. A paper's
-module keeps only what is truly its own (its rows, its special studies). The recipe is in
-``docs/reproducing.md``.
+:func:`command` turns a description into its ``nandlab reproduce <paper>`` command (with the
+paper's own :attr:`~Reproduction.options`). A paper's module keeps only what is truly its own
+(its rows, its checks); a study of its own that does not run on the grid (DPA's codec and
+lifetime model, DMM's DMMbench) is a :class:`Study` in a module of its own, which :func:`run`
+runs before the trace runs and files in the same result. Figures also draw from rows made
+without the grid (:class:`TraceRows`: DMM's object-device runs, :mod:`.osd_runs`). The recipe
+is in ``docs/reproducing.md``.
 """
 
 from __future__ import annotations
 
 import inspect
-import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import click
 
 from nandlab.reproduce.common import (
-    STANDINS,
     CommonOptions,
     TraceChoice,
     common_options,
@@ -42,7 +44,14 @@ from nandlab.reproduce.common import (
     runs_line,
     traces_json,
 )
-from nandlab.reproduce.fmt import err_console, fmt_num, fmt_pct, out_console, plural
+from nandlab.reproduce.fmt import (
+    EXIT_CHECK_FAILED,
+    err_console,
+    fmt_num,
+    fmt_pct,
+    out_console,
+    plural,
+)
 from nandlab.reproduce.headline import Headline, headline_rows, print_rows, value_of
 from nandlab.reproduce.load import (
     AUTO,
@@ -51,15 +60,21 @@ from nandlab.reproduce.load import (
     LoadPlan,
     auto_scale,
     finite,
+    geo_mean,
     groups,
     load_info,
+    mean_of,
     next_scale,
     offered_load,
     print_load_table,
+    ratio,
     report_value,
     scale_label,
 )
 from nandlab.reproduce.output import write_result
+from nandlab.reproduce.traces import Selection, Traces
+from nandlab.reproduce.traces import TraceDef as TraceDef
+from nandlab.reproduce.traces import standin as standin
 
 if TYPE_CHECKING:
     import polars as pl
@@ -67,123 +82,6 @@ if TYPE_CHECKING:
     from nandlab.experiment import GridStats, RunSpec
 
 Row = dict[str, Any]
-
-
-# --------------------------------------------------------------------------- traces
-
-
-@dataclass(frozen=True)
-class TraceDef:
-    """A trace a reproduction runs when it is found: its name (the name it runs under), its
-    usual file names (glob patterns, most preferred first), where it comes from
-    (``"captured"``, ``"bundled excerpt"``, ``"ours"``...), whether the request cap applies to
-    it, and the paper trace whose full file, when found, replaces it (an excerpt)."""
-
-    name: str
-    patterns: Sequence[str]
-    source: str
-    capped: bool = True
-    superseded_by: str | None = None
-
-
-def standin(name: str, source: str | None = None, *, capped: bool | None = None) -> TraceDef:
-    """One of our stand-ins (:data:`~nandlab.reproduce.common.STANDINS`), under its own name:
-    a captured trace (source ``"captured"``, cut to the request cap) or a bundled excerpt
-    (``"bundled excerpt"``, whole, replaced by the paper's full trace when that is found)."""
-    pats, full = STANDINS[name]
-    src = source or ("bundled excerpt" if full else "captured")
-    return TraceDef(name, pats, src, (full is None) if capped is None else capped, full)
-
-
-@dataclass
-class Selection:
-    """The traces a run of a reproduction uses (before the load level is chosen)."""
-
-    traces: list[TraceChoice]
-    #: the paper's traces not found (a user has them or not)
-    missing: list[str]
-    searched: list[Path]
-    notes: list[str] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class Traces:
-    """Which traces a reproduction runs.
-
-    Without ``--quick``: every trace of the paper's table (``paper``, searched in the
-    ``--traces`` directories only) and our stand-ins (``ours``, also searched in the bundled
-    samples and the workspace's captured traces), each under its own name. With ``--quick``:
-    the ``quick`` list, where an entry that is a tuple takes the first alternative found.
-    Traces that take a cap are cut to their first ``--max-requests`` requests (default
-    ``default_cap``, ``quick_cap`` with ``--quick``; 0 = whole traces).
-    """
-
-    #: the paper's trace table ("Table II"); names the JSON key of the missing ones
-    table: str = ""
-    #: the paper's traces by their usual file names
-    paper: Mapping[str, Sequence[str]] = field(default_factory=dict)
-    ours: Sequence[TraceDef] = ()
-    quick: Sequence[TraceDef | tuple[TraceDef, ...]] = ()
-    default_cap: int = 0
-    quick_cap: int = 0
-    #: the note of a --quick run (what it leaves out)
-    quick_note: str = ""
-    #: when set, the missing paper traces are said in a note ("{missing}": their names)
-    missing_note: str | None = None
-
-    @property
-    def missing_key(self) -> str:
-        """The JSON key of the missing paper traces (``missing_table_ii``)."""
-        return "missing_" + re.sub(r"[^a-z0-9]+", "_", self.table.lower()).strip("_")
-
-    def select(self, dirs: Sequence[Path], *, quick: bool, max_requests: int | None) -> Selection:
-        """The traces found under ``dirs`` (and the default directories for ours)."""
-        from nandlab.experiment import default_trace_dirs, find_traces
-
-        search = list(dict.fromkeys([*map(Path, dirs), *default_trace_dirs()]))
-        sel = Selection([], [], search)
-        if quick:
-            cap = max_requests if max_requests is not None else self.quick_cap
-            for entry in self.quick:
-                alts = entry if isinstance(entry, tuple) else (entry,)
-                for i, t in enumerate(alts):
-                    found, _ = find_traces(search, {t.name: t.patterns})
-                    if t.name in found:
-                        sel.traces.append(self._choice(t, found[t.name], cap))
-                        if i:
-                            sel.notes.append(f"{alts[0].name} not found: {t.name} stands in")
-                        break
-                else:
-                    if len(alts) > 1:
-                        raise FileNotFoundError(
-                            "--quick needs one of "
-                            + " or ".join(a.patterns[0].rstrip("*") for a in alts)
-                            + "; none was found"
-                        )
-            if not sel.traces:
-                names = ", ".join((e if isinstance(e, TraceDef) else e[0]).name for e in self.quick)
-                raise FileNotFoundError(f"--quick needs the bundled traces ({names}); none found")
-            if self.quick_note:
-                sel.notes.append(self.quick_note)
-            return sel
-        cap = max_requests if max_requests is not None else self.default_cap
-        paper, sel.missing = find_traces(list(map(Path, dirs)), self.paper)
-        sel.traces += [TraceChoice(n, p, self.table, cap or None) for n, p in paper.items()]
-        found, _ = find_traces(search, {t.name: t.patterns for t in self.ours})
-        for t in self.ours:
-            if t.name not in found:
-                continue
-            if t.superseded_by is not None and t.superseded_by in paper:
-                sel.notes.append(f"{t.name} skipped: the full {t.superseded_by} trace was found")
-                continue
-            sel.traces.append(self._choice(t, found[t.name], cap))
-        if self.missing_note is not None and sel.missing:
-            sel.notes.append(self.missing_note.format(missing=", ".join(sel.missing)))
-        return sel
-
-    @staticmethod
-    def _choice(t: TraceDef, path: Path, cap: int) -> TraceChoice:
-        return TraceChoice(t.name, path, t.source, (cap or None) if t.capped else None)
 
 
 # --------------------------------------------------------------------------- runs
@@ -316,6 +214,10 @@ HOST_METRICS = {
 }  # fmt: skip
 
 
+#: A scheme's columns in most rows: response times, programs and erases (of :data:`HOST_METRICS`).
+SCHEME_KEYS = ("mean_us", "read_us", "write_us", "programs", "erases")
+
+
 def host_metrics(
     rep: Mapping[str, Any], *, counts: Callable[[Any], Any] = finite
 ) -> dict[str, Any]:
@@ -325,6 +227,52 @@ def host_metrics(
     for k in ("requests", "reads", "programs", "erases"):
         out[k] = counts(out[k])
     return {**out, "load": load_info(rep)}
+
+
+def pick(run: Mapping[str, Any], keys: Iterable[str], name: str) -> dict[str, Any]:
+    """Row entries ``name.format(k=k)`` = metric ``k`` of ``run``, for every ``k``."""
+    return {name.format(k=k): run.get(k) for k in keys}
+
+
+def ratios(
+    runs: Mapping[str, Any], ref: Mapping[str, Any], keys: Mapping[str, str], name: str
+) -> dict[str, float | None]:
+    """Row entries ``name.format(k=k)`` = metric ``keys[k]`` of ``runs`` / that of ``ref``
+    (:func:`~nandlab.reproduce.load.ratio`), for every ``k``."""
+    return {name.format(k=k): ratio(runs.get(m), ref.get(m)) for k, m in keys.items()}
+
+
+def with_means(
+    rows: list[Row], keep: Callable[[str], bool], *, geomean: bool = False, count: bool = False
+) -> list[Row]:
+    """``rows`` (one per trace), then an ``"Average"`` row (and with ``geomean`` a ``"Geo.
+    mean"`` row) of the entries ``keep`` picks among the first row's, each over the traces
+    that are not overloaded (docs/reproductions.md, item 5); ``count`` adds the number of
+    those traces (``comparable_traces``)."""
+    if not rows:
+        return rows
+    over = {r["trace"] for r in rows if r.get("overloaded")}
+    avg: Row = {"trace": "Average"}
+    geo: Row = {"trace": "Geo. mean"}
+    for k in (k for k in rows[0] if keep(k)):
+        vals = [v for r in rows if r["trace"] not in over and (v := finite(r.get(k))) is not None]
+        avg[k] = mean_of(vals)
+        geo[k] = geo_mean(vals)
+    if count:
+        avg["comparable_traces"] = geo["comparable_traces"] = len(rows) - len(over)
+    return [*rows, avg, geo] if geomean else [*rows, avg]
+
+
+def as_ratio(key: str, *, reduction: bool = False) -> Callable[[Mapping[str, Any]], Any]:
+    """A row's change (``1 + v``) or, with ``reduction``, its reduction (``1 - v``) as the
+    ratio a :class:`~nandlab.reproduce.headline.Headline` or a :class:`Col` shows as a
+    change; ``None`` without a value."""
+
+    def f(r: Mapping[str, Any]) -> float | None:
+        v = value_of(r, key)
+        return None if v is None else 1.0 - v if reduction else 1.0 + v
+
+    return f
 
 
 @dataclass
@@ -426,7 +374,33 @@ class Analysis:
         return next((r for r in self.rows if r.get("trace") == trace), {})
 
 
-# --------------------------------------------------------------------------- headline
+class RowSource(Protocol):
+    """What the figures (:class:`Fig`) draw from: an :class:`Analysis` of the grid's runs, or
+    :class:`TraceRows` made otherwise."""
+
+    @property
+    def trace_rows(self) -> list[Row]: ...
+
+    @property
+    def overloaded(self) -> set[str]: ...
+
+    def row(self, trace: str) -> Row: ...
+
+
+@dataclass
+class TraceRows:
+    """Rows per trace made without the grid (``reproduce dmm``: the object device's
+    closed-loop runs, where no trace is overloaded), for the same figures (:class:`Fig`)."""
+
+    rows: list[Row]
+    overloaded: set[str] = field(default_factory=set)
+
+    @property
+    def trace_rows(self) -> list[Row]:
+        return self.rows
+
+    def row(self, trace: str) -> Row:
+        return next((r for r in self.rows if r.get("trace") == trace), {})
 
 
 # --------------------------------------------------------------------------- tables, figures
@@ -497,20 +471,35 @@ def print_table(t: Mapping[str, Any] | None) -> None:
     out_console.print(rt)
 
 
+def print_checks(checks: Sequence[Mapping[str, Any]], title: str) -> None:
+    """Checks in the result JSON's form as a table on the terminal (``passed`` None: not
+    answered, a run failed)."""
+    from rich.table import Table as RichTable
+
+    t = RichTable(title=title)
+    for c in ("check", "result", "values"):
+        t.add_column(c)
+    for c in checks:
+        res = "n/a (a run failed)" if c["passed"] is None else ("pass" if c["passed"] else "FAIL")
+        t.add_row(c["name"], res, c["detail"])
+    out_console.print(t)
+
+
 @dataclass(frozen=True)
 class Fig:
     """A figure file (PNG and SVG) of :mod:`nandlab.figures`: ``kind`` is ``"bars"``
     (:func:`~nandlab.figures.grouped_bars`), ``"stacked"`` or ``"lines"``; ``data`` gives its
-    first argument from the analysis (``None``: the figure is not drawn), ``options`` the
-    rest; ``"custom"``: ``data`` draws the figure itself (a matplotlib figure). Bar charts fade
-    and leave out of the average the overloaded traces."""
+    first argument from the analysis (a :class:`RowSource`; ``None``: the figure is not
+    drawn), ``options`` the rest; ``"custom"``: ``data`` draws the figure itself (a matplotlib
+    figure). Bar charts fade and leave out of the average the overloaded traces."""
 
     name: str
     kind: str
-    data: Callable[[Analysis], Any]
+    #: (analysis or :class:`TraceRows`) -> the figure's data
+    data: Callable[[Any], Any]
     options: Mapping[str, Any] = field(default_factory=dict)
 
-    def draw(self, an: Analysis, out: Path) -> list[Path]:
+    def draw(self, an: RowSource, out: Path) -> list[Path]:
         from nandlab import figures
 
         data = self.data(an)
@@ -534,14 +523,14 @@ class Fig:
 Getter = str | Callable[..., Any]
 
 
-def get(an: Analysis, trace: str, key: Getter, **kw: Any) -> Any:
+def get(an: RowSource, trace: str, key: Getter, **kw: Any) -> Any:
     """The value ``key`` (a :data:`Getter`) of ``trace``."""
     if callable(key):
         return key(an, trace, **kw)
     return value_of(an.row(trace), key.format(**kw))
 
 
-def _traces(an: Analysis, traces: Callable[[Analysis], Sequence[str]] | None) -> Sequence[str]:
+def _traces(an: RowSource, traces: Callable[[Any], Sequence[str]] | None) -> Sequence[str]:
     return traces(an) if traces is not None else [r["trace"] for r in an.trace_rows]
 
 
@@ -550,7 +539,7 @@ def bars(
     panels: Mapping[str, Getter],
     schemes: Sequence[str],
     *,
-    traces: Callable[[Analysis], Sequence[str]] | None = None,
+    traces: Callable[[Any], Sequence[str]] | None = None,
     keep: Callable[[Mapping[str, Any]], bool] | None = None,
     **options: Any,
 ) -> Fig:
@@ -558,7 +547,7 @@ def bars(
     (``traces``, default every trace row; ``keep`` filters a trace by its values) and a bar per
     scheme, the value ``panels[title]`` with ``s`` = the scheme."""
 
-    def data(an: Analysis) -> dict[str, Any]:
+    def data(an: RowSource) -> dict[str, Any]:
         out = {}
         for title, key in panels.items():
             d = {t: {s: get(an, t, key, s=s) for s in schemes} for t in _traces(an, traces)}
@@ -573,7 +562,7 @@ def lines(
     panels: Mapping[str, Getter],
     xs: Sequence[float],
     *,
-    traces: Callable[[Analysis], Sequence[str]] | None = None,
+    traces: Callable[[Any], Sequence[str]] | None = None,
     series: Sequence[str] | None = None,
     **options: Any,
 ) -> Fig:
@@ -581,7 +570,7 @@ def lines(
     trace of ``(x, value)`` with ``x`` from ``xs``; with ``series`` a panel per trace and a line
     per series (the value's ``s``) instead."""
 
-    def data(an: Analysis) -> dict[str, Any]:
+    def data(an: RowSource) -> dict[str, Any]:
         ts = _traces(an, traces)
         if series is not None:
             (key,) = panels.values()
@@ -599,13 +588,13 @@ def stacked(
     key: Getter,
     categories: Sequence[str],
     *,
-    groups: Callable[[Analysis], Sequence[tuple[str, str, dict[str, Any]]]] | None = None,
+    groups: Callable[[Any], Sequence[tuple[str, str, dict[str, Any]]]] | None = None,
     **options: Any,
 ) -> Fig:
     """Stacked shares (:func:`~nandlab.figures.stacked_bars`): a bar per trace (or per
     ``(label, trace, kw)`` of ``groups``) of the ``categories`` (the value's ``k``)."""
 
-    def data(an: Analysis) -> dict[str, Any]:
+    def data(an: RowSource) -> dict[str, Any]:
         gs = groups(an) if groups is not None else [(t, t, {}) for t in _traces(an, None)]
         return {lab: {k: get(an, t, key, k=k, **kw) for k in categories} for lab, t, kw in gs}
 
@@ -658,6 +647,24 @@ class Reproduction:
     #: traces the reproduction makes (generated stand-ins), before the runs: options ->
     #: (trace choices, a record of how they were made, in :attr:`Results.extra`)
     prepare: Callable[[CommonOptions], tuple[list[TraceChoice], dict[str, Any]]] | None = None
+    #: run the check without ``--quick`` too
+    check_always: bool = False
+    #: the title of the printed headline (default: "Headline: <title>, the paper vs ours")
+    headline_title: str = ""
+    #: more options of the command (click decorators, listed as ``--help`` lists them, after
+    #: the options of every reproduction); their values reach ``study`` and ``from_study``
+    options: Sequence[Callable[[Any], Any]] = ()
+    #: a study of the paper's own, run in this process before the trace runs (:class:`Study`):
+    #: (options, the values of ``options`` by name) -> what it files in the result
+    study: Callable[[CommonOptions, Mapping[str, Any]], Study] | None = None
+    #: with a study: (this description, the study, the values of ``options``) -> the
+    #: description the trace runs follow (e.g. variants made from the study's results), or
+    #: ``None`` for no trace runs; default: this description
+    from_study: Callable[[Reproduction, Study, Mapping[str, Any]], Reproduction | None] | None = (
+        None
+    )
+    #: with a study: the result JSON's key of the trace runs' entries (:func:`study_json`)
+    trace_key: str = "trace_runs"
 
 
 def checks_of(items: Iterable[Mapping[str, Any]], kind: str = "sanity") -> list[dict[str, Any]]:
@@ -689,7 +696,7 @@ def analyse(res: Results) -> Analysis:
     an = Analysis(res, r.rows(res))
     an.loads = {t: res.load(t) for t in res.traces if any(res.has(t, n) for n in r.probe)}
     an.headline = headline_rows(r.headline, an.trace_rows, res.overloaded_run, res.groups)
-    if res.quick and r.check is not None:
+    if (res.quick or r.check_always) and r.check is not None:
         an.checks = checks_of(r.check(an))
     return an
 
@@ -777,9 +784,15 @@ def result_json(r: Reproduction, an: Analysis, st: GridStats) -> dict[str, Any]:
     return out
 
 
-def run(r: Reproduction, opts: CommonOptions, *, max_requests: int | None = None) -> Analysis:
+def run(
+    r: Reproduction, opts: CommonOptions, *, max_requests: int | None = None, **kw: Any
+) -> Analysis | None:
     """The whole reproduction: runs, figures, JSON, tables; exits 1 when a run failed or a
-    sanity check did not pass (``docs/reproductions.md``, "Exit status")."""
+    sanity check did not pass (``docs/reproductions.md``, "Exit status"). ``kw``: the values
+    of the reproduction's own :attr:`~Reproduction.options`. Returns the trace runs'
+    analysis (``None`` when a study left no trace runs)."""
+    if r.study is not None:
+        return run_study(r, opts, max_requests=max_requests, **kw)
     t0 = time.perf_counter()
     an, df, st = execute(r, opts, max_requests=max_requests)
     for f in r.figures:
@@ -809,14 +822,139 @@ def print_all(r: Reproduction, an: Analysis, doc: Mapping[str, Any]) -> None:
         out_console.print(f"[dim]note: {note}[/]")
 
 
+# --------------------------------------------------------------------------- a paper's own study
+
+
+@dataclass
+class Study:
+    """What a study of a paper's own files in its reproduction's result: a study that runs in
+    this process before the trace runs, not on the grid (DPA's codec and lifetime model,
+    :mod:`~nandlab.reproduce.dpa_codec`; DMM's DMMbench, :mod:`~nandlab.reproduce.dmm_bench`,
+    whose object-device command files it in the same order). Its checks, headline rows, tables
+    and figures come first in the result JSON; its rows are the JSON's ``table`` (the trace
+    runs' go under :attr:`Reproduction.trace_key`); ``json`` are its own entries, after the
+    trace runs'."""
+
+    #: checks in the result JSON's form (:func:`checks_of`)
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    #: headline rows (:func:`~nandlab.reproduce.headline.headline_rows`)
+    headline: list[Row] = field(default_factory=list)
+    #: tables as printed (:meth:`Table.render`)
+    tables: list[dict[str, Any]] = field(default_factory=list)
+    figures: list[Path] = field(default_factory=list)
+    #: other files it wrote (listed after every figure)
+    files: list[Path] = field(default_factory=list)
+    rows: list[Row] = field(default_factory=list)
+    json: dict[str, Any] = field(default_factory=dict)
+    #: prints its results (before the trace runs' tables)
+    show: Callable[[], None] | None = None
+    #: its part of the closing line
+    summary: str = ""
+    #: a part of it failed (exit status 1)
+    failed: bool = False
+    #: what the trace runs take from it (:attr:`Reproduction.from_study`)
+    data: Any = None
+
+
+def study_json(
+    r: Reproduction,
+    opts: CommonOptions,
+    study: Study,
+    part: tuple[Reproduction, Analysis, GridStats] | None,
+) -> dict[str, Any]:
+    """The result JSON of a reproduction with a study: the entries of every reproduction
+    (the study's checks, headline rows, tables and figures, then the trace runs'), the
+    study's rows as ``table``, the trace runs' rows, loads, load level, grid, traces and notes
+    (and their ``json_extra``) under :attr:`Reproduction.trace_key`, then the study's own
+    entries."""
+    p, an = (part[0], part[1]) if part is not None else (None, None)
+    tables = [t for t in (x.render(an) for x in p.tables) if t] if p and an else []
+    out: dict[str, Any] = {
+        "paper": r.paper,
+        "title": r.title,
+        "quick": opts.quick,
+        "checks": [*study.checks, *(an.checks if an else [])],
+        "headline": [*study.headline, *(an.headline if an else [])],
+        "tables": [*study.tables, *tables],
+        "figures": [str(f) for f in [*study.figures, *(an.figures if an else []), *study.files]],
+        "table": study.rows,
+    }
+    if part is not None:
+        p, an, st = part
+        res = an.res
+        runs: dict[str, Any] = {
+            "table": an.rows,
+            "loads": an.loads,
+            "load": res.plan.to_json(),
+            "grid": grid_json(st),
+            "traces": traces_json(res.instances),
+            "notes": res.selection.notes,
+        }
+        if p.json_extra is not None:
+            runs.update(p.json_extra(an))
+        out[r.trace_key] = runs
+    out.update(study.json)
+    return out
+
+
+def run_study(
+    r: Reproduction, opts: CommonOptions, *, max_requests: int | None = None, **kw: Any
+) -> Analysis | None:
+    """:func:`run` of a reproduction with a study: the study, then the trace runs it leaves
+    (:attr:`Reproduction.from_study`), one result JSON (:func:`study_json`, with the wall
+    time ``wall_s``), the study's tables, then the trace runs' load table, notes and tables,
+    and the headline."""
+    t0 = time.perf_counter()
+    assert r.study is not None
+    study = r.study(opts, kw)
+    p = r.from_study(r, study, kw) if r.from_study is not None else r
+    part, df = None, None
+    if p is not None:
+        an, df, st = execute(p, opts, max_requests=max_requests)
+        for f in p.figures:
+            an.figures += f.draw(an, opts.out)
+        part = (p, an, st)
+    doc = study_json(r, opts, study, part)
+    doc["wall_s"] = time.perf_counter() - t0
+    write_result(opts.json_out, doc, df)
+    if not opts.quiet:
+        if study.show is not None:
+            study.show()
+        if part is not None:
+            p, an, _ = part
+            print_load_table(an.res.instances, an.loads, p.load_title)
+            for note in an.res.selection.notes:
+                out_console.print(note)
+            for t in doc["tables"][len(study.tables) :]:
+                print_table(t)
+        print_rows(doc["headline"], r.headline_title or f"Headline: {r.title}, the paper vs ours")
+        n = len(study.figures) + (len(part[1].figures) if part else 0)
+        files = "".join(f" and {f.name}" for f in study.files)
+        out_console.print(
+            f"{n} figure files{files} in {opts.out}; {study.summary}; "
+            f"{time.perf_counter() - t0:.1f} s"
+        )
+    exit_on_failures(part[1].res.errors if part else [], doc["checks"], opts.out)
+    if study.failed:
+        raise click.exceptions.Exit(EXIT_CHECK_FAILED)
+    return part[1] if part else None
+
+
+# --------------------------------------------------------------------------- the command
+
+
 def command(r: Reproduction) -> click.Command:
     """The ``nandlab reproduce <paper>`` command of ``r``: the options every reproduction
-    takes (:func:`~nandlab.reproduce.common.common_options`) and ``--max-requests``."""
+    takes (:func:`~nandlab.reproduce.common.common_options`), ``--max-requests`` and the
+    reproduction's own :attr:`~Reproduction.options`."""
 
-    def cmd(opts: CommonOptions, max_requests: int | None = None) -> None:
-        run(r, opts, max_requests=max_requests)
+    def cmd(opts: CommonOptions, max_requests: int | None = None, **kw: Any) -> None:
+        run(r, opts, max_requests=max_requests, **kw)
 
-    f: Any = common_options(r.paper)(cmd)
+    f: Any = cmd
+    for option in reversed(r.options):
+        f = option(f)
+    f = common_options(r.paper)(f)
     if r.max_requests_help is not None:
         f = click.option(
             "--max-requests",

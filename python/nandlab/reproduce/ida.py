@@ -224,13 +224,7 @@ def rows(res: fw.Results) -> list[dict[str, Any]]:
 
 
 def _minus(key: str) -> Any:
-    """A reduction as the ratio IDA / baseline."""
-
-    def f(r: Mapping[str, Any]) -> float | None:
-        v = fw.value_of(r, key)
-        return None if v is None else 1.0 - v
-
-    return f
+    return fw.as_ratio(key, reduction=True)  # a reduction as the ratio IDA / baseline
 
 
 def json_extra(an: fw.Analysis) -> dict[str, Any]:
@@ -306,7 +300,7 @@ REPRODUCTION = fw.Reproduction(
           _minus("service_reduction_E20"), paper_text="no service time"),
         # closed loop: saturated by design, never left out
         H("throughput (closed loop, QD 32), IDA-E20", "§V-C, Fig. 10", 10,
-          lambda r: None if (g := r.get("throughput_gain")) is None else 1.0 + g, deciders=(),
+          fw.as_ratio("throughput_gain"), deciders=(),
           why="the closed loop gains what the read time gains; ours is small (above)"),
         H("MLC read response, IDA-E20", "Table V", -14.9, _minus("reduction_mlc"),
           deciders=("baseline mlc",), why=WHY_READ),

@@ -22,7 +22,7 @@ from nandlab.reproduce import framework as fw
 from nandlab.reproduce.common import CAPTURED, EXCERPTS, TraceChoice, known_traces
 from nandlab.reproduce.fmt import fmt_num, fmt_pct
 from nandlab.reproduce.headline import Headline as H
-from nandlab.reproduce.load import finite, load_info, ratio, summarise_ratios
+from nandlab.reproduce.load import finite, load_info, ratio
 
 PAPER = "xia-diffecc"
 SCHEMES: tuple[str, ...] = ("baseline", "agcr", "diffecc_wa")
@@ -166,8 +166,7 @@ def rows(res: fw.Results) -> list[dict[str, Any]]:
             row[f"{s}_erases"] = met.get("erases")
         row["agcr_erases_norm"] = ratio(agcr.get("erases"), base.get("erases"))
         row["diffecc_erases_norm"] = ratio(dwa.get("erases"), base.get("erases"))
-        for k in DIST:
-            row[f"diffecc_{k}"] = dwa.get(k)
+        row.update(fw.pick(dwa, DIST, "diffecc_{k}"))
         for m in ("mean", "read", "write"):  # FIFO without suspension (the paper's DiskSim)
             k = f"{m}_us"
             row[f"fifo_normal_{m}_us"] = fb.get(k)
@@ -176,14 +175,7 @@ def rows(res: fw.Results) -> list[dict[str, Any]]:
             row[f"fifo_diffecc_{m}_vs_agcr"] = ratio(fd.get(k), fa.get(k))
         row["fifo_overloaded"] = (fb.get("load") or {}).get("overloaded") if fb else None
         out.append(row)
-    over = {r["trace"]: True for r in out if r.get("overloaded")}
-    avg: dict[str, Any] = {"trace": "Average"}
-    geo: dict[str, Any] = {"trace": "Geo. mean"}
-    for k in [k for k in (out[0] if out else {}) if k.endswith(("_norm", "_vs_agcr"))]:
-        sm = summarise_ratios({r["trace"]: r.get(k) for r in out}, over)
-        avg[k], geo[k] = sm["mean"], sm["geomean"]
-    avg["comparable_traces"] = geo["comparable_traces"] = len(out) - len(over)
-    return [*out, avg, geo] if out else out
+    return fw.with_means(out, lambda k: k.endswith(("_norm", "_vs_agcr")), geomean=True, count=True)
 
 
 def param_study(an: fw.Analysis) -> dict[str, Any]:
