@@ -827,8 +827,8 @@ def print_all(r: Reproduction, an: Analysis, doc: Mapping[str, Any]) -> None:
 
 @dataclass
 class Study:
-    """What a study of a paper's own files in its reproduction's result: a study that runs in
-    this process before the trace runs, not on the grid (DPA's codec and lifetime model,
+    """A paper's own study and what it adds to its reproduction's result: it runs in this
+    process before the trace runs, not on the grid (DPA's codec and lifetime model,
     :mod:`~nandlab.reproduce.dpa_codec`; DMM's DMMbench, :mod:`~nandlab.reproduce.dmm_bench`,
     whose object-device command files it in the same order). Its checks, headline rows, tables
     and figures come first in the result JSON; its rows are the JSON's ``table`` (the trace
