@@ -188,6 +188,16 @@ def _real_reports() -> tuple[dict[str, Any], ...]:
         ),
         # the trace reader's counters of issue 28, reported only when not 0
         nandlab.simulate("default", _blkparse_without_final_line_ending(), overrides=cut),
+        # the cached mapping table of issue 35 (its `mapping` block; a DRAM-less drive)
+        nandlab.simulate(
+            "default",
+            overrides={
+                **cut,
+                "ftl.mapping": "cached",
+                "ftl.cmt_bytes": 65536,
+                "dram.capacity_bytes": 0,
+            },
+        ),
         # the compact address map of issue 28 (its `device.address_map` block)
         nandlab.simulate("default", overrides={**cut, "device.address_map": "compact"}),
     ]

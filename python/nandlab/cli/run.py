@@ -154,6 +154,16 @@ def summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
     add("GC invocations", lookup(report, "gc.invocations"))
     add("GC pages moved", lookup(report, "gc.pages_moved"))
     add_key("write amplification", "write_amplification")
+    mapping = report.get("mapping")
+    if isinstance(mapping, dict):
+        # ftl.mapping = "cached" (DFTL): how the cached mapping table served the run
+        hr = mapping.get("hit_rate")
+        add(
+            "CMT hit rate / translation reads / programs",
+            f"{'—' if hr is None else f'{hr * 100:.1f} %'} / "
+            f"{fmt_value(mapping.get('translation_reads'))} / "
+            f"{fmt_value(mapping.get('translation_programs'))}",
+        )
     ec = _erase_distribution(report)
     if ec is not None:
         add(
