@@ -198,13 +198,7 @@ impl Scheme for Hotis {
         } else {
             (self.gc_stream, self.fill())
         };
-        Placement {
-            stream,
-            mode: 0,
-            ecc: 0,
-            region,
-            page_type: None,
-        }
+        Placement::in_region(stream, region)
     }
 
     fn gc_move(&mut self, lpn: u32, _ppn: u32, ctx: &Ctx<'_>) -> Placement {
@@ -220,11 +214,7 @@ impl Scheme for Hotis {
 
     fn precondition_placement(&mut self, _lpn: u32, ctx: &Ctx<'_>) -> Placement {
         self.ensure_sized(ctx);
-        Placement {
-            region: self.fill(),
-            page_type: None,
-            ..Placement::NONE
-        }
+        Placement::in_region(0, self.fill())
     }
 
     fn stats(&self) -> serde_json::Value {
