@@ -369,23 +369,7 @@ pub fn simulate_source<S: RequestSource>(
         }
     };
     debug_assert_eq!(engine.check_invariants(), Ok(()));
-    if let Some(ts) = engine.stats.timeseries.take() {
-        ts.write(engine.now_ns()).map_err(NandlabError::Sim)?;
-    }
-    let replay = t1.elapsed().as_secs_f64();
-    let wall = t0.elapsed().as_secs_f64();
-    let trace = match (trace, described) {
-        (serde_json::Value::Null, d) => d,
-        (t, serde_json::Value::Null) => t,
-        (mut t, serde_json::Value::Object(d)) => {
-            if let serde_json::Value::Object(m) = &mut t {
-                m.extend(d);
-            }
-            t
-        }
-        (t, _) => t,
-    };
-    let mut report = engine.report(trace, wall, replay);
+    let mut report = finish_report(&mut engine, trace, described, t0, t1)?;
     report["device"]["address_map"] = match &map {
         None => serde_json::json!({"mode": "dense"}),
         Some(m) => m.report(logical_pages * ps),
@@ -548,6 +532,36 @@ struct CacheSizing {
     slots: u64,
     geo: crate::flash::Geometry,
     logical_pages: u64,
+}
+
+/// The end of a replay: write the time series (when on), then build the report with the wall
+/// and replay times since `t0` and `t1`, and the caller's description of the trace (`trace`)
+/// merged with the source's own (`described`: its keys are added to an object `trace`, and
+/// either stands alone when the other is null).
+fn finish_report(
+    engine: &mut Engine,
+    trace: serde_json::Value,
+    described: serde_json::Value,
+    t0: Instant,
+    t1: Instant,
+) -> Result<serde_json::Value, NandlabError> {
+    if let Some(ts) = engine.stats.timeseries.take() {
+        ts.write(engine.now_ns()).map_err(NandlabError::Sim)?;
+    }
+    let replay = t1.elapsed().as_secs_f64();
+    let wall = t0.elapsed().as_secs_f64();
+    let trace = match (trace, described) {
+        (serde_json::Value::Null, d) => d,
+        (t, serde_json::Value::Null) => t,
+        (mut t, serde_json::Value::Object(d)) => {
+            if let serde_json::Value::Object(m) = &mut t {
+                m.extend(d);
+            }
+            t
+        }
+        (t, _) => t,
+    };
+    Ok(engine.report(trace, wall, replay))
 }
 
 /// Cache slots and the device for `cfg` with `[cache]` `cc`: a pre-pass over the primary
@@ -722,24 +736,8 @@ fn simulate_cached<S: RequestSource>(
     let mut cs = CacheSource::new(open()?, &cc, slots, ps, scale);
     engine.run(&mut cs, 0, progress)?;
     debug_assert_eq!(engine.check_invariants(), Ok(()));
-    if let Some(ts) = engine.stats.timeseries.take() {
-        ts.write(engine.now_ns()).map_err(NandlabError::Sim)?;
-    }
-    let replay = t1.elapsed().as_secs_f64();
-    let wall = t0.elapsed().as_secs_f64();
     let described = cs.describe();
-    let trace = match (trace, described) {
-        (serde_json::Value::Null, d) => d,
-        (t, serde_json::Value::Null) => t,
-        (mut t, serde_json::Value::Object(d)) => {
-            if let serde_json::Value::Object(m) = &mut t {
-                m.extend(d);
-            }
-            t
-        }
-        (t, _) => t,
-    };
-    let mut report = engine.report(trace, wall, replay);
+    let mut report = finish_report(&mut engine, trace, described, t0, t1)?;
     let c = cs.counters;
     report["cache"]["manager"] = serde_json::json!({
         "footprint_pages": need_prepass.then_some(footprint),

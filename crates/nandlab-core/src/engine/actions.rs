@@ -21,16 +21,7 @@ impl Engine {
                             self.slots[owner as usize].pending += 1;
                             self.stats.sync_rewrites += 1;
                         }
-                        let plane = self.ftl.plane_of_ppn(ppn);
-                        let die = self.sched.enqueue(
-                            TxnKind::Read,
-                            source,
-                            lpn,
-                            ppn,
-                            plane,
-                            owner,
-                            Placement::NONE,
-                        );
+                        let die = self.enqueue_read(source, lpn, ppn, owner);
                         self.dispatch(die);
                     }
                 }
@@ -77,16 +68,7 @@ impl Engine {
                         } else {
                             Source::Migration
                         };
-                        let plane = self.ftl.plane_of_ppn(ppn);
-                        let die = self.sched.enqueue(
-                            TxnKind::Read,
-                            source,
-                            lpn,
-                            ppn,
-                            plane,
-                            owner,
-                            Placement::NONE,
-                        );
+                        let die = self.enqueue_read(source, lpn, ppn, owner);
                         self.dispatch(die);
                     }
                 }
@@ -117,5 +99,21 @@ impl Engine {
         self.fail(msg);
         self.actions.clear();
         false
+    }
+
+    /// Queue a read of `ppn` (holding `lpn`) on its plane for `source`, tied to the host
+    /// request slot `owner` ([`NONE`]: background); returns its die. The caller dispatches it.
+    #[inline]
+    pub(super) fn enqueue_read(&mut self, source: Source, lpn: u32, ppn: u32, owner: u32) -> u32 {
+        let plane = self.ftl.plane_of_ppn(ppn);
+        self.sched.enqueue(
+            TxnKind::Read,
+            source,
+            lpn,
+            ppn,
+            plane,
+            owner,
+            Placement::NONE,
+        )
     }
 }

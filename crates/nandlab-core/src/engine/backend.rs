@@ -287,20 +287,7 @@ impl Engine {
             }
         }
         match hit {
-            Some((lpn, ppn)) => {
-                self.stats.cache.corruptions += 1;
-                if self.timing.eccs[self.ftl.page_ecc(ppn) as usize].detect_only {
-                    self.stats.cache.corruptions_detect_only += 1;
-                }
-                self.faults.insert(
-                    lpn,
-                    Fault {
-                        ppn,
-                        known: false,
-                        uncorrectable: false,
-                    },
-                );
-            }
+            Some((lpn, ppn)) => self.add_fault(lpn, ppn, false),
             None => self.stats.cache.corruptions_skipped += 1,
         }
         self.schedule_fault();
@@ -337,6 +324,12 @@ impl Engine {
         if self.faults.get(&lpn).is_some_and(|f| f.ppn == ppn) {
             return;
         }
+        self.add_fault(lpn, ppn, uncorrectable);
+    }
+
+    /// Corrupt `lpn`'s copy at `ppn` (not yet known to the host): counted, and apart when the
+    /// page's code only detects errors.
+    fn add_fault(&mut self, lpn: u32, ppn: u32, uncorrectable: bool) {
         self.stats.cache.corruptions += 1;
         if self.timing.eccs[self.ftl.page_ecc(ppn) as usize].detect_only {
             self.stats.cache.corruptions_detect_only += 1;

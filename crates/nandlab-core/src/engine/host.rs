@@ -196,17 +196,8 @@ impl Engine {
                         timing: &self.timing,
                     };
                     self.scheme.on_host_read(lpn, ppn, &ctx, &mut self.actions);
-                    let plane = self.ftl.plane_of_ppn(ppn);
                     self.slots[slot as usize].pending += 1;
-                    let die = self.sched.enqueue(
-                        TxnKind::Read,
-                        Source::Host,
-                        lpn,
-                        ppn,
-                        plane,
-                        slot,
-                        Placement::NONE,
-                    );
+                    let die = self.enqueue_read(Source::Host, lpn, ppn, slot);
                     if self.mp_on {
                         self.mp_dies.push(die);
                     } else {
@@ -310,16 +301,7 @@ impl Engine {
         let r = &mut self.rmw[slot as usize];
         let free = usize::from(r[0].0 != NONE);
         r[free] = (lpn, 0);
-        let plane = self.ftl.plane_of_ppn(ppn);
-        let die = self.sched.enqueue(
-            TxnKind::Read,
-            Source::Host,
-            lpn,
-            ppn,
-            plane,
-            slot,
-            Placement::NONE,
-        );
+        let die = self.enqueue_read(Source::Host, lpn, ppn, slot);
         self.dispatch(die);
         true
     }
