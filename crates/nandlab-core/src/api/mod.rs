@@ -345,13 +345,7 @@ pub fn simulate_source<S: RequestSource>(
         };
         (g, l, pre)
     };
-    let scheme = crate::scheme::registry(
-        &cfg.scheme.name,
-        &cfg.scheme.params,
-        &cfg.timing()?,
-        cfg.ftl.streams,
-    )?;
-    let mut engine = Engine::new(cfg, geo, logical_pages, scheme)?;
+    let mut engine = new_engine(cfg, geo, logical_pages)?;
     engine.precondition(pre.as_ref(), progress)?;
     debug_assert_eq!(engine.check_invariants(), Ok(()));
     let total = pre.as_ref().map_or(0, |p| p.requests);
@@ -532,6 +526,22 @@ struct CacheSizing {
     slots: u64,
     geo: crate::flash::Geometry,
     logical_pages: u64,
+}
+
+/// A new engine for `cfg` on a sized device (`logical_pages` host-visible), running the scheme
+/// `cfg` names.
+fn new_engine(
+    cfg: Config,
+    geo: crate::flash::Geometry,
+    logical_pages: u64,
+) -> Result<Engine, NandlabError> {
+    let scheme = crate::scheme::registry(
+        &cfg.scheme.name,
+        &cfg.scheme.params,
+        &cfg.timing()?,
+        cfg.ftl.streams,
+    )?;
+    Engine::new(cfg, geo, logical_pages, scheme)
 }
 
 /// The end of a replay: write the time series (when on), then build the report with the wall
@@ -722,14 +732,8 @@ fn simulate_cached<S: RequestSource>(
         geo,
         logical_pages,
     } = cache_sizing(&cfg, &cc, open)?;
-    let scheme = crate::scheme::registry(
-        &cfg.scheme.name,
-        &cfg.scheme.params,
-        &cfg.timing()?,
-        cfg.ftl.streams,
-    )?;
     let scale = cfg.host.time_scale;
-    let mut engine = Engine::new(cfg, geo, logical_pages, scheme)?;
+    let mut engine = new_engine(cfg, geo, logical_pages)?;
     engine.precondition(None, progress)?;
     engine.set_fault_space((last_ns as f64 * scale).round() as u64, slots);
     let t1 = Instant::now();

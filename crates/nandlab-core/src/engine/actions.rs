@@ -4,7 +4,7 @@
 use super::Engine;
 use crate::ftl::{NONE, UNMAPPED};
 use crate::sched::TxnKind;
-use crate::scheme::{Action, Ctx, Placement, Source};
+use crate::scheme::{Action, Placement, Source};
 
 impl Engine {
     /// Queue the scheme's actions; a synchronous rewrite (`wait`) is tied to `owner` (a host
@@ -31,11 +31,7 @@ impl Engine {
                     if !self.hidden_ok(lpn) {
                         break;
                     }
-                    let ctx = Ctx {
-                        now_ns: self.now,
-                        ftl: &self.ftl,
-                        timing: &self.timing,
-                    };
+                    let ctx = scheme_ctx!(self);
                     let pl = self.scheme.placement(lpn, Source::Migration, &ctx);
                     if self.placement_ok(pl) {
                         let owner = if wait { owner } else { NONE };

@@ -10,7 +10,7 @@ use crate::ftl::{NONE, UNMAPPED};
 use crate::host::cache::CacheOp;
 use crate::reliability::faults::Fault;
 use crate::sched::TxnKind;
-use crate::scheme::{Ctx, Source};
+use crate::scheme::Source;
 
 impl Engine {
     /// Set the scaled span over which `[faults]` injections are spread, ns (the API sets it
@@ -37,11 +37,7 @@ impl Engine {
         self.stats.cache.idle_calls += 1;
         self.stats.cache.idle_ns += gap_ns;
         self.actions.clear();
-        let ctx = Ctx {
-            now_ns: self.now,
-            ftl: &self.ftl,
-            timing: &self.timing,
-        };
+        let ctx = scheme_ctx!(self);
         self.scheme.on_idle(gap_ns, &ctx, &mut self.actions);
         self.run_actions(NONE);
     }
@@ -139,11 +135,7 @@ impl Engine {
         }
         self.stats.cache.fetch_programs[reason as usize] += 1;
         self.scheme.on_cache_op(CacheOp::CleanWrite, lpn, 1);
-        let ctx = Ctx {
-            now_ns: self.now,
-            ftl: &self.ftl,
-            timing: &self.timing,
-        };
+        let ctx = scheme_ctx!(self);
         let pl = self.scheme.placement(lpn, Source::Scrub, &ctx);
         if !self.placement_ok(pl) {
             return;
