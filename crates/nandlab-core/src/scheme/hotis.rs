@@ -42,7 +42,7 @@
 use serde_json::json;
 
 use super::params::Params;
-use super::{Ctx, Placement, RegionInfo, Scheme, Source};
+use super::{Action, Ctx, Placement, RegionInfo, Scheme, Source};
 use crate::config::ConfigError;
 use crate::flash::Timing;
 use crate::ftl::BlockState;
@@ -160,13 +160,7 @@ impl Scheme for Hotis {
         self.n = info.n.max(1);
     }
 
-    fn on_host_read(
-        &mut self,
-        lpn: u32,
-        _ppn: u32,
-        ctx: &Ctx<'_>,
-        actions: &mut Vec<super::Action>,
-    ) {
+    fn on_host_read(&mut self, lpn: u32, _ppn: u32, ctx: &Ctx<'_>, actions: &mut Vec<Action>) {
         if !self.read_migration || self.n < 2 {
             return;
         }

@@ -36,6 +36,8 @@ pub mod ida;
 pub mod migration;
 pub mod params;
 pub mod separator;
+#[cfg(test)]
+pub(crate) mod testutil;
 pub mod warm;
 
 use crate::config::ConfigError;

@@ -111,14 +111,21 @@ impl Dpa {
         }
     }
 
-    /// Program redundant page `g` (and the parity of its stripe when this completes it).
-    pub(super) fn flush(&mut self, g: u32, wait: bool, out: &mut Vec<Action>) {
-        self.set_st(g, ST_FLUSHED);
+    /// Emit the program of redundant or parity page `g` (its hidden LPN). Returns whether it is
+    /// timed; an untimed one (preconditioning) is counted here.
+    fn program_hidden(&mut self, g: u32, wait: bool, out: &mut Vec<Action>) -> bool {
         let h = self.hidden_lpn(g);
         self.emit(Action::Program { lpn: h, wait }, out);
         if self.untimed {
             self.counters.precondition_hidden_writes += 1;
-        } else {
+        }
+        !self.untimed
+    }
+
+    /// Program redundant page `g` (and the parity of its stripe when this completes it).
+    pub(super) fn flush(&mut self, g: u32, wait: bool, out: &mut Vec<Action>) {
+        self.set_st(g, ST_FLUSHED);
+        if self.program_hidden(g, wait, out) {
             self.counters.redundant_page_writes += 1;
         }
         if self.stripe == 0 {
@@ -151,11 +158,7 @@ impl Dpa {
             }
             // nmem = 2: the parity page is programmed.
             self.set_nmem(p, 2);
-            let hp = self.hidden_lpn(p);
-            self.emit(Action::Program { lpn: hp, wait }, out);
-            if self.untimed {
-                self.counters.precondition_hidden_writes += 1;
-            } else {
+            if self.program_hidden(p, wait, out) {
                 self.counters.parity_page_writes += 1;
             }
         }
