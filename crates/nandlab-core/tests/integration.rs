@@ -31,6 +31,8 @@ mod flexecc;
 mod flexlevel;
 #[path = "fuzz.rs"]
 mod fuzz;
+#[path = "import_graph.rs"]
+mod import_graph;
 #[path = "mapping.rs"]
 mod mapping;
 #[path = "osd.rs"]

@@ -6,7 +6,7 @@ chunks against the baseline, per trace (``--no-fig14``: the study alone).
 
 Preset ``dpa`` (Table 3 device: 4 KiB pages, 512 KiB blocks, program 900 µs, read 50 µs, erase
 3.5 ms; static CWDP striping; redundant tag pages in their own blocks, stream 2). Scheme
-``dpa`` (``crates/nandlab-core/src/scheme/dpa.rs``): the tag overflow of each written data page
+``dpa`` (``crates/nandlab-core/src/scheme/dpa/``): the tag overflow of each written data page
 (272 B at 8 B chunks, 656 B at 4 B) joins a redundant page in DRAM, full redundant pages and
 their RAID-5 parity (stripes of 4) are written at idle time, and a read of a tagged data page
 also reads its redundant page from another die unless it is cached.

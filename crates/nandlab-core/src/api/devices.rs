@@ -11,7 +11,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::config::human_bytes;
-use crate::trace::{Op, TraceError, TraceOptions, TraceReader};
+use crate::trace::{TraceError, TraceOptions, TraceReader};
 
 /// One device of a multi-device trace.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -67,17 +67,11 @@ pub fn devices(path: &Path, opts: &TraceOptions) -> Result<Vec<DeviceSummary>, T
             .saturating_sub(1);
         let d = &mut out[i];
         d.requests += 1;
-        match r.op {
-            Op::Read => {
-                d.reads += 1;
-                d.bytes_read = d.bytes_read.saturating_add(r.len_bytes);
-            }
-            Op::Write => {
-                d.writes += 1;
-                d.bytes_written = d.bytes_written.saturating_add(r.len_bytes);
-            }
-            Op::Trim => {}
-        }
+        r.op.tally(
+            r.len_bytes,
+            (&mut d.reads, &mut d.bytes_read),
+            (&mut d.writes, &mut d.bytes_written),
+        );
         let end = (r.offset_bytes - bases[i]).saturating_add(r.len_bytes);
         d.size_bytes = d.size_bytes.max(end);
     }

@@ -345,13 +345,7 @@ pub fn simulate_source<S: RequestSource>(
         };
         (g, l, pre)
     };
-    let scheme = crate::scheme::registry(
-        &cfg.scheme.name,
-        &cfg.scheme.params,
-        &cfg.timing()?,
-        cfg.ftl.streams,
-    )?;
-    let mut engine = Engine::new(cfg, geo, logical_pages, scheme)?;
+    let mut engine = new_engine(cfg, geo, logical_pages)?;
     engine.precondition(pre.as_ref(), progress)?;
     debug_assert_eq!(engine.check_invariants(), Ok(()));
     let total = pre.as_ref().map_or(0, |p| p.requests);
@@ -369,23 +363,7 @@ pub fn simulate_source<S: RequestSource>(
         }
     };
     debug_assert_eq!(engine.check_invariants(), Ok(()));
-    if let Some(ts) = engine.stats.timeseries.take() {
-        ts.write(engine.now_ns()).map_err(NandlabError::Sim)?;
-    }
-    let replay = t1.elapsed().as_secs_f64();
-    let wall = t0.elapsed().as_secs_f64();
-    let trace = match (trace, described) {
-        (serde_json::Value::Null, d) => d,
-        (t, serde_json::Value::Null) => t,
-        (mut t, serde_json::Value::Object(d)) => {
-            if let serde_json::Value::Object(m) = &mut t {
-                m.extend(d);
-            }
-            t
-        }
-        (t, _) => t,
-    };
-    let mut report = engine.report(trace, wall, replay);
+    let mut report = finish_report(&mut engine, trace, described, t0, t1)?;
     report["device"]["address_map"] = match &map {
         None => serde_json::json!({"mode": "dense"}),
         Some(m) => m.report(logical_pages * ps),
@@ -550,6 +528,52 @@ struct CacheSizing {
     logical_pages: u64,
 }
 
+/// A new engine for `cfg` on a sized device (`logical_pages` host-visible), running the scheme
+/// `cfg` names.
+fn new_engine(
+    cfg: Config,
+    geo: crate::flash::Geometry,
+    logical_pages: u64,
+) -> Result<Engine, NandlabError> {
+    let scheme = crate::scheme::registry(
+        &cfg.scheme.name,
+        &cfg.scheme.params,
+        &cfg.timing()?,
+        cfg.ftl.streams,
+    )?;
+    Engine::new(cfg, geo, logical_pages, scheme)
+}
+
+/// The end of a replay: write the time series (when on), then build the report with the wall
+/// and replay times since `t0` and `t1`, and the caller's description of the trace (`trace`)
+/// merged with the source's own (`described`: its keys are added to an object `trace`, and
+/// either stands alone when the other is null).
+fn finish_report(
+    engine: &mut Engine,
+    trace: serde_json::Value,
+    described: serde_json::Value,
+    t0: Instant,
+    t1: Instant,
+) -> Result<serde_json::Value, NandlabError> {
+    if let Some(ts) = engine.stats.timeseries.take() {
+        ts.write(engine.now_ns()).map_err(NandlabError::Sim)?;
+    }
+    let replay = t1.elapsed().as_secs_f64();
+    let wall = t0.elapsed().as_secs_f64();
+    let trace = match (trace, described) {
+        (serde_json::Value::Null, d) => d,
+        (t, serde_json::Value::Null) => t,
+        (mut t, serde_json::Value::Object(d)) => {
+            if let serde_json::Value::Object(m) = &mut t {
+                m.extend(d);
+            }
+            t
+        }
+        (t, _) => t,
+    };
+    Ok(engine.report(trace, wall, replay))
+}
+
 /// Cache slots and the device for `cfg` with `[cache]` `cc`: a pre-pass over the primary
 /// trace finds its footprint and span when the cache is a fraction of the footprint, the
 /// device is sized from the cache, or faults need the span.
@@ -708,38 +732,16 @@ fn simulate_cached<S: RequestSource>(
         geo,
         logical_pages,
     } = cache_sizing(&cfg, &cc, open)?;
-    let scheme = crate::scheme::registry(
-        &cfg.scheme.name,
-        &cfg.scheme.params,
-        &cfg.timing()?,
-        cfg.ftl.streams,
-    )?;
     let scale = cfg.host.time_scale;
-    let mut engine = Engine::new(cfg, geo, logical_pages, scheme)?;
+    let mut engine = new_engine(cfg, geo, logical_pages)?;
     engine.precondition(None, progress)?;
     engine.set_fault_space((last_ns as f64 * scale).round() as u64, slots);
     let t1 = Instant::now();
     let mut cs = CacheSource::new(open()?, &cc, slots, ps, scale);
     engine.run(&mut cs, 0, progress)?;
     debug_assert_eq!(engine.check_invariants(), Ok(()));
-    if let Some(ts) = engine.stats.timeseries.take() {
-        ts.write(engine.now_ns()).map_err(NandlabError::Sim)?;
-    }
-    let replay = t1.elapsed().as_secs_f64();
-    let wall = t0.elapsed().as_secs_f64();
     let described = cs.describe();
-    let trace = match (trace, described) {
-        (serde_json::Value::Null, d) => d,
-        (t, serde_json::Value::Null) => t,
-        (mut t, serde_json::Value::Object(d)) => {
-            if let serde_json::Value::Object(m) = &mut t {
-                m.extend(d);
-            }
-            t
-        }
-        (t, _) => t,
-    };
-    let mut report = engine.report(trace, wall, replay);
+    let mut report = finish_report(&mut engine, trace, described, t0, t1)?;
     let c = cs.counters;
     report["cache"]["manager"] = serde_json::json!({
         "footprint_pages": need_prepass.then_some(footprint),

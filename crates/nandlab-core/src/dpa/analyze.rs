@@ -139,6 +139,13 @@ pub struct ConfigStats {
     pub encode_cpu_s: f64,
 }
 
+/// `a[i] += b[i]` for every index of both (merging per-file counts).
+fn add_each(a: &mut [u64], b: &[u64]) {
+    for (x, y) in a.iter_mut().zip(b) {
+        *x += y;
+    }
+}
+
 impl ConfigStats {
     fn new(spec: &CodecSpec, codec: &Codec) -> Self {
         let n = codec.polynomials().len();
@@ -160,15 +167,9 @@ impl ConfigStats {
         self.chunks += o.chunks;
         self.scrambled_ones += o.scrambled_ones;
         self.selected_ones += o.selected_ones;
-        for (a, b) in self.reduced.iter_mut().zip(&o.reduced) {
-            *a += b;
-        }
-        for (a, b) in self.best.iter_mut().zip(&o.best) {
-            *a += b;
-        }
-        for (a, b) in self.stored_cells.iter_mut().zip(&o.stored_cells) {
-            *a += b;
-        }
+        add_each(&mut self.reduced, &o.reduced);
+        add_each(&mut self.best, &o.best);
+        add_each(&mut self.stored_cells, &o.stored_cells);
         self.tag_bits_total += o.tag_bits_total;
         self.encode_s += o.encode_s;
         self.encode_cpu_s += o.encode_cpu_s;
@@ -349,9 +350,7 @@ pub fn summarize(files: &[FileStats]) -> Result<Summary, DpaError> {
         total.pages += f.pages;
         total.raw_ones += f.raw_ones;
         total.decorrelated_ones += f.decorrelated_ones;
-        for (a, b) in total.raw_cells.iter_mut().zip(&f.raw_cells) {
-            *a += b;
-        }
+        add_each(&mut total.raw_cells, &f.raw_cells);
         for (a, b) in total.configs.iter_mut().zip(&f.configs) {
             a.merge(b);
         }
@@ -372,7 +371,7 @@ pub fn summarize(files: &[FileStats]) -> Result<Summary, DpaError> {
 fn count_cells(a: &[u8], b: &[u8], cells: &mut [u64; 4]) {
     let mut wa = a.chunks_exact(8);
     let mut wb = b.chunks_exact(8);
-    let le = super::codec::le64;
+    let le = super::words::le64;
     for (x, y) in (&mut wa).zip(&mut wb) {
         let (x, y) = (le(x), le(y));
         cells[3] += u64::from((x & y).count_ones());

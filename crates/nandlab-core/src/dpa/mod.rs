@@ -34,10 +34,13 @@
 
 pub mod analyze;
 mod avx512;
+mod clmul;
 pub mod codec;
 pub mod config;
+mod decorrelate;
 pub mod lifetime;
 pub mod poly;
+mod reference;
 mod words;
 
 pub use codec::{Backend, Choice, Codec, Encoded, TagStats};

@@ -1,5 +1,5 @@
-//! Page bytes as GF(2) power-series words: the loads the portable codec and the AVX-512 path
-//! share (kept apart from both, so neither imports the other for them).
+//! Page bytes as GF(2) power-series words: the loads the portable codec, the AVX-512 path and
+//! the analysis share (kept apart from all of them, so none imports another for them).
 
 /// The first 8 bytes of `b` as a big-endian word (one load and a byte swap).
 #[inline(always)]
@@ -7,6 +7,14 @@ pub(crate) fn be64(b: &[u8]) -> u64 {
     let mut a = [0u8; 8];
     a.copy_from_slice(&b[..8]);
     u64::from_be_bytes(a)
+}
+
+/// The first 8 bytes of `b` as a little-endian word (one load).
+#[inline(always)]
+pub(crate) fn le64(b: &[u8]) -> u64 {
+    let mut a = [0u8; 8];
+    a.copy_from_slice(&b[..8]);
+    u64::from_le_bytes(a)
 }
 
 /// Chunk bytes → `W` power-series words (`CB` = 4 fills the low half of one word).

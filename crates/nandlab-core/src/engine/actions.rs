@@ -4,7 +4,7 @@
 use super::Engine;
 use crate::ftl::{NONE, UNMAPPED};
 use crate::sched::TxnKind;
-use crate::scheme::{Action, Ctx, Placement, Source};
+use crate::scheme::{Action, Placement, Source};
 
 impl Engine {
     /// Queue the scheme's actions; a synchronous rewrite (`wait`) is tied to `owner` (a host
@@ -21,16 +21,7 @@ impl Engine {
                             self.slots[owner as usize].pending += 1;
                             self.stats.sync_rewrites += 1;
                         }
-                        let plane = self.ftl.plane_of_ppn(ppn);
-                        let die = self.sched.enqueue(
-                            TxnKind::Read,
-                            source,
-                            lpn,
-                            ppn,
-                            plane,
-                            owner,
-                            Placement::NONE,
-                        );
+                        let die = self.enqueue_read(source, lpn, ppn, owner);
                         self.dispatch(die);
                     }
                 }
@@ -40,11 +31,7 @@ impl Engine {
                     if !self.hidden_ok(lpn) {
                         break;
                     }
-                    let ctx = Ctx {
-                        now_ns: self.now,
-                        ftl: &self.ftl,
-                        timing: &self.timing,
-                    };
+                    let ctx = scheme_ctx!(self);
                     let pl = self.scheme.placement(lpn, Source::Migration, &ctx);
                     if self.placement_ok(pl) {
                         let owner = if wait { owner } else { NONE };
@@ -77,16 +64,7 @@ impl Engine {
                         } else {
                             Source::Migration
                         };
-                        let plane = self.ftl.plane_of_ppn(ppn);
-                        let die = self.sched.enqueue(
-                            TxnKind::Read,
-                            source,
-                            lpn,
-                            ppn,
-                            plane,
-                            owner,
-                            Placement::NONE,
-                        );
+                        let die = self.enqueue_read(source, lpn, ppn, owner);
                         self.dispatch(die);
                     }
                 }
@@ -117,5 +95,21 @@ impl Engine {
         self.fail(msg);
         self.actions.clear();
         false
+    }
+
+    /// Queue a read of `ppn` (holding `lpn`) on its plane for `source`, tied to the host
+    /// request slot `owner` ([`NONE`]: background); returns its die. The caller dispatches it.
+    #[inline]
+    pub(super) fn enqueue_read(&mut self, source: Source, lpn: u32, ppn: u32, owner: u32) -> u32 {
+        let plane = self.ftl.plane_of_ppn(ppn);
+        self.sched.enqueue(
+            TxnKind::Read,
+            source,
+            lpn,
+            ppn,
+            plane,
+            owner,
+            Placement::NONE,
+        )
     }
 }

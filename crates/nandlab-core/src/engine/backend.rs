@@ -10,7 +10,7 @@ use crate::ftl::{NONE, UNMAPPED};
 use crate::host::cache::CacheOp;
 use crate::reliability::faults::Fault;
 use crate::sched::TxnKind;
-use crate::scheme::{Ctx, Source};
+use crate::scheme::Source;
 
 impl Engine {
     /// Set the scaled span over which `[faults]` injections are spread, ns (the API sets it
@@ -37,11 +37,7 @@ impl Engine {
         self.stats.cache.idle_calls += 1;
         self.stats.cache.idle_ns += gap_ns;
         self.actions.clear();
-        let ctx = Ctx {
-            now_ns: self.now,
-            ftl: &self.ftl,
-            timing: &self.timing,
-        };
+        let ctx = scheme_ctx!(self);
         self.scheme.on_idle(gap_ns, &ctx, &mut self.actions);
         self.run_actions(NONE);
     }
@@ -139,11 +135,7 @@ impl Engine {
         }
         self.stats.cache.fetch_programs[reason as usize] += 1;
         self.scheme.on_cache_op(CacheOp::CleanWrite, lpn, 1);
-        let ctx = Ctx {
-            now_ns: self.now,
-            ftl: &self.ftl,
-            timing: &self.timing,
-        };
+        let ctx = scheme_ctx!(self);
         let pl = self.scheme.placement(lpn, Source::Scrub, &ctx);
         if !self.placement_ok(pl) {
             return;
@@ -287,20 +279,7 @@ impl Engine {
             }
         }
         match hit {
-            Some((lpn, ppn)) => {
-                self.stats.cache.corruptions += 1;
-                if self.timing.eccs[self.ftl.page_ecc(ppn) as usize].detect_only {
-                    self.stats.cache.corruptions_detect_only += 1;
-                }
-                self.faults.insert(
-                    lpn,
-                    Fault {
-                        ppn,
-                        known: false,
-                        uncorrectable: false,
-                    },
-                );
-            }
+            Some((lpn, ppn)) => self.add_fault(lpn, ppn, false),
             None => self.stats.cache.corruptions_skipped += 1,
         }
         self.schedule_fault();
@@ -337,6 +316,12 @@ impl Engine {
         if self.faults.get(&lpn).is_some_and(|f| f.ppn == ppn) {
             return;
         }
+        self.add_fault(lpn, ppn, uncorrectable);
+    }
+
+    /// Corrupt `lpn`'s copy at `ppn` (not yet known to the host): counted, and apart when the
+    /// page's code only detects errors.
+    fn add_fault(&mut self, lpn: u32, ppn: u32, uncorrectable: bool) {
         self.stats.cache.corruptions += 1;
         if self.timing.eccs[self.ftl.page_ecc(ppn) as usize].detect_only {
             self.stats.cache.corruptions_detect_only += 1;

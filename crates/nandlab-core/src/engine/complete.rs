@@ -8,7 +8,7 @@ use crate::config::Allocation;
 use crate::exec::{Done, Txn};
 use crate::ftl::NONE;
 use crate::sched::TxnKind;
-use crate::scheme::{Ctx, Source};
+use crate::scheme::Source;
 
 impl Engine {
     /// Die `die` finished its run `done` at `self.now`: each of its transactions completes.
@@ -76,11 +76,7 @@ impl Engine {
                 } else if self.ftl.lookup(t.lpn) == t.ppn {
                     // Second half of a scheme rewrite: program the data again (a synchronous
                     // one keeps its host request as owner).
-                    let ctx = Ctx {
-                        now_ns: self.now,
-                        ftl: &self.ftl,
-                        timing: &self.timing,
-                    };
+                    let ctx = scheme_ctx!(self);
                     let pl = self.scheme.placement(t.lpn, t.source, &ctx);
                     if !self.placement_ok(pl) {
                         if t.owner != NONE {

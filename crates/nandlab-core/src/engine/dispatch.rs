@@ -9,6 +9,10 @@ use crate::ftl::{Ftl, PageState, NONE};
 use crate::sched::{SpaceView, TxnKind, Visit};
 use crate::scheme::Source;
 
+/// A programmed page ([`Engine::program_page`]): its PPN, page type and program mode, and
+/// whether the pool's blocks changed.
+type ProgrammedPage = (u32, crate::flash::PageType, u8, bool);
+
 impl SpaceView for Ftl {
     #[inline]
     fn can_start(&self, t: &Txn) -> bool {
@@ -583,17 +587,10 @@ impl Engine {
                     self.maybe_gc(self.ftl.pool(x.plane, x.placement.region));
                 }
             } else {
-                let src_pt = self.layout.page_type[self.ftl.page_index(x.ppn) as usize];
-                let ecc = self.ftl.page_ecc(x.ppn);
-                let rt = self.read_type(x.ppn, src_pt, x.source);
-                let (sense, bus, decode) = self.read_cost(x.ppn, rt, ecc);
-                let Some((dst, dst_pt, dst_mode, _)) = self.program_page(&x, Some(x.ppn)) else {
+                let Some(((sense, bus, decode), (dst, dst_pt, dst_mode, _))) = self.run_move(&x)
+                else {
                     return true;
                 };
-                self.count_read(x.source, ecc, src_pt);
-                self.stats.gc_pages_moved += 1;
-                let ne = self.timing.eccs.len();
-                self.stats.cache.gc_moves_by_ecc[ecc as usize * ne + x.placement.ecc as usize] += 1;
                 self.os_sense[(x.plane - first_plane) as usize] += sense;
                 if !copyback {
                     bus_out += bus;
@@ -694,18 +691,11 @@ impl Engine {
                 self.exec.stage_mut(die, k).ppn = ppn;
                 changed_any |= changed;
             } else {
-                let src_pt = self.layout.page_type[self.ftl.page_index(x.ppn) as usize];
-                let ecc = self.ftl.page_ecc(x.ppn);
-                let rt = self.read_type(x.ppn, src_pt, x.source);
-                let (sense, bus, decode) = self.read_cost(x.ppn, rt, ecc);
-                let Some((dst, dst_pt, dst_mode, changed)) = self.program_page(&x, Some(x.ppn))
+                let Some(((sense, bus, decode), (dst, dst_pt, dst_mode, changed))) =
+                    self.run_move(&x)
                 else {
                     return true;
                 };
-                self.count_read(x.source, ecc, src_pt);
-                self.stats.gc_pages_moved += 1;
-                let ne = self.timing.eccs.len();
-                self.stats.cache.gc_moves_by_ecc[ecc as usize * ne + x.placement.ecc as usize] += 1;
                 // The units of one source page share its sense (the victim's valid units are
                 // queued in page order).
                 let src_plane = self.ftl.plane_of_ppn(x.ppn);
@@ -804,15 +794,29 @@ impl Engine {
         self.exec.start(die, n, 0, self.now);
     }
 
+    /// One GC move of a multi-page run (one-shot or superpage): the read cost of its source
+    /// page (sense, transfer out, decode), then the program of its copy
+    /// ([`Engine::program_page`]), counting the read and the move by (source, target) ECC.
+    /// `None` when the program failed (the run has failed).
+    #[inline]
+    fn run_move(&mut self, x: &Txn) -> Option<((u64, u64, u64), ProgrammedPage)> {
+        let src_pt = self.layout.page_type[self.ftl.page_index(x.ppn) as usize];
+        let ecc = self.ftl.page_ecc(x.ppn);
+        let rt = self.read_type(x.ppn, src_pt, x.source);
+        let cost = self.read_cost(x.ppn, rt, ecc);
+        let programmed = self.program_page(x, Some(x.ppn))?;
+        self.count_read(x.source, ecc, src_pt);
+        self.stats.gc_pages_moved += 1;
+        let ne = self.timing.eccs.len();
+        self.stats.cache.gc_moves_by_ecc[ecc as usize * ne + x.placement.ecc as usize] += 1;
+        Some((cost, programmed))
+    }
+
     /// Allocate and program the page of a program (`src` = `None`) or move (`src` = the valid
     /// page it relocates) transaction at dispatch; counts the program. Returns the new PPN, its
     /// page type and mode, and whether the pool's blocks changed (`None` after an internal
     /// error).
-    fn program_page(
-        &mut self,
-        t: &Txn,
-        src: Option<u32>,
-    ) -> Option<(u32, crate::flash::PageType, u8, bool)> {
+    fn program_page(&mut self, t: &Txn, src: Option<u32>) -> Option<ProgrammedPage> {
         let source = t.source;
         // With regions, scheme migrations may not take a pool's last free block either.
         // Nor may a scheme's hidden pages (redundant pages: they would starve GC).

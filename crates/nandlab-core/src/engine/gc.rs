@@ -5,7 +5,7 @@ use super::Engine;
 use crate::config::Allocation;
 use crate::ftl::NONE;
 use crate::sched::TxnKind;
-use crate::scheme::{Ctx, Placement, Source};
+use crate::scheme::{Placement, Source};
 
 impl Engine {
     /// Start GC in `pool` (a plane without regions) when it is short of free blocks.
@@ -59,11 +59,7 @@ impl Engine {
         for i in 0..self.scratch.len() {
             let src = self.scratch[i];
             let lpn = self.ftl.page_lpn(src);
-            let ctx = Ctx {
-                now_ns: self.now,
-                ftl: &self.ftl,
-                timing: &self.timing,
-            };
+            let ctx = scheme_ctx!(self);
             let mut pl = self.scheme.gc_move(lpn, src, &ctx);
             // GC keeps a block's region (DESIGN §6, regions are block pools).
             pl.region = region;

@@ -11,7 +11,7 @@ use crate::error::NandlabError;
 use crate::ftl::{NONE, UNMAPPED};
 use crate::host::cache::CacheOp;
 use crate::sched::TxnKind;
-use crate::scheme::{Ctx, Placement, Source};
+use crate::scheme::{Placement, Source};
 use crate::trace::{HostRequest, Op};
 
 impl Engine {
@@ -155,11 +155,7 @@ impl Engine {
             self.scheme.on_cache_op(tag, first, span.pages as u32);
         }
         self.scheme.on_host_request(r.op, first, span.pages as u32);
-        let ctx = Ctx {
-            now_ns: self.now,
-            ftl: &self.ftl,
-            timing: &self.timing,
-        };
+        let ctx = scheme_ctx!(self);
         self.scheme
             .on_request(r.op, first, span.pages as u32, &ctx, &mut self.actions);
         if self.map.is_some() {
@@ -212,23 +208,10 @@ impl Engine {
                     if !self.faults.is_empty() && self.known_corrupt_disk_read(lpn, ppn, slot) {
                         continue;
                     }
-                    let ctx = Ctx {
-                        now_ns: self.now,
-                        ftl: &self.ftl,
-                        timing: &self.timing,
-                    };
+                    let ctx = scheme_ctx!(self);
                     self.scheme.on_host_read(lpn, ppn, &ctx, &mut self.actions);
-                    let plane = self.ftl.plane_of_ppn(ppn);
                     self.slots[slot as usize].pending += 1;
-                    let die = self.sched.enqueue(
-                        TxnKind::Read,
-                        Source::Host,
-                        lpn,
-                        ppn,
-                        plane,
-                        slot,
-                        Placement::NONE,
-                    );
+                    let die = self.enqueue_read(Source::Host, lpn, ppn, slot);
                     if self.mp_on {
                         self.mp_dies.push(die);
                     } else {
@@ -236,11 +219,7 @@ impl Engine {
                     }
                 }
                 Op::Write => {
-                    let ctx = Ctx {
-                        now_ns: self.now,
-                        ftl: &self.ftl,
-                        timing: &self.timing,
-                    };
+                    let ctx = scheme_ctx!(self);
                     self.scheme.on_host_write(lpn, &ctx);
                     if self.rmw_on
                         && ((k == 0 && head_partial) || (k + 1 == pages && tail_partial))
@@ -253,11 +232,7 @@ impl Engine {
                         self.dram_write(lpn, slot, false);
                         continue;
                     }
-                    let ctx = Ctx {
-                        now_ns: self.now,
-                        ftl: &self.ftl,
-                        timing: &self.timing,
-                    };
+                    let ctx = scheme_ctx!(self);
                     let pl = self.scheme.placement(lpn, Source::Host, &ctx);
                     if !self.placement_ok(pl) {
                         continue;
@@ -331,16 +306,7 @@ impl Engine {
         let r = &mut self.rmw[slot as usize];
         let free = usize::from(r[0].0 != NONE);
         r[free] = (lpn, 0);
-        let plane = self.ftl.plane_of_ppn(ppn);
-        let die = self.sched.enqueue(
-            TxnKind::Read,
-            Source::Host,
-            lpn,
-            ppn,
-            plane,
-            slot,
-            Placement::NONE,
-        );
+        let die = self.enqueue_read(Source::Host, lpn, ppn, slot);
         self.dispatch(die);
         true
     }
@@ -348,11 +314,7 @@ impl Engine {
     /// The read of a read-modify-write (on die `die`) ended and its data is decoded: program
     /// the merged page. The placement is asked now, when the data to program exists.
     pub(super) fn rmw_program(&mut self, lpn: u32, slot: u32, die: u32) {
-        let ctx = Ctx {
-            now_ns: self.now,
-            ftl: &self.ftl,
-            timing: &self.timing,
-        };
+        let ctx = scheme_ctx!(self);
         if self.dram.is_some() {
             // The merged page enters the DRAM cache.
             self.dram_write(lpn, slot, true);
@@ -411,11 +373,7 @@ impl Engine {
     /// [`Engine::queue_host_program`].
     fn queue_flush(&mut self, e: u32, skip: u32) {
         let lpn = self.dram.as_ref().expect("dram on").lpn_of(e);
-        let ctx = Ctx {
-            now_ns: self.now,
-            ftl: &self.ftl,
-            timing: &self.timing,
-        };
+        let ctx = scheme_ctx!(self);
         let pl = self.scheme.placement(lpn, Source::Host, &ctx);
         if !self.placement_ok(pl) {
             return;

@@ -51,6 +51,22 @@
 //! for the store buffer, which the FTL's random L2P stores keep full: `perf record -e cpu-clock
 //! --call-graph dwarf` found 10–12 % of the replay there). None of this changes a report.
 
+/// The scheme's view of the engine ([`crate::scheme::Ctx`]) at the current time, or at
+/// `now_ns` when given. A macro rather than a method, so that it borrows only the FTL and the
+/// timing: the scheme beside them is borrowed mutably to take it.
+macro_rules! scheme_ctx {
+    ($engine:expr) => {
+        scheme_ctx!($engine, $engine.now)
+    };
+    ($engine:expr, $now_ns:expr) => {
+        crate::scheme::Ctx {
+            now_ns: $now_ns,
+            ftl: &$engine.ftl,
+            timing: &$engine.timing,
+        }
+    };
+}
+
 mod actions;
 mod backend;
 mod complete;

@@ -38,7 +38,7 @@ use crate::error::NandlabError;
 use crate::ftl::{PageState, UNMAPPED};
 use crate::host::Prepass;
 use crate::rng::rng_stream;
-use crate::scheme::{Ctx, Placement, Source};
+use crate::scheme::{Placement, Source};
 
 /// What preconditioning did.
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
@@ -293,11 +293,7 @@ impl Engine {
             }
             let plane = block / bpp;
             self.rf_plan.clear();
-            let ctx = Ctx {
-                now_ns: 0,
-                ftl: &self.ftl,
-                timing: &self.timing,
-            };
+            let ctx = scheme_ctx!(self, 0);
             self.scheme.plan_refresh(block, &ctx, &mut self.rf_plan);
             let mut moves = 0u64;
             for i in 0..self.rf_plan.moves.len() {
@@ -339,19 +335,10 @@ impl Engine {
     ) -> Result<(), NandlabError> {
         let lpn = self.ftl.page_lpn(src);
         let region = self.ftl.block_region(self.ftl.geo.block_of_ppn(src));
-        let ctx = Ctx {
-            now_ns: 0,
-            ftl: &self.ftl,
-            timing: &self.timing,
-        };
+        let ctx = scheme_ctx!(self, 0);
         let mut pl = self.scheme.placement(lpn, Source::Refresh, &ctx);
         pl.region = region;
-        if !self.placement_ok(pl) {
-            return Err(self
-                .error
-                .take()
-                .unwrap_or(NandlabError::Sim("bad placement".into())));
-        }
+        self.untimed_placement_ok(pl)?;
         let pool = self.ftl.pool(plane, region);
         let mut gc_moves = 0u64;
         let mut guard = 0u32;
@@ -386,18 +373,9 @@ impl Engine {
 
     /// Write one page with GC as needed, untimed; adds GC relocations to `moves`.
     fn untimed_write(&mut self, lpn: u32, moves: &mut u64) -> Result<(), NandlabError> {
-        let ctx = Ctx {
-            now_ns: 0,
-            ftl: &self.ftl,
-            timing: &self.timing,
-        };
+        let ctx = scheme_ctx!(self, 0);
         let pl = self.scheme.precondition_placement(lpn, &ctx);
-        if !self.placement_ok(pl) {
-            return Err(self
-                .error
-                .take()
-                .unwrap_or(NandlabError::Sim("bad placement".into())));
-        }
+        self.untimed_placement_ok(pl)?;
         self.untimed_write_at(lpn, pl, moves)
     }
 
@@ -528,19 +506,10 @@ impl Engine {
                 self.ftl.prefetch_lpn(self.ftl.page_lpn(ahead));
             }
             let lpn = self.ftl.page_lpn(src);
-            let ctx = Ctx {
-                now_ns: 0,
-                ftl: &self.ftl,
-                timing: &self.timing,
-            };
+            let ctx = scheme_ctx!(self, 0);
             let mut pl = self.scheme.gc_move(lpn, src, &ctx);
             pl.region = region;
-            if !self.placement_ok(pl) {
-                return Err(self
-                    .error
-                    .take()
-                    .unwrap_or(NandlabError::Sim("bad placement".into())));
-            }
+            self.untimed_placement_ok(pl)?;
             let dst = self
                 .ftl
                 .allocate_in(plane, region, pl.stream, false, 0)
@@ -558,5 +527,19 @@ impl Engine {
         }
         self.ftl.erase_victim(victim);
         Ok(true)
+    }
+}
+
+impl Engine {
+    /// [`Engine::placement_ok`] for untimed writes: the error the check recorded (or a bad
+    /// placement) when it fails.
+    fn untimed_placement_ok(&mut self, pl: crate::scheme::Placement) -> Result<(), NandlabError> {
+        if self.placement_ok(pl) {
+            return Ok(());
+        }
+        Err(self
+            .error
+            .take()
+            .unwrap_or(NandlabError::Sim("bad placement".into())))
     }
 }

@@ -5,7 +5,7 @@
 use super::Engine;
 use crate::ftl::{PageState, NONE};
 use crate::sched::TxnKind;
-use crate::scheme::{Ctx, Placement, Source};
+use crate::scheme::{Placement, Source};
 
 impl Engine {
     /// Start the refresh of the oldest due block of `plane` (IDA §III-C; Table II
@@ -74,11 +74,7 @@ impl Engine {
         self.rf_phase[p] = 1;
         self.stats.refresh.blocks_refreshed += 1;
         self.rf_plan.clear();
-        let ctx = Ctx {
-            now_ns: self.now,
-            ftl: &self.ftl,
-            timing: &self.timing,
-        };
+        let ctx = scheme_ctx!(self);
         self.scheme.plan_refresh(block, &ctx, &mut self.rf_plan);
         let mut pending = 0u32;
         let mut die = NONE;
@@ -172,11 +168,7 @@ impl Engine {
     /// for [`Source::Refresh`]; returns its die, or `None` after a bad placement (the run has
     /// failed).
     pub(super) fn enqueue_refresh_move(&mut self, lpn: u32, ppn: u32, plane: u32) -> Option<u32> {
-        let ctx = Ctx {
-            now_ns: self.now,
-            ftl: &self.ftl,
-            timing: &self.timing,
-        };
+        let ctx = scheme_ctx!(self);
         let pl = self.scheme.placement(lpn, Source::Refresh, &ctx);
         if !self.placement_ok(pl) {
             return None;

@@ -63,9 +63,7 @@ impl Engine {
                     st.nonoptimal_read_ns += ns;
                 }
             }
-            Source::Migration => st.migration_ns += ns,
-            Source::Gc => st.gc_ns += ns,
-            _ => st.other_ns += ns,
+            _ => st.add_background(source, ns),
         }
     }
 
@@ -84,9 +82,7 @@ impl Engine {
                     st.nonoptimal_write_ns += ns;
                 }
             }
-            Source::Migration => st.migration_ns += ns,
-            Source::Gc => st.gc_ns += ns,
-            _ => st.other_ns += ns,
+            _ => st.add_background(source, ns),
         }
     }
 }

@@ -19,7 +19,6 @@ use crate::exec::Event;
 use crate::ftl::NONE;
 use crate::host::cache::CacheOp;
 use crate::host::RequestSource;
-use crate::scheme::Ctx;
 use crate::trace::HostRequest;
 
 /// Completed requests between two progress reports.
@@ -412,11 +411,7 @@ impl Engine {
     /// device is busy or requests are still to come.
     fn scheme_tick(&mut self) {
         self.actions.clear();
-        let ctx = Ctx {
-            now_ns: self.now,
-            ftl: &self.ftl,
-            timing: &self.timing,
-        };
+        let ctx = scheme_ctx!(self);
         // On an idle device, the ticks before the next arrival in one call (issue 20:
         // a year between two requests was 525,600 tick events at a 60 s period).
         let p = self.tick_period_ns().unwrap_or(u64::MAX);

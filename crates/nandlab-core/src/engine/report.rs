@@ -10,49 +10,42 @@ use crate::stats::{host_report, EraseDistribution};
 impl Engine {
     fn reliability_report(&self) -> Value {
         let r = &self.stats.reliability;
+        // Reads by soft level, up to the highest level used (level 0 always).
+        let last = r
+            .reads_by_soft_level
+            .iter()
+            .rposition(|&c| c > 0)
+            .unwrap_or(0);
+        let soft_levels = &r.reads_by_soft_level[..=last];
         match &self.read_model {
-            None if self.table6.is_some() => {
-                let last = r
-                    .reads_by_soft_level
-                    .iter()
-                    .rposition(|&c| c > 0)
-                    .unwrap_or(0);
-                json!({
-                    "model": "table6",
-                    "read_latency_source": "fixed latencies plus Guo Table 6 soft-sensing \
-                        levels by P/E and data age (8 µs + 20 µs per level); reduced-state \
-                        regions none",
-                    "reads": r.reads,
-                    "reads_by_soft_level": &r.reads_by_soft_level[..=last],
-                })
-            }
+            None if self.table6.is_some() => json!({
+                "model": "table6",
+                "read_latency_source": "fixed latencies plus Guo Table 6 soft-sensing \
+                    levels by P/E and data age (8 µs + 20 µs per level); reduced-state \
+                    regions none",
+                "reads": r.reads,
+                "reads_by_soft_level": soft_levels,
+            }),
             None => json!({
                 "model": "none",
                 "read_latency_source": "fixed per-ECC latencies from [timing]",
             }),
-            Some(m) => {
-                let last = r
-                    .reads_by_soft_level
-                    .iter()
-                    .rposition(|&c| c > 0)
-                    .unwrap_or(0);
-                json!({
-                    "model": "vth",
-                    "read_latency_source": "RBER from the Vth-model table; ECC code models",
-                    "table_cache": match m.cache_status {
-                        crate::reliability::table::CacheStatus::Hit => "hit",
-                        crate::reliability::table::CacheStatus::Built => "built",
-                    },
-                    "table_s": m.table_s,
-                    "mode_dvpp_v": m.mode_dvpp_v,
-                    "reads": r.reads,
-                    "mean_rber": (r.reads > 0).then(|| r.rber_sum / r.reads as f64),
-                    "reads_by_soft_level": &r.reads_by_soft_level[..=last],
-                    "read_retries": r.read_retries,
-                    "uncorrectable_reads": r.uncorrectable,
-                    "detected_only_reads": r.detected_only,
-                })
-            }
+            Some(m) => json!({
+                "model": "vth",
+                "read_latency_source": "RBER from the Vth-model table; ECC code models",
+                "table_cache": match m.cache_status {
+                    crate::reliability::table::CacheStatus::Hit => "hit",
+                    crate::reliability::table::CacheStatus::Built => "built",
+                },
+                "table_s": m.table_s,
+                "mode_dvpp_v": m.mode_dvpp_v,
+                "reads": r.reads,
+                "mean_rber": (r.reads > 0).then(|| r.rber_sum / r.reads as f64),
+                "reads_by_soft_level": soft_levels,
+                "read_retries": r.read_retries,
+                "uncorrectable_reads": r.uncorrectable,
+                "detected_only_reads": r.detected_only,
+            }),
         }
     }
 

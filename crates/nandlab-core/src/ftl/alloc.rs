@@ -44,8 +44,7 @@ impl Ftl {
         let slot = (pool * self.streams + stream as u32) as usize;
         match self.open[slot] {
             NONE => {
-                let reserve = if host { HOST_RESERVE_BLOCKS } else { 0 };
-                if self.free[pool as usize].len() > reserve {
+                if self.can_open(pool, host) {
                     sp
                 } else {
                     0
@@ -113,11 +112,24 @@ impl Ftl {
     pub fn can_allocate_in(&self, plane: u32, region: u8, stream: u8, host: bool) -> bool {
         let pool = self.pool(plane, region);
         let b = self.open[(pool * self.streams + stream as u32) as usize];
-        if b != NONE {
-            return true;
-        }
+        b != NONE || self.can_open(pool, host)
+    }
+
+    /// Whether `pool` has a free block to open: more than the GC reserve for host allocations
+    /// (`host`: [`HOST_RESERVE_BLOCKS`]), any for the others.
+    #[inline]
+    fn can_open(&self, pool: u32, host: bool) -> bool {
         let reserve = if host { HOST_RESERVE_BLOCKS } else { 0 };
         self.free[pool as usize].len() > reserve
+    }
+
+    /// Take `pool`'s next free block to open ([`NoSpace`] unless [`Ftl::can_open`]).
+    #[inline]
+    fn take_free(&mut self, pool: u32, host: bool) -> Result<u32, NoSpace> {
+        if !self.can_open(pool, host) {
+            return Err(NoSpace);
+        }
+        self.free[pool as usize].pop_front().ok_or(NoSpace)
     }
 
     /// Take the next free page of `stream`'s open block in `plane`, opening a block from the
@@ -188,11 +200,7 @@ impl Ftl {
         let slot = (pool * self.streams + stream as u32) as usize;
         let mut b = self.open[slot];
         if b == NONE {
-            let reserve = if host { HOST_RESERVE_BLOCKS } else { 0 };
-            if self.free[pool as usize].len() <= reserve {
-                return Err(NoSpace);
-            }
-            b = self.free[pool as usize].pop_front().ok_or(NoSpace)?;
+            b = self.take_free(pool, host)?;
             self.blk_state[b as usize] = BlockState::Open as u8;
             self.blk_stream[b as usize] = stream;
             self.open[slot] = b;
@@ -237,11 +245,7 @@ impl Ftl {
         let mut changed = false;
         let mut rep = self.open[slot];
         if rep == NONE {
-            let reserve = if host { HOST_RESERVE_BLOCKS } else { 0 };
-            if self.free[pool as usize].len() <= reserve {
-                return Err(NoSpace);
-            }
-            rep = self.free[pool as usize].pop_front().ok_or(NoSpace)?;
+            rep = self.take_free(pool, host)?;
             let bpp = self.geo.blocks_per_plane;
             for k in 0..self.group {
                 let b = (rep + k * bpp) as usize;

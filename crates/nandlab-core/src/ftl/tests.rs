@@ -114,50 +114,51 @@ fn superpages_fill_every_plane_of_a_die_at_the_same_offset() {
     assert_eq!(f.check_invariants(), Ok(()));
 }
 
+/// Any of the GC victim policies.
+fn any_policy() -> impl Strategy<Value = VictimPolicy> {
+    prop_oneof![
+        Just(VictimPolicy::Greedy),
+        Just(VictimPolicy::Fifo),
+        Just(VictimPolicy::CostBenefit)
+    ]
+}
+
+/// Write `lpns` into `f` with `write`, checking the invariants every 97 writes and at the end,
+/// and that every distinct LPN is mapped.
+fn check_random_writes(
+    f: &mut Ftl,
+    lpns: &[u32],
+    write: fn(&mut Ftl, u32, &mut u64),
+) -> Result<(), TestCaseError> {
+    let mut moves = 0;
+    for (i, &l) in lpns.iter().enumerate() {
+        write(f, l, &mut moves);
+        if i % 97 == 0 {
+            prop_assert_eq!(f.check_invariants(), Ok(()));
+        }
+    }
+    prop_assert_eq!(f.check_invariants(), Ok(()));
+    let distinct: std::collections::HashSet<_> = lpns.iter().collect();
+    prop_assert_eq!(f.mapped_pages(), distinct.len() as u64);
+    Ok(())
+}
+
 proptest! {
     #[test]
     fn superpage_invariants_hold_under_random_writes(
         lpns in proptest::collection::vec(0u32..300, 1..3000),
         unit in prop_oneof![Just(1u32), Just(3u32)],
-        policy in prop_oneof![
-            Just(VictimPolicy::Greedy),
-            Just(VictimPolicy::Fifo),
-            Just(VictimPolicy::CostBenefit)
-        ],
+        policy in any_policy(),
     ) {
-        let mut f = small_super(policy, unit);
-        let mut moves = 0;
-        for (i, &l) in lpns.iter().enumerate() {
-            write_super(&mut f, l, &mut moves);
-            if i % 97 == 0 {
-                prop_assert_eq!(f.check_invariants(), Ok(()));
-            }
-        }
-        prop_assert_eq!(f.check_invariants(), Ok(()));
-        let distinct: std::collections::HashSet<_> = lpns.iter().collect();
-        prop_assert_eq!(f.mapped_pages(), distinct.len() as u64);
+        check_random_writes(&mut small_super(policy, unit), &lpns, write_super)?;
     }
 
     #[test]
     fn invariants_hold_under_random_writes(
         lpns in proptest::collection::vec(0u32..120, 1..2000),
-        policy in prop_oneof![
-            Just(VictimPolicy::Greedy),
-            Just(VictimPolicy::Fifo),
-            Just(VictimPolicy::CostBenefit)
-        ],
+        policy in any_policy(),
     ) {
-        let mut f = small(policy);
-        let mut moves = 0;
-        for (i, &l) in lpns.iter().enumerate() {
-            write(&mut f, l, &mut moves);
-            if i % 97 == 0 {
-                prop_assert_eq!(f.check_invariants(), Ok(()));
-            }
-        }
-        prop_assert_eq!(f.check_invariants(), Ok(()));
-        let distinct: std::collections::HashSet<_> = lpns.iter().collect();
-        prop_assert_eq!(f.mapped_pages(), distinct.len() as u64);
+        check_random_writes(&mut small(policy), &lpns, write)?;
     }
 }
 

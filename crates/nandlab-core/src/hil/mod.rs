@@ -83,40 +83,15 @@ mod tests {
 
     #[test]
     fn spans() {
-        assert_eq!(
-            span(0, 8192, 8192),
-            PageSpan {
-                first_lpn: 0,
-                pages: 1
-            }
-        );
-        assert_eq!(
-            span(4096, 8192, 8192),
-            PageSpan {
-                first_lpn: 0,
-                pages: 2
-            }
-        );
-        assert_eq!(
-            span(8192, 1, 8192),
-            PageSpan {
-                first_lpn: 1,
-                pages: 1
-            }
-        );
-        assert_eq!(
-            span(8191, 2, 8192),
-            PageSpan {
-                first_lpn: 0,
-                pages: 2
-            }
-        );
-        assert_eq!(
-            span(3 * 8192, 64 * 1024, 8192),
-            PageSpan {
-                first_lpn: 3,
-                pages: 8
-            }
-        );
+        // (offset, length, first LPN, pages) with 8 KiB pages.
+        for (offset, len, first_lpn, pages) in [
+            (0, 8192, 0, 1),
+            (4096, 8192, 0, 2),
+            (8192, 1, 1, 1),
+            (8191, 2, 0, 2),
+            (3 * 8192, 64 * 1024, 3, 8),
+        ] {
+            assert_eq!(span(offset, len, 8192), PageSpan { first_lpn, pages });
+        }
     }
 }

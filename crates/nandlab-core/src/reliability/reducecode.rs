@@ -299,21 +299,24 @@ pub fn level_mix(levels: &[u8]) -> [u64; 3] {
     m
 }
 
+/// Guo Table 7: (3-bit value, level of the first cell, level of the second cell), the table
+/// the unit tests of ReduceCode and of the Vth model check against.
+#[cfg(test)]
+pub(crate) const TABLE7: [(u8, u8, u8); 8] = [
+    (0b000, 0, 0),
+    (0b001, 0, 1),
+    (0b010, 1, 0),
+    (0b011, 1, 1),
+    (0b100, 2, 2),
+    (0b101, 0, 2),
+    (0b110, 2, 0),
+    (0b111, 2, 1),
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
-
-    const TABLE7: [(u8, u8, u8); 8] = [
-        (0b000, 0, 0),
-        (0b001, 0, 1),
-        (0b010, 1, 0),
-        (0b011, 1, 1),
-        (0b100, 2, 2),
-        (0b101, 0, 2),
-        (0b110, 2, 0),
-        (0b111, 2, 1),
-    ];
 
     #[test]
     fn table7_and_the_unused_pair() {

@@ -54,7 +54,7 @@
 use serde_json::json;
 
 use super::params::Params;
-use super::{Ctx, Placement, Scheme, Source};
+use super::{Action, Ctx, Placement, Scheme, Source};
 use crate::config::ConfigError;
 use crate::flash::Timing;
 
@@ -200,13 +200,7 @@ impl Scheme for Agcr {
         };
     }
 
-    fn on_host_read(
-        &mut self,
-        lpn: u32,
-        _ppn: u32,
-        ctx: &Ctx<'_>,
-        actions: &mut Vec<super::Action>,
-    ) {
+    fn on_host_read(&mut self, lpn: u32, _ppn: u32, ctx: &Ctx<'_>, actions: &mut Vec<Action>) {
         let h = self.bits(lpn, ctx);
         self.set_bits(lpn, h | R);
         if self.regions_on && self.region_migration && h & R != 0 {
@@ -284,30 +278,13 @@ impl Scheme for Agcr {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{load, Allocation, VictimPolicy};
-    use crate::flash::{CellType, Geometry};
-    use crate::ftl::Ftl;
+    use crate::scheme::testutil::{ctx, tiny_ftl, xia_diffecc_timing};
 
     #[test]
     fn classes_follow_the_one_version_history() {
-        let text = include_str!("../../../../python/nandlab/configs/xia-diffecc.toml");
-        let t = load(text, "x", &[]).unwrap().timing().unwrap();
-        let g = Geometry {
-            channels: 1,
-            chips_per_channel: 1,
-            dies_per_chip: 1,
-            planes_per_die: 1,
-            blocks_per_plane: 8,
-            pages_per_block: 4,
-            page_size_bytes: 8192,
-            cell: CellType::Mlc,
-        };
-        let f = Ftl::new(g, 16, 2, Allocation::Static, VictimPolicy::Greedy, 5.0);
-        let ctx = Ctx {
-            now_ns: 0,
-            ftl: &f,
-            timing: &t,
-        };
+        let t = xia_diffecc_timing();
+        let f = tiny_ftl();
+        let ctx = ctx(&f, &t);
         let mut s = Agcr::new(&toml::Table::new(), &t, 2).unwrap();
         let mut a = Vec::new();
         let mp = |p: Placement| (p.mode, p.ecc);

@@ -226,38 +226,13 @@ impl Scheme for DiffEccWa {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::load;
-    use crate::ftl::Ftl;
-
-    fn timing() -> Timing {
-        let text = include_str!("../../../../python/nandlab/configs/xia-diffecc.toml");
-        load(text, "xia-diffecc.toml", &[])
-            .unwrap()
-            .timing()
-            .unwrap()
-    }
+    use crate::scheme::testutil::{ctx, tiny_ftl, xia_diffecc_timing as timing};
 
     fn scheme(m: f64, n: f64) -> DiffEccWa {
         let mut t = toml::Table::new();
         t.insert("m".into(), toml::Value::Float(m));
         t.insert("n".into(), toml::Value::Float(n));
         DiffEccWa::new(&t, &timing(), 2).unwrap()
-    }
-
-    fn tiny_ftl() -> Ftl {
-        use crate::config::{Allocation, VictimPolicy};
-        use crate::flash::{CellType, Geometry};
-        let g = Geometry {
-            channels: 1,
-            chips_per_channel: 1,
-            dies_per_chip: 1,
-            planes_per_die: 1,
-            blocks_per_plane: 8,
-            pages_per_block: 4,
-            page_size_bytes: 8192,
-            cell: CellType::Mlc,
-        };
-        Ftl::new(g, 16, 2, Allocation::Static, VictimPolicy::Greedy, 5.0)
     }
 
     fn write(s: &mut DiffEccWa, ctx: &Ctx<'_>, lpn: u32) -> Placement {
@@ -271,15 +246,20 @@ mod tests {
         s.sep.record(lpn, false);
     }
 
+    /// LPN 5 read in three requests, then written once.
+    fn three_reads_then_write(s: &mut DiffEccWa, ctx: &Ctx<'_>) {
+        for _ in 0..3 {
+            read(s, 5);
+        }
+        s.on_host_request(Op::Write, 5, 1);
+        s.on_host_write(5, ctx);
+    }
+
     #[test]
     fn write_only_goes_low_cost_ldpc() {
         let t = timing();
         let f = tiny_ftl();
-        let ctx = Ctx {
-            now_ns: 0,
-            ftl: &f,
-            timing: &t,
-        };
+        let ctx = ctx(&f, &t);
         let mut s = scheme(-1.0, 3.0);
         let p = write(&mut s, &ctx, 5);
         assert_eq!((p.mode, p.ecc), (1, 1));
@@ -289,19 +269,11 @@ mod tests {
     fn overlapped_follows_threshold_m() {
         let t = timing();
         let f = tiny_ftl();
-        let ctx = Ctx {
-            now_ns: 0,
-            ftl: &f,
-            timing: &t,
-        };
+        let ctx = ctx(&f, &t);
         // Read LPN 5 three times (hotness of 3 pairs), then write it once: w − r < 0.
         for m in [-1.0, -4.0] {
             let mut s = scheme(m, 3.0);
-            for _ in 0..3 {
-                read(&mut s, 5);
-            }
-            s.on_host_request(Op::Write, 5, 1);
-            s.on_host_write(5, &ctx);
+            three_reads_then_write(&mut s, &ctx);
             let (r, w) = s.sep.hotness(5);
             let p = s.placement(5, Source::Host, &ctx);
             if w - r > m {
@@ -313,20 +285,12 @@ mod tests {
         // Both sides really occur: reads in pairs 0–2 (r = 2 + 0.5 + 1), the write in pair 3
         // (w = 1.5): w − r = −2.
         let mut s = scheme(-1.0, 3.0);
-        for _ in 0..3 {
-            read(&mut s, 5);
-        }
-        s.on_host_request(Op::Write, 5, 1);
-        s.on_host_write(5, &ctx);
+        three_reads_then_write(&mut s, &ctx);
         let (r, w) = s.sep.hotness(5);
         assert_eq!(w - r, -2.0);
         assert_eq!(s.placement(5, Source::Host, &ctx).ecc, 0);
         let mut s = scheme(-4.0, 3.0);
-        for _ in 0..3 {
-            read(&mut s, 5);
-        }
-        s.on_host_request(Op::Write, 5, 1);
-        s.on_host_write(5, &ctx);
+        three_reads_then_write(&mut s, &ctx);
         assert_eq!(s.placement(5, Source::Host, &ctx).ecc, 1);
     }
 
@@ -337,11 +301,7 @@ mod tests {
         // LPN 3 stored as low-cost LDPC.
         let ppn = f.allocate(0, 0, true, 0).unwrap();
         f.program(ppn, 3, 1, 1, 0);
-        let ctx = Ctx {
-            now_ns: 0,
-            ftl: &f,
-            timing: &t,
-        };
+        let ctx = ctx(&f, &t);
         let mut s = scheme(-1.0, 3.0);
         let mut actions = Vec::new();
         // Reads in 4 successive requests: r grows to 5 > n = 3 with w = 0.
@@ -379,11 +339,7 @@ mod tests {
         let mut f = tiny_ftl();
         let ppn = f.allocate(0, 0, true, 0).unwrap();
         f.program(ppn, 3, 0, 0, 0);
-        let ctx = Ctx {
-            now_ns: 0,
-            ftl: &f,
-            timing: &t,
-        };
+        let ctx = ctx(&f, &t);
         let mut s = scheme(-1.0, 0.0);
         let mut actions = Vec::new();
         for _ in 0..8 {

@@ -440,22 +440,12 @@ impl Scheme for Efm {
         } else {
             self.gc_stream
         };
-        Placement {
-            stream,
-            mode: 0,
-            ecc: 0,
-            region,
-            page_type: None,
-        }
+        Placement::in_region(stream, region)
     }
 
     fn precondition_placement(&mut self, _lpn: u32, ctx: &Ctx<'_>) -> Placement {
         self.ensure_sized(ctx);
-        Placement {
-            region: self.fill(),
-            page_type: None,
-            ..Placement::NONE
-        }
+        Placement::in_region(0, self.fill())
     }
 
     fn tick_period_ns(&self) -> Option<u64> {

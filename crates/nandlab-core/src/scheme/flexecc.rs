@@ -231,27 +231,16 @@ impl Scheme for FlexEcc {
             (_, CacheOp::CleanWrite) => self.crc,
             _ => self.bch,
         };
-        Placement {
-            stream: if source == Source::Host || source == Source::Scrub {
-                0
-            } else {
-                self.gc_stream
-            },
-            mode: 0,
-            ecc,
-            region: 0,
-            page_type: None,
-        }
+        let stream = if source == Source::Host || source == Source::Scrub {
+            0
+        } else {
+            self.gc_stream
+        };
+        Placement::with_ecc(stream, ecc)
     }
 
     fn precondition_placement(&mut self, _lpn: u32, _ctx: &Ctx<'_>) -> Placement {
-        Placement {
-            stream: 0,
-            mode: 0,
-            ecc: self.bch,
-            region: 0,
-            page_type: None,
-        }
+        Placement::with_ecc(0, self.bch)
     }
 
     fn on_host_read(&mut self, _lpn: u32, ppn: u32, ctx: &Ctx<'_>, _actions: &mut Vec<Action>) {
@@ -278,13 +267,7 @@ impl Scheme for FlexEcc {
         } else {
             ecc
         };
-        Placement {
-            stream: self.gc_stream,
-            mode: 0,
-            ecc: to,
-            region: 0,
-            page_type: None,
-        }
+        Placement::with_ecc(self.gc_stream, to)
     }
 
     fn idle_threshold_ns(&self) -> Option<u64> {

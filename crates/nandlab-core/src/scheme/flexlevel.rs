@@ -811,17 +811,12 @@ impl Scheme for FlexLevel {
             Variant::AccessEval if self.cell.contains(lpn) => self.reduced,
             Variant::AccessEval => self.normal,
         };
-        Placement {
-            stream: if source == Source::Host {
-                0
-            } else {
-                self.gc_stream
-            },
-            mode: 0,
-            ecc: 0,
-            region,
-            page_type: None,
-        }
+        let stream = if source == Source::Host {
+            0
+        } else {
+            self.gc_stream
+        };
+        Placement::in_region(stream, region)
     }
 
     fn precondition_placement(&mut self, lpn: u32, ctx: &Ctx<'_>) -> Placement {

@@ -42,7 +42,7 @@
 use serde_json::json;
 
 use super::params::Params;
-use super::{Ctx, Placement, RegionInfo, Scheme, Source};
+use super::{Action, Ctx, Placement, RegionInfo, Scheme, Source};
 use crate::config::ConfigError;
 use crate::flash::Timing;
 use crate::ftl::BlockState;
@@ -160,13 +160,7 @@ impl Scheme for Hotis {
         self.n = info.n.max(1);
     }
 
-    fn on_host_read(
-        &mut self,
-        lpn: u32,
-        _ppn: u32,
-        ctx: &Ctx<'_>,
-        actions: &mut Vec<super::Action>,
-    ) {
+    fn on_host_read(&mut self, lpn: u32, _ppn: u32, ctx: &Ctx<'_>, actions: &mut Vec<Action>) {
         if !self.read_migration || self.n < 2 {
             return;
         }
@@ -198,13 +192,7 @@ impl Scheme for Hotis {
         } else {
             (self.gc_stream, self.fill())
         };
-        Placement {
-            stream,
-            mode: 0,
-            ecc: 0,
-            region,
-            page_type: None,
-        }
+        Placement::in_region(stream, region)
     }
 
     fn gc_move(&mut self, lpn: u32, _ppn: u32, ctx: &Ctx<'_>) -> Placement {
@@ -220,11 +208,7 @@ impl Scheme for Hotis {
 
     fn precondition_placement(&mut self, _lpn: u32, ctx: &Ctx<'_>) -> Placement {
         self.ensure_sized(ctx);
-        Placement {
-            region: self.fill(),
-            page_type: None,
-            ..Placement::NONE
-        }
+        Placement::in_region(0, self.fill())
     }
 
     fn stats(&self) -> serde_json::Value {

@@ -36,6 +36,8 @@ pub mod ida;
 pub mod migration;
 pub mod params;
 pub mod separator;
+#[cfg(test)]
+pub(crate) mod testutil;
 pub mod warm;
 
 use crate::config::ConfigError;
@@ -114,6 +116,26 @@ impl Placement {
         region: 0,
         page_type: None,
     };
+
+    /// Mode 0, ECC 0, no page-type preference: the next page of `stream`'s open block in
+    /// `region` (the placement of schemes that only choose where data goes).
+    pub const fn in_region(stream: u8, region: u8) -> Placement {
+        Placement {
+            stream,
+            region,
+            ..Placement::NONE
+        }
+    }
+
+    /// Mode 0, region 0, no page-type preference: the next page of `stream`'s open block,
+    /// protected by `ecc` (the placement of schemes that only choose the code).
+    pub const fn with_ecc(stream: u8, ecc: u8) -> Placement {
+        Placement {
+            stream,
+            ecc,
+            ..Placement::NONE
+        }
+    }
 }
 
 /// Background work a scheme asks for. Executed through the scheduler like GC.

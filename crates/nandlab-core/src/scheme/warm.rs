@@ -209,22 +209,12 @@ impl Scheme for Warm {
             // GC keeps the region; migrations are not issued by WARM.
             (self.gc_stream, self.fill())
         };
-        Placement {
-            stream,
-            mode: 0,
-            ecc: 0,
-            region,
-            page_type: None,
-        }
+        Placement::in_region(stream, region)
     }
 
     fn precondition_placement(&mut self, _lpn: u32, ctx: &Ctx<'_>) -> Placement {
         self.ensure_sized(ctx);
-        Placement {
-            region: self.fill(),
-            page_type: None,
-            ..Placement::NONE
-        }
+        Placement::in_region(0, self.fill())
     }
 
     fn stats(&self) -> serde_json::Value {

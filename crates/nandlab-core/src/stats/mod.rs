@@ -392,6 +392,17 @@ impl RegionStats {
             ..RegionStats::default()
         }
     }
+
+    /// Add `ns` of flash time of work other than the host's to its part of the breakdown:
+    /// migration, GC, or other.
+    #[inline]
+    pub fn add_background(&mut self, source: Source, ns: u64) {
+        match source {
+            Source::Migration => self.migration_ns += ns,
+            Source::Gc => self.gc_ns += ns,
+            _ => self.other_ns += ns,
+        }
+    }
 }
 
 /// Data-refresh counters (reported only while `[refresh]` is on).

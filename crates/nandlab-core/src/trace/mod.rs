@@ -181,6 +181,22 @@ pub enum Op {
     Trim,
 }
 
+impl Op {
+    /// Count one request of this op moving `len` bytes: into `reads` (requests, bytes) for a
+    /// read, `writes` for a write (bytes saturating); a discard moves no data and counts in
+    /// neither.
+    #[inline]
+    pub(crate) fn tally(self, len: u64, reads: (&mut u64, &mut u64), writes: (&mut u64, &mut u64)) {
+        let (n, bytes) = match self {
+            Op::Read => reads,
+            Op::Write => writes,
+            Op::Trim => return,
+        };
+        *n += 1;
+        *bytes = bytes.saturating_add(len);
+    }
+}
+
 /// One host I/O request, as replayed by the simulator.
 ///
 /// Units: `arrival_ns` in nanoseconds since the first request of the trace (rebased to 0),

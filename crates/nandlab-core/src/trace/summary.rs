@@ -56,18 +56,12 @@ impl Acc {
             self.first = r.arrival_ns;
         }
         self.requests += 1;
-        match r.op {
-            Op::Read => {
-                self.reads += 1;
-                self.bytes_read = self.bytes_read.saturating_add(r.len_bytes);
-            }
-            Op::Write => {
-                self.writes += 1;
-                self.bytes_written = self.bytes_written.saturating_add(r.len_bytes);
-            }
-            // A discard (only with `TraceOptions::discards`) moves no data.
-            Op::Trim => {}
-        }
+        // A discard (only with `TraceOptions::discards`) moves no data.
+        r.op.tally(
+            r.len_bytes,
+            (&mut self.reads, &mut self.bytes_read),
+            (&mut self.writes, &mut self.bytes_written),
+        );
         self.min_off = self.min_off.min(r.offset_bytes);
         self.max_end = self.max_end.max(r.offset_bytes + r.len_bytes);
         self.last = r.arrival_ns;
