@@ -334,29 +334,14 @@ pub fn fs_trace_stats(path: &Path) -> Result<Value, NandlabError> {
 /// # Errors
 /// [`NandlabError::Config`] naming the allowed names.
 pub fn crash_variant(name: &str) -> Result<crate::osd::Variant, NandlabError> {
-    let full = crate::osd::Variant::FULL;
-    Ok(match name {
-        "full" => full,
-        "no_capacitor" => crate::osd::Variant {
-            capacitor: false,
-            ..full
-        },
-        "no_rollback" => crate::osd::Variant {
-            rollback: false,
-            ..full
-        },
-        "no_reapply" => crate::osd::Variant {
-            reapply: false,
-            ..full
-        },
-        "no_reachability" => crate::osd::Variant {
-            reachability: false,
-            ..full
-        },
-        "no_onode_buffer" => crate::osd::Variant {
-            onode_buffer: false,
-            ..full
-        },
+    let mut v = crate::osd::Variant::FULL;
+    match name {
+        "full" => {}
+        "no_capacitor" => v.capacitor = false,
+        "no_rollback" => v.rollback = false,
+        "no_reapply" => v.reapply = false,
+        "no_reachability" => v.reachability = false,
+        "no_onode_buffer" => v.onode_buffer = false,
         other => {
             return Err(NandlabError::Config(crate::config::ConfigError::Invalid {
                 key: "crash.variant".into(),
@@ -366,7 +351,8 @@ pub fn crash_variant(name: &str) -> Result<crate::osd::Variant, NandlabError> {
                     .into(),
             }))
         }
-    })
+    }
+    Ok(v)
 }
 
 /// What a power-cut test runs: `cuts` seeded cuts (seed `seed`), recovery `variant`

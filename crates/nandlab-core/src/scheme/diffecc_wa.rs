@@ -246,6 +246,21 @@ mod tests {
         s.sep.record(lpn, false);
     }
 
+    /// A tiny FTL holding LPN 3 in its first page, programmed in mode and ECC `code` (0: normal
+    /// cost and BCH, 1: low cost and LDPC); and that page.
+    fn lpn3_stored_as(code: u8) -> (crate::ftl::Ftl, u32) {
+        let mut f = tiny_ftl();
+        let ppn = f.allocate(0, 0, true, 0).unwrap();
+        f.program(ppn, 3, code, code, 0);
+        (f, ppn)
+    }
+
+    /// A host read request of LPN 3, stored at `ppn`.
+    fn read_lpn3(s: &mut DiffEccWa, ppn: u32, ctx: &Ctx<'_>, actions: &mut Vec<Action>) {
+        s.on_host_request(Op::Read, 3, 1);
+        s.on_host_read(3, ppn, ctx, actions);
+    }
+
     /// LPN 5 read in three requests, then written once.
     fn three_reads_then_write(s: &mut DiffEccWa, ctx: &Ctx<'_>) {
         for _ in 0..3 {
@@ -297,17 +312,14 @@ mod tests {
     #[test]
     fn hot_read_of_ldpc_page_requests_one_rewrite() {
         let t = timing();
-        let mut f = tiny_ftl();
         // LPN 3 stored as low-cost LDPC.
-        let ppn = f.allocate(0, 0, true, 0).unwrap();
-        f.program(ppn, 3, 1, 1, 0);
+        let (f, ppn) = lpn3_stored_as(1);
         let ctx = ctx(&f, &t);
         let mut s = scheme(-1.0, 3.0);
         let mut actions = Vec::new();
         // Reads in 4 successive requests: r grows to 5 > n = 3 with w = 0.
         for i in 0..4 {
-            s.on_host_request(Op::Read, 3, 1);
-            s.on_host_read(3, ppn, &ctx, &mut actions);
+            read_lpn3(&mut s, ppn, &ctx, &mut actions);
             let (r, _) = s.sep.hotness(3);
             assert_eq!(
                 actions.len(),
@@ -324,8 +336,7 @@ mod tests {
             }
         );
         // Further hot reads before the rewrite lands are suppressed.
-        s.on_host_request(Op::Read, 3, 1);
-        s.on_host_read(3, ppn, &ctx, &mut actions);
+        read_lpn3(&mut s, ppn, &ctx, &mut actions);
         assert_eq!(actions.len(), 1);
         assert_eq!(s.rewrites_suppressed, 2);
         // The rewrite is programmed normal cost + BCH.
@@ -336,15 +347,12 @@ mod tests {
     #[test]
     fn bch_pages_are_never_rewritten() {
         let t = timing();
-        let mut f = tiny_ftl();
-        let ppn = f.allocate(0, 0, true, 0).unwrap();
-        f.program(ppn, 3, 0, 0, 0);
+        let (f, ppn) = lpn3_stored_as(0);
         let ctx = ctx(&f, &t);
         let mut s = scheme(-1.0, 0.0);
         let mut actions = Vec::new();
         for _ in 0..8 {
-            s.on_host_request(Op::Read, 3, 1);
-            s.on_host_read(3, ppn, &ctx, &mut actions);
+            read_lpn3(&mut s, ppn, &ctx, &mut actions);
         }
         assert!(actions.is_empty());
     }

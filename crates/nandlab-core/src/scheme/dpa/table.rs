@@ -5,6 +5,33 @@
 
 use super::*;
 
+/// The getter and setter of each field of the packed per-id record (`red`): `name, set_name:
+/// kind at OFFSET`, where a `byte` is a `u8`, a `flag` a byte read as `bool`, and a `word` a
+/// little-endian `u32` from OFFSET on.
+macro_rules! record_fields {
+    ($($(#[$doc:meta])* $get:ident, $set:ident: $kind:ident at $at:ident;)*) => {$(
+        $(#[$doc])*
+        #[inline]
+        pub(super) fn $get(&self, g: u32) -> record_fields!(@ty $kind) {
+            record_fields!(@load $kind, self, g, $at)
+        }
+
+        #[inline]
+        pub(super) fn $set(&mut self, g: u32, v: record_fields!(@ty $kind)) {
+            record_fields!(@store $kind, self, g, $at, v)
+        }
+    )*};
+    (@ty byte) => { u8 };
+    (@ty flag) => { bool };
+    (@ty word) => { u32 };
+    (@load byte, $s:expr, $g:expr, $at:expr) => { $s.byte($g, $at) };
+    (@load flag, $s:expr, $g:expr, $at:expr) => { $s.byte($g, $at) != 0 };
+    (@load word, $s:expr, $g:expr, $at:expr) => { $s.word($g, $at) };
+    (@store byte, $s:expr, $g:expr, $at:expr, $v:expr) => { $s.set_byte($g, $at, $v) };
+    (@store flag, $s:expr, $g:expr, $at:expr, $v:expr) => { $s.set_byte($g, $at, $v as u8) };
+    (@store word, $s:expr, $g:expr, $at:expr, $v:expr) => { $s.set_word($g, $at, $v) };
+}
+
 impl Dpa {
     // ----- per-id record (`red`)
 
@@ -29,77 +56,21 @@ impl Dpa {
         self.red[g as usize][at..at + 4].copy_from_slice(&v.to_le_bytes());
     }
 
-    #[inline]
-    pub(super) fn st(&self, g: u32) -> u8 {
-        self.byte(g, B_STATE)
-    }
-
-    #[inline]
-    pub(super) fn set_st(&mut self, g: u32, v: u8) {
-        self.set_byte(g, B_STATE, v)
-    }
-
-    /// Whether `g` is in the redundant-page cache.
-    #[inline]
-    pub(super) fn cached(&self, g: u32) -> bool {
-        self.byte(g, B_CACHED) != 0
-    }
-
-    #[inline]
-    pub(super) fn set_cached(&mut self, g: u32, v: bool) {
-        self.set_byte(g, B_CACHED, v as u8)
-    }
-
-    /// Valid tags (data page) or flushed stripe members not yet dropped (parity page).
-    #[inline]
-    pub(super) fn live(&self, g: u32) -> u8 {
-        self.byte(g, B_LIVE)
-    }
-
-    #[inline]
-    pub(super) fn set_live(&mut self, g: u32, v: u8) {
-        self.set_byte(g, B_LIVE, v)
-    }
-
-    /// Members listed (data page), or 1 = stripe open / 2 = programmed (parity page).
-    #[inline]
-    pub(super) fn nmem(&self, g: u32) -> u8 {
-        self.byte(g, B_NMEM)
-    }
-
-    #[inline]
-    pub(super) fn set_nmem(&mut self, g: u32, v: u8) {
-        self.set_byte(g, B_NMEM, v)
-    }
-
-    #[inline]
-    pub(super) fn parity(&self, g: u32) -> u32 {
-        self.word(g, W_PARITY)
-    }
-
-    #[inline]
-    pub(super) fn set_parity(&mut self, g: u32, p: u32) {
-        self.set_word(g, W_PARITY, p);
-    }
-
-    #[inline]
-    pub(super) fn prev(&self, g: u32) -> u32 {
-        self.word(g, W_PREV)
-    }
-
-    #[inline]
-    pub(super) fn set_prev(&mut self, g: u32, x: u32) {
-        self.set_word(g, W_PREV, x);
-    }
-
-    #[inline]
-    pub(super) fn next(&self, g: u32) -> u32 {
-        self.word(g, W_NEXT)
-    }
-
-    #[inline]
-    pub(super) fn set_next(&mut self, g: u32, x: u32) {
-        self.set_word(g, W_NEXT, x);
+    record_fields! {
+        /// State (`ST_*`).
+        st, set_st: byte at B_STATE;
+        /// Whether `g` is in the redundant-page cache.
+        cached, set_cached: flag at B_CACHED;
+        /// Valid tags (data page) or flushed stripe members not yet dropped (parity page).
+        live, set_live: byte at B_LIVE;
+        /// Members listed (data page), or 1 = stripe open / 2 = programmed (parity page).
+        nmem, set_nmem: byte at B_NMEM;
+        /// The parity page of `g`'s stripe.
+        parity, set_parity: word at W_PARITY;
+        /// The id before `g` in the redundant-page cache's LRU list.
+        prev, set_prev: word at W_PREV;
+        /// The id after `g` in the redundant-page cache's LRU list.
+        next, set_next: word at W_NEXT;
     }
 
     /// The hidden LPN of id g = s · planes + q + 1 (slot s of plane q):

@@ -3,7 +3,8 @@
 //! blkparse prints around the events (input files, the per-CPU and per-process summary).
 
 use super::fields::*;
-use super::*;
+use super::record::*;
+use crate::trace::{BlkparseEvent, Op};
 
 pub(super) fn blk_action(tok: &[u8]) -> Option<u8> {
     BLK_ACTIONS[..BLK_TEXT as usize]

@@ -2,7 +2,7 @@
 //! canonical CSV, columns in the [`crate::trace`] module documentation) parsed in one pass.
 
 use super::fields::{MAX_END_BYTES, MAX_REQUEST_BYTES};
-use super::{Raw, Rec};
+use super::record::{Raw, Rec};
 use crate::trace::{Op, TraceFormat};
 
 // ----- fast paths --------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 //! and its value: what every format's full parser (`formats.rs`, `blkparse.rs`) reads its fields
 //! with. The formats' columns and units are tabled in the [`crate::trace`] module documentation.
 
-use super::{FieldError, Raw, Rec};
+use super::record::{FieldError, Raw, Rec};
 use crate::trace::Op;
 
 pub(super) fn show(v: &[u8]) -> String {

@@ -4,7 +4,8 @@
 //! naming field and value.
 
 use super::fields::*;
-use super::*;
+use super::record::*;
+use crate::trace::Op;
 
 // ----- parsers -----------------------------------------------------------------------------
 

@@ -3,84 +3,32 @@
 //! By subject: `fields.rs` (the field cursor, number conversion, request checks and field
 //! errors), `fast.rs` (one-pass parsers of the common MSR and canonical line shapes),
 //! `formats.rs` (the full parser of each delimited format), `blkparse.rs` (blkparse's text
-//! output, after `blkparse.c` of blktrace 1.3) and `header.rs` (header lines). This file holds
-//! the record types, the dispatch per format, and the checks of a file's last line and of
-//! records glued onto comments. The formats' columns, units and op codes are tabled in the
-//! [`crate::trace`] module documentation.
+//! output, after `blkparse.c` of blktrace 1.3), `header.rs` (header lines) and `record.rs`
+//! (the record types and column names they all use). This file holds the dispatch per format,
+//! and the checks of a file's last line and of records glued onto comments. The formats'
+//! columns, units and op codes are tabled in the [`crate::trace`] module documentation.
 
 mod blkparse;
 mod fast;
 mod fields;
 mod formats;
 mod header;
+mod record;
 #[cfg(test)]
 mod tests;
 
-use super::{BlkparseEvent, Op, TraceFormat};
+use super::{BlkparseEvent, TraceFormat};
 use blkparse::parse_blkparse;
 use fields::show;
 use formats::*;
+use record::*;
 
 pub(crate) use blkparse::{blk_text_is_input, blk_text_starts_summary, is_blk_dev};
 pub(crate) use fast::{fast_canonical, fast_msr, has_fast_path};
 pub(crate) use fields::END_FIELD;
 pub(crate) use header::is_header;
-
-pub(crate) const SECTOR: u64 = 512;
-
-/// A parsed request before device mapping, reordering and rebasing. `time_ns` is absolute
-/// (as in the file, converted to ns).
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Raw {
-    pub time_ns: u64,
-    pub op: Op,
-    pub offset: u64,
-    pub len: u64,
-    pub device: u32,
-}
-
-/// What a data line turned out to be.
-pub(crate) enum Rec {
-    Req(Raw),
-    /// A documented zero-length command (blkparse flush, vSCSI with transfer length 0).
-    ZeroSize,
-    /// Not a request: a vSCSI command other than READ/WRITE, or a blkparse event that is not a
-    /// request (`Some(i)`: its action is [`BLK_ACTIONS`]`[i]`; a discard or a `D` event
-    /// without data direction counts under its own action).
-    NonRequest(Option<u8>),
-    /// blkparse: a line that is not an event (its first token is not `maj,min`); the reader
-    /// decides whether it is blkparse's own text ([`blk_text_starts_summary`]) or an error.
-    Text,
-}
-
-/// blkparse's actions (`blkparse.c`, `dump_trace_fs` / `handle_notify`, blktrace 1.3): `A`
-/// remap, `B` bounce, `C` complete, `D` issue, `F` front merge, `G` get request, `I` insert,
-/// `M` back merge, `P` plug, `Q` queue, `R` requeue, `S` sleep, `U` unplug, `UT` unplug on
-/// timer, `X` split, `m` message, `ZP` / `ZU` zone plug / unplug. Index
-/// [`BLK_TEXT`] counts blkparse's own text lines (`Input file … added`, the summary).
-pub const BLK_ACTIONS: [&str; 19] = [
-    "A", "B", "C", "D", "F", "G", "I", "M", "P", "Q", "R", "S", "U", "UT", "X", "m", "ZP", "ZU",
-    "text",
-];
-/// Index of blkparse's own text lines in [`BLK_ACTIONS`].
-pub(crate) const BLK_TEXT: u8 = 18;
-
-/// A field-level error; the reader adds file and line.
-#[derive(Debug)]
-pub(crate) struct FieldError {
-    pub field: &'static str,
-    pub msg: String,
-}
-
-const MSR_COLS: &str = "Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime";
-const SPC_COLS: &str = "ASU,LBA,Size,Opcode,Timestamp";
-const DISKSIM_COLS: &str = "time_ms device lba_sectors size_sectors flags";
-const MQSIM_COLS: &str = "time_ns device lba_sectors size_sectors op";
-const BLK_COLS: &str = "maj,min cpu seq time pid action RWBS sector + nsectors [process]";
-const CANON_COLS: &str = "time_ns,op,offset_bytes,size_bytes";
-const SYSTOR_COLS: &str = "Timestamp,Response,IOType,LUN,Offset,Size";
-const TENCENT_COLS: &str = "Timestamp,Offset,Size,IOType,VolumeID";
-const VSCSI_COLS: &str = "version,time_us,op_hex,size_bytes,lbn";
+pub use record::BLK_ACTIONS;
+pub(crate) use record::{FieldError, Raw, Rec, BLK_TEXT};
 
 /// A fast parser on one whole line: the record if the line ends where the record does.
 #[inline(always)]
