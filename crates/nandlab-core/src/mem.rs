@@ -94,3 +94,80 @@ mod tests {
         assert_eq!(zeroed::<u32>(3, "x").unwrap(), vec![0, 0, 0]);
     }
 }
+
+/// An intrusive doubly linked recency list over slots `0..n` (head = most recently used),
+/// allocated once: the DRAM data cache's clean entries ([`crate::engine`]'s `dram.rs`) and the
+/// cached mapping table's entries ([`crate::ftl::cmt`]). No allocation per operation.
+#[derive(Clone, Debug)]
+pub struct LruList {
+    prev: Vec<u32>,
+    next: Vec<u32>,
+    head: u32,
+    tail: u32,
+}
+
+/// No slot (an end of the list).
+const NIL: u32 = u32::MAX;
+
+impl LruList {
+    /// An empty list over `n` slots, or [`AllocError`] naming `what`.
+    pub fn new(n: usize, what: &'static str) -> Result<LruList, AllocError> {
+        Ok(LruList {
+            prev: filled(n, NIL, what)?,
+            next: filled(n, NIL, what)?,
+            head: NIL,
+            tail: NIL,
+        })
+    }
+
+    /// The most recently used slot (`u32::MAX` when empty).
+    #[inline]
+    pub fn head(&self) -> u32 {
+        self.head
+    }
+
+    /// The least recently used slot (`u32::MAX` when empty).
+    #[inline]
+    pub fn tail(&self) -> u32 {
+        self.tail
+    }
+
+    /// Take slot `s` (in the list) out of it.
+    pub fn unlink(&mut self, s: u32) {
+        let (p, n) = (self.prev[s as usize], self.next[s as usize]);
+        if p == NIL {
+            self.head = n;
+        } else {
+            self.next[p as usize] = n;
+        }
+        if n == NIL {
+            self.tail = p;
+        } else {
+            self.prev[n as usize] = p;
+        }
+        self.prev[s as usize] = NIL;
+        self.next[s as usize] = NIL;
+    }
+
+    /// Put slot `s` (not in the list) at its head.
+    pub fn push_front(&mut self, s: u32) {
+        self.prev[s as usize] = NIL;
+        self.next[s as usize] = self.head;
+        if self.head != NIL {
+            self.prev[self.head as usize] = s;
+        }
+        self.head = s;
+        if self.tail == NIL {
+            self.tail = s;
+        }
+    }
+
+    /// Move slot `s` (in the list) to its head.
+    #[inline]
+    pub fn move_to_front(&mut self, s: u32) {
+        if self.head != s {
+            self.unlink(s);
+            self.push_front(s);
+        }
+    }
+}

@@ -44,10 +44,7 @@ pub(super) struct Dram {
     lpn: Vec<u32>,
     state: Vec<State>,
     /// LRU list of clean entries (head = most recent).
-    prev: Vec<u32>,
-    next: Vec<u32>,
-    head: u32,
-    tail: u32,
+    lru: crate::mem::LruList,
     free: Vec<u32>,
     /// Writes waiting for an entry (LPN, host slot), oldest first.
     pub waiting: std::collections::VecDeque<(u32, u32)>,
@@ -83,10 +80,7 @@ impl Dram {
             )?,
             lpn: filled(n, NONE, "the DRAM cache's entries")?,
             state: filled(n, State::Free, "the DRAM cache's entries")?,
-            prev: filled(n, NONE, "the DRAM cache's LRU list")?,
-            next: filled(n, NONE, "the DRAM cache's LRU list")?,
-            head: NONE,
-            tail: NONE,
+            lru: crate::mem::LruList::new(n, "the DRAM cache's LRU list")?,
             free: (0..entries).rev().collect(),
             waiting: std::collections::VecDeque::with_capacity(1024),
             access_ns,
@@ -98,34 +92,6 @@ impl Dram {
             evictions: 0,
             backpressure_waits: 0,
         })
-    }
-
-    fn unlink(&mut self, e: u32) {
-        let (p, n) = (self.prev[e as usize], self.next[e as usize]);
-        if p == NONE {
-            self.head = n;
-        } else {
-            self.next[p as usize] = n;
-        }
-        if n == NONE {
-            self.tail = p;
-        } else {
-            self.prev[n as usize] = p;
-        }
-        self.prev[e as usize] = NONE;
-        self.next[e as usize] = NONE;
-    }
-
-    fn push_head(&mut self, e: u32) {
-        self.prev[e as usize] = NONE;
-        self.next[e as usize] = self.head;
-        if self.head != NONE {
-            self.prev[self.head as usize] = e;
-        }
-        self.head = e;
-        if self.tail == NONE {
-            self.tail = e;
-        }
     }
 
     /// Whether `lpn` is cached (no counting, no recency change).
@@ -144,8 +110,8 @@ impl Dram {
         }
         self.read_hits += 1;
         if self.state[e as usize] == State::Clean {
-            self.unlink(e);
-            self.push_head(e);
+            self.lru.unlink(e);
+            self.lru.push_front(e);
         }
         true
     }
@@ -159,7 +125,7 @@ impl Dram {
             self.write_hits += 1;
             return match self.state[e as usize] {
                 State::Clean => {
-                    self.unlink(e);
+                    self.lru.unlink(e);
                     self.state[e as usize] = State::Flushing;
                     Some(e)
                 }
@@ -173,11 +139,11 @@ impl Dram {
             Some(e) => e,
             None => {
                 // Evict the least recently used clean page.
-                let e = self.tail;
+                let e = self.lru.tail();
                 if e == NONE {
                     return None;
                 }
-                self.unlink(e);
+                self.lru.unlink(e);
                 self.slot_of[self.lpn[e as usize] as usize] = NONE;
                 self.evictions += 1;
                 e
@@ -210,7 +176,7 @@ impl Dram {
             return true;
         }
         self.state[e as usize] = State::Clean;
-        self.push_head(e);
+        self.lru.push_front(e);
         false
     }
 
@@ -218,7 +184,7 @@ impl Dram {
     pub fn trim(&mut self, lpn: u32) {
         let e = self.slot_of[lpn as usize];
         if e != NONE && self.state[e as usize] == State::Clean {
-            self.unlink(e);
+            self.lru.unlink(e);
             self.slot_of[lpn as usize] = NONE;
             self.state[e as usize] = State::Free;
             self.free.push(e);

@@ -145,16 +145,7 @@ impl Engine {
                 m.loads[load as usize].waiters.clear();
                 m.loading[tp as usize] = load;
                 m.translation_reads += 1;
-                let plane = self.ftl.plane_of_ppn(ppn);
-                let die = self.sched.enqueue(
-                    TxnKind::Read,
-                    Source::Mapping,
-                    tlpn,
-                    ppn,
-                    plane,
-                    load,
-                    Placement::NONE,
-                );
+                let die = self.enqueue_read(Source::Mapping, tlpn, ppn, load);
                 self.dispatch(die);
             }
             let m = self.map.as_mut().expect("cached mapping");
@@ -289,16 +280,7 @@ impl Engine {
             return;
         }
         m.writeback_reads += 1;
-        let plane = self.ftl.plane_of_ppn(ppn);
-        let die = self.sched.enqueue(
-            TxnKind::Read,
-            Source::Mapping,
-            tlpn,
-            ppn,
-            plane,
-            WRITE_BACK | tp,
-            Placement::NONE,
-        );
+        let die = self.enqueue_read(Source::Mapping, tlpn, ppn, WRITE_BACK | tp);
         self.dispatch(die);
     }
 

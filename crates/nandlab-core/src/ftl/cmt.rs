@@ -40,7 +40,7 @@
 //! touched part is backed) and per slot its LPN, dirty bit and LRU links, allocated once.
 
 use crate::ftl::NONE;
-use crate::mem::{filled, zeroed, AllocError};
+use crate::mem::{filled, zeroed, AllocError, LruList};
 
 /// Bytes a cached mapping entry takes in the CMT (LPN + PPN).
 pub const CMT_ENTRY_BYTES: u64 = 8;
@@ -71,11 +71,8 @@ pub struct Cmt {
     slot_of: Vec<u32>,
     lpn: Vec<u32>,
     dirty: Vec<bool>,
-    /// LRU list (head = most recently used).
-    prev: Vec<u32>,
-    next: Vec<u32>,
-    head: u32,
-    tail: u32,
+    /// LRU list of the slots in use (head = most recently used).
+    lru: LruList,
     used: u32,
     /// Per translation page: whether an update outside the cache (a move of an entry that is
     /// not cached) waits for the next victim erase.
@@ -118,10 +115,7 @@ impl Cmt {
             slot_of: zeroed(logical_pages as usize, "the CMT's per-LPN slots")?,
             lpn: filled(cap, NONE, "the CMT entries")?,
             dirty: filled(cap, false, "the CMT dirty bits")?,
-            prev: filled(cap, NONE, "the CMT LRU list")?,
-            next: filled(cap, NONE, "the CMT LRU list")?,
-            head: NONE,
-            tail: NONE,
+            lru: LruList::new(cap, "the CMT LRU list")?,
             used: 0,
             stale: filled(pages as usize, false, "the stale translation pages")?,
             stale_list: Vec::new(),
@@ -159,41 +153,8 @@ impl Cmt {
             false
         } else {
             self.hits += 1;
-            self.move_to_front(s - 1);
+            self.lru.move_to_front(s - 1);
             true
-        }
-    }
-
-    fn unlink(&mut self, s: u32) {
-        let (p, n) = (self.prev[s as usize], self.next[s as usize]);
-        if p == NONE {
-            self.head = n;
-        } else {
-            self.next[p as usize] = n;
-        }
-        if n == NONE {
-            self.tail = p;
-        } else {
-            self.prev[n as usize] = p;
-        }
-    }
-
-    fn push_front(&mut self, s: u32) {
-        self.prev[s as usize] = NONE;
-        self.next[s as usize] = self.head;
-        if self.head != NONE {
-            self.prev[self.head as usize] = s;
-        }
-        self.head = s;
-        if self.tail == NONE {
-            self.tail = s;
-        }
-    }
-
-    fn move_to_front(&mut self, s: u32) {
-        if self.head != s {
-            self.unlink(s);
-            self.push_front(s);
         }
     }
 
@@ -204,7 +165,7 @@ impl Cmt {
     pub fn insert(&mut self, lpn: u32, dirty: bool) -> Evicted {
         let s = self.slot_of[lpn as usize];
         if s != 0 {
-            self.move_to_front(s - 1);
+            self.lru.move_to_front(s - 1);
             if dirty {
                 self.dirty[s as usize - 1] = true;
             }
@@ -215,8 +176,8 @@ impl Cmt {
             self.used += 1;
             self.used - 1
         } else {
-            let v = self.tail;
-            self.unlink(v);
+            let v = self.lru.tail();
+            self.lru.unlink(v);
             let old = self.lpn[v as usize];
             self.slot_of[old as usize] = 0;
             if self.dirty[v as usize] {
@@ -233,7 +194,7 @@ impl Cmt {
         self.lpn[slot as usize] = lpn;
         self.dirty[slot as usize] = dirty;
         self.slot_of[lpn as usize] = slot + 1;
-        self.push_front(slot);
+        self.lru.push_front(slot);
         out
     }
 
