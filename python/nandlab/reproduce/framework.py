@@ -20,6 +20,12 @@ lifetime model, DMM's DMMbench) is a :class:`Study` in a module of its own, whic
 runs before the trace runs and files in the same result. Figures also draw from rows made
 without the grid (:class:`TraceRows`: DMM's object-device runs, :mod:`.osd_runs`). The recipe
 is in ``docs/reproducing.md``.
+
+The framework is three files, and this module re-exports the names of the other two (a
+reproduction writes ``fw.bars``, ``fw.Col``, ``fw.pick``): this one holds the description, the
+runs, the results, the runner, the study and the command; :mod:`~nandlab.reproduce.rows` what
+the rows are made of (a run's metrics, ratios, the summary rows, changes, checks);
+:mod:`~nandlab.reproduce.present` the tables and figures.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -47,31 +53,50 @@ from nandlab.reproduce.common import (
 from nandlab.reproduce.fmt import (
     EXIT_CHECK_FAILED,
     err_console,
-    fmt_num,
-    fmt_pct,
     out_console,
     plural,
 )
-from nandlab.reproduce.headline import Headline, headline_rows, print_rows, value_of
+from nandlab.reproduce.headline import Headline, headline_rows, print_rows
 from nandlab.reproduce.load import (
     AUTO,
     MAX_AUTO_SCALE,
     MAX_AUTO_STEPS,
     LoadPlan,
     auto_scale,
-    finite,
-    geo_mean,
     groups,
     load_info,
-    mean_of,
     next_scale,
     offered_load,
     print_load_table,
-    ratio,
-    report_value,
     scale_label,
 )
 from nandlab.reproduce.output import write_result
+from nandlab.reproduce.present import (
+    Col,
+    Fig,
+    Getter,
+    RowSource,
+    Table,
+    TraceRows,
+    bars,
+    cell,
+    get,
+    lines,
+    print_checks,
+    print_table,
+    render,
+    run_value,
+    stacked,
+)
+from nandlab.reproduce.rows import (
+    HOST_METRICS,
+    SCHEME_KEYS,
+    as_ratio,
+    host_metrics,
+    pick,
+    ratios,
+    with_means,
+)
 from nandlab.reproduce.traces import Selection, Traces
 from nandlab.reproduce.traces import TraceDef as TraceDef
 from nandlab.reproduce.traces import standin as standin
@@ -206,75 +231,6 @@ def _level_text(plan: LoadPlan, name: str) -> str:
 # --------------------------------------------------------------------------- results
 
 
-#: The numbers most reproductions take from a run's report: key -> report path.
-HOST_METRICS = {
-    "mean_us": "host.mean_us", "read_us": "host.read_mean_us", "write_us": "host.write_mean_us",
-    "requests": "host.requests", "reads": "host.reads", "programs": "flash.programs",
-    "erases": "flash.erases",
-}  # fmt: skip
-
-
-#: A scheme's columns in most rows: response times, programs and erases (of :data:`HOST_METRICS`).
-SCHEME_KEYS = ("mean_us", "read_us", "write_us", "programs", "erases")
-
-
-def host_metrics(
-    rep: Mapping[str, Any], *, counts: Callable[[Any], Any] = finite
-) -> dict[str, Any]:
-    """A run's response times, request, program and erase counts (:data:`HOST_METRICS`, counts
-    through ``counts``) and its load (:func:`~nandlab.reproduce.load.load_info`)."""
-    out = {k: finite(report_value(rep, p)) for k, p in HOST_METRICS.items()}
-    for k in ("requests", "reads", "programs", "erases"):
-        out[k] = counts(out[k])
-    return {**out, "load": load_info(rep)}
-
-
-def pick(run: Mapping[str, Any], keys: Iterable[str], name: str) -> dict[str, Any]:
-    """Row entries ``name.format(k=k)`` = metric ``k`` of ``run``, for every ``k``."""
-    return {name.format(k=k): run.get(k) for k in keys}
-
-
-def ratios(
-    runs: Mapping[str, Any], ref: Mapping[str, Any], keys: Mapping[str, str], name: str
-) -> dict[str, float | None]:
-    """Row entries ``name.format(k=k)`` = metric ``keys[k]`` of ``runs`` / that of ``ref``
-    (:func:`~nandlab.reproduce.load.ratio`), for every ``k``."""
-    return {name.format(k=k): ratio(runs.get(m), ref.get(m)) for k, m in keys.items()}
-
-
-def with_means(
-    rows: list[Row], keep: Callable[[str], bool], *, geomean: bool = False, count: bool = False
-) -> list[Row]:
-    """``rows`` (one per trace), then an ``"Average"`` row (and with ``geomean`` a ``"Geo.
-    mean"`` row) of the entries ``keep`` picks among the first row's, each over the traces
-    that are not overloaded (docs/reproductions.md, item 5); ``count`` adds the number of
-    those traces (``comparable_traces``)."""
-    if not rows:
-        return rows
-    over = {r["trace"] for r in rows if r.get("overloaded")}
-    avg: Row = {"trace": "Average"}
-    geo: Row = {"trace": "Geo. mean"}
-    for k in (k for k in rows[0] if keep(k)):
-        vals = [v for r in rows if r["trace"] not in over and (v := finite(r.get(k))) is not None]
-        avg[k] = mean_of(vals)
-        geo[k] = geo_mean(vals)
-    if count:
-        avg["comparable_traces"] = geo["comparable_traces"] = len(rows) - len(over)
-    return [*rows, avg, geo] if geomean else [*rows, avg]
-
-
-def as_ratio(key: str, *, reduction: bool = False) -> Callable[[Mapping[str, Any]], Any]:
-    """A row's change (``1 + v``) or, with ``reduction``, its reduction (``1 - v``) as the
-    ratio a :class:`~nandlab.reproduce.headline.Headline` or a :class:`Col` shows as a
-    change; ``None`` without a value."""
-
-    def f(r: Mapping[str, Any]) -> float | None:
-        v = value_of(r, key)
-        return None if v is None else 1.0 - v if reduction else 1.0 + v
-
-    return f
-
-
 @dataclass
 class Results:
     """Every run's report, by (row, variant name), with the paper's metrics of each."""
@@ -372,239 +328,6 @@ class Analysis:
 
     def row(self, trace: str) -> Row:
         return next((r for r in self.rows if r.get("trace") == trace), {})
-
-
-class RowSource(Protocol):
-    """What the figures (:class:`Fig`) draw from: an :class:`Analysis` of the grid's runs, or
-    :class:`TraceRows` made otherwise."""
-
-    @property
-    def trace_rows(self) -> list[Row]: ...
-
-    @property
-    def overloaded(self) -> set[str]: ...
-
-    def row(self, trace: str) -> Row: ...
-
-
-@dataclass
-class TraceRows:
-    """Rows per trace made without the grid (``reproduce dmm``: the object device's
-    closed-loop runs, where no trace is overloaded), for the same figures (:class:`Fig`)."""
-
-    rows: list[Row]
-    overloaded: set[str] = field(default_factory=set)
-
-    @property
-    def trace_rows(self) -> list[Row]:
-        return self.rows
-
-    def row(self, trace: str) -> Row:
-        return next((r for r in self.rows if r.get("trace") == trace), {})
-
-
-# --------------------------------------------------------------------------- tables, figures
-
-
-@dataclass(frozen=True)
-class Col:
-    """A table column: header, value (row key or function) and format: ``"num"``,
-    ``"change"`` (a ratio shown as a relative change), ``"pct"`` (a relative change as a
-    fraction), ``"share"`` (a fraction), ``"int"``, ``"k"`` (a time scale), ``"text"``."""
-
-    header: str
-    value: str | Callable[[Mapping[str, Any]], Any]
-    fmt: str = "num"
-
-
-def cell(v: Any, fmt: str) -> str:
-    """A table cell in format ``fmt`` (see :class:`Col`)."""
-    if fmt == "text":
-        return "—" if v is None else str(v)
-    if fmt == "change":
-        return fmt_pct(None if v is None else v - 1.0)
-    if fmt == "pct":
-        return fmt_pct(v)
-    if fmt == "share":
-        return fmt_pct(v, signed=False)
-    if fmt == "int":
-        return fmt_num(None if v is None else round(v))
-    if fmt == "k":
-        return "—" if v is None else f"{v:g}"
-    return fmt_num(v)
-
-
-@dataclass(frozen=True)
-class Table:
-    """A table of the output (printed, and in the result JSON as it is printed): one line per
-    row of ``rows`` (default: the per-trace rows)."""
-
-    title: str
-    columns: Sequence[Col]
-    rows: Callable[[Analysis], Sequence[Mapping[str, Any]]] | None = None
-
-    def render(self, an: Analysis) -> dict[str, Any] | None:
-        """``{"title", "columns", "rows"}`` with every cell as text; ``None`` without rows."""
-        rows = self.rows(an) if self.rows is not None else an.trace_rows
-        if not rows:
-            return None
-        lines = []
-        for r in rows:
-            cells = [cell(value_of(r, c.value), c.fmt) for c in self.columns]
-            if r.get("overloaded") and r.get("trace") in an.res.traces:
-                cells[0] += " (overloaded)"
-            lines.append(cells)
-        return {"title": self.title, "columns": [c.header for c in self.columns], "rows": lines}
-
-
-def print_table(t: Mapping[str, Any] | None) -> None:
-    """A rendered table (:meth:`Table.render`) on the terminal."""
-    from rich.table import Table as RichTable
-
-    if not t:
-        return
-    rt = RichTable(title=t["title"], title_justify="left")
-    for i, c in enumerate(t["columns"]):
-        rt.add_column(c, justify="left" if i == 0 else "right")
-    for cells in t["rows"]:
-        rt.add_row(*(c.replace(" (overloaded)", " [red](overloaded)[/]") for c in cells))
-    out_console.print(rt)
-
-
-def print_checks(checks: Sequence[Mapping[str, Any]], title: str) -> None:
-    """Checks in the result JSON's form as a table on the terminal (``passed`` None: not
-    answered, a run failed)."""
-    from rich.table import Table as RichTable
-
-    t = RichTable(title=title)
-    for c in ("check", "result", "values"):
-        t.add_column(c)
-    for c in checks:
-        res = "n/a (a run failed)" if c["passed"] is None else ("pass" if c["passed"] else "FAIL")
-        t.add_row(c["name"], res, c["detail"])
-    out_console.print(t)
-
-
-@dataclass(frozen=True)
-class Fig:
-    """A figure file (PNG and SVG) of :mod:`nandlab.figures`: ``kind`` is ``"bars"``
-    (:func:`~nandlab.figures.grouped_bars`), ``"stacked"`` or ``"lines"``; ``data`` gives its
-    first argument from the analysis (a :class:`RowSource`; ``None``: the figure is not
-    drawn), ``options`` the rest; ``"custom"``: ``data`` draws the figure itself (a matplotlib
-    figure). Bar charts fade and leave out of the average the overloaded traces."""
-
-    name: str
-    kind: str
-    #: (analysis or :class:`TraceRows`) -> the figure's data
-    data: Callable[[Any], Any]
-    options: Mapping[str, Any] = field(default_factory=dict)
-
-    def draw(self, an: RowSource, out: Path) -> list[Path]:
-        from nandlab import figures
-
-        data = self.data(an)
-        if not data:
-            return []
-        if self.kind == "bars":
-            opts = {"overloaded": an.overloaded, **self.options}
-            schemes = opts.pop("schemes")
-            return figures.grouped_bars(data, schemes, out / self.name, **opts)
-        if self.kind == "custom":  # data gave a matplotlib figure (nandlab.figures._figure)
-            return figures.save(data, out / self.name)
-        if self.kind == "stacked":
-            opts = dict(self.options)
-            return figures.stacked_bars(data, opts.pop("categories"), out / self.name, **opts)
-        return figures.sweep_lines(data, out / self.name, **self.options)
-
-
-#: A value of a figure or a table: a row key pattern (``"{s}_mean_us"``, formatted with the
-#: scheme ``s`` or the parameter ``x``; a dotted key looks into nested dicts) or a function
-#: ``(analysis, trace, **kw) -> value``.
-Getter = str | Callable[..., Any]
-
-
-def get(an: RowSource, trace: str, key: Getter, **kw: Any) -> Any:
-    """The value ``key`` (a :data:`Getter`) of ``trace``."""
-    if callable(key):
-        return key(an, trace, **kw)
-    return value_of(an.row(trace), key.format(**kw))
-
-
-def _traces(an: RowSource, traces: Callable[[Any], Sequence[str]] | None) -> Sequence[str]:
-    return traces(an) if traces is not None else [r["trace"] for r in an.trace_rows]
-
-
-def bars(
-    name: str,
-    panels: Mapping[str, Getter],
-    schemes: Sequence[str],
-    *,
-    traces: Callable[[Any], Sequence[str]] | None = None,
-    keep: Callable[[Mapping[str, Any]], bool] | None = None,
-    **options: Any,
-) -> Fig:
-    """Grouped bars (:func:`~nandlab.figures.grouped_bars`): per panel title, a group per trace
-    (``traces``, default every trace row; ``keep`` filters a trace by its values) and a bar per
-    scheme, the value ``panels[title]`` with ``s`` = the scheme."""
-
-    def data(an: RowSource) -> dict[str, Any]:
-        out = {}
-        for title, key in panels.items():
-            d = {t: {s: get(an, t, key, s=s) for s in schemes} for t in _traces(an, traces)}
-            out[title] = {t: v for t, v in d.items() if keep is None or keep(v)}
-        return out if any(out.values()) else {}
-
-    return Fig(name, "bars", data, {"schemes": list(schemes), **options})
-
-
-def lines(
-    name: str,
-    panels: Mapping[str, Getter],
-    xs: Sequence[float],
-    *,
-    traces: Callable[[Any], Sequence[str]] | None = None,
-    series: Sequence[str] | None = None,
-    **options: Any,
-) -> Fig:
-    """Lines against a parameter (:func:`~nandlab.figures.sweep_lines`): per panel a line per
-    trace of ``(x, value)`` with ``x`` from ``xs``; with ``series`` a panel per trace and a line
-    per series (the value's ``s``) instead."""
-
-    def data(an: RowSource) -> dict[str, Any]:
-        ts = _traces(an, traces)
-        if series is not None:
-            (key,) = panels.values()
-            return {t: {s: [(float(x), get(an, t, key, s=s, x=x)) for x in xs] for s in series}
-                    for t in ts}  # fmt: skip
-        out = {p: {t: [(float(x), get(an, t, k, x=x)) for x in xs] for t in ts}
-               for p, k in panels.items()}  # fmt: skip
-        return out if any(ts) else {}
-
-    return Fig(name, "lines", data, dict(options))
-
-
-def stacked(
-    name: str,
-    key: Getter,
-    categories: Sequence[str],
-    *,
-    groups: Callable[[Any], Sequence[tuple[str, str, dict[str, Any]]]] | None = None,
-    **options: Any,
-) -> Fig:
-    """Stacked shares (:func:`~nandlab.figures.stacked_bars`): a bar per trace (or per
-    ``(label, trace, kw)`` of ``groups``) of the ``categories`` (the value's ``k``)."""
-
-    def data(an: RowSource) -> dict[str, Any]:
-        gs = groups(an) if groups is not None else [(t, t, {}) for t in _traces(an, None)]
-        return {lab: {k: get(an, t, key, k=k, **kw) for k in categories} for lab, t, kw in gs}
-
-    return Fig(name, "stacked", data, {"categories": list(categories), **options})
-
-
-def run_value(name: str, metric: str) -> Callable[..., Any]:
-    """A :data:`Getter` of a run's metric: ``name`` (formatted with the scheme ``s``, ``x``)
-    names the run in the trace's row."""
-    return lambda an, t, **kw: an.res.get(t, name.format(**kw)).get(metric.format(**kw))
 
 
 # --------------------------------------------------------------------------- the description
@@ -963,3 +686,55 @@ def command(r: Reproduction) -> click.Command:
             help=r.max_requests_help,
         )(f)
     return click.command(r.paper, help=inspect.cleandoc(r.help))(f)
+
+
+__all__ = [
+    # the tables and figures (present.py) and what rows are made of (rows.py), re-exported
+    "HOST_METRICS",
+    "SCHEME_KEYS",
+    "Analysis",
+    "Col",
+    "Fig",
+    "Getter",
+    "Planned",
+    "Reproduction",
+    "Results",
+    "Row",
+    "RowSource",
+    "Selection",
+    "Study",
+    "Table",
+    "TraceDef",
+    "TraceRows",
+    "Traces",
+    "Variant",
+    "analyse",
+    "analyse_reports",
+    "as_ratio",
+    "bars",
+    "cell",
+    "checks_of",
+    "command",
+    "execute",
+    "expand",
+    "get",
+    "host_metrics",
+    "lines",
+    "pick",
+    "plan_runs",
+    "print_all",
+    "print_checks",
+    "print_table",
+    "probe_specs",
+    "ratios",
+    "render",
+    "result_json",
+    "run",
+    "run_spec",
+    "run_study",
+    "run_value",
+    "stacked",
+    "standin",
+    "study_json",
+    "with_means",
+]

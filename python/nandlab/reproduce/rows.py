@@ -1,0 +1,84 @@
+"""What the rows of a reproduction are made of (:mod:`~nandlab.reproduce.framework` re-exports
+every name): a run's usual metrics (:func:`host_metrics`), row entries picked or as ratios
+(:func:`pick`, :func:`ratios`), the summary rows (:func:`with_means`), changes shown as ratios
+(:func:`as_ratio`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from nandlab.reproduce.headline import value_of
+from nandlab.reproduce.load import finite, geo_mean, load_info, mean_of, ratio, report_value
+
+Row = dict[str, Any]
+
+
+#: The numbers most reproductions take from a run's report: key -> report path.
+HOST_METRICS = {
+    "mean_us": "host.mean_us", "read_us": "host.read_mean_us", "write_us": "host.write_mean_us",
+    "requests": "host.requests", "reads": "host.reads", "programs": "flash.programs",
+    "erases": "flash.erases",
+}  # fmt: skip
+
+
+#: A scheme's columns in most rows: response times, programs and erases (of :data:`HOST_METRICS`).
+SCHEME_KEYS = ("mean_us", "read_us", "write_us", "programs", "erases")
+
+
+def host_metrics(
+    rep: Mapping[str, Any], *, counts: Callable[[Any], Any] = finite
+) -> dict[str, Any]:
+    """A run's response times, request, program and erase counts (:data:`HOST_METRICS`, counts
+    through ``counts``) and its load (:func:`~nandlab.reproduce.load.load_info`)."""
+    out = {k: finite(report_value(rep, p)) for k, p in HOST_METRICS.items()}
+    for k in ("requests", "reads", "programs", "erases"):
+        out[k] = counts(out[k])
+    return {**out, "load": load_info(rep)}
+
+
+def pick(run: Mapping[str, Any], keys: Iterable[str], name: str) -> dict[str, Any]:
+    """Row entries ``name.format(k=k)`` = metric ``k`` of ``run``, for every ``k``."""
+    return {name.format(k=k): run.get(k) for k in keys}
+
+
+def ratios(
+    runs: Mapping[str, Any], ref: Mapping[str, Any], keys: Mapping[str, str], name: str
+) -> dict[str, float | None]:
+    """Row entries ``name.format(k=k)`` = metric ``keys[k]`` of ``runs`` / that of ``ref``
+    (:func:`~nandlab.reproduce.load.ratio`), for every ``k``."""
+    return {name.format(k=k): ratio(runs.get(m), ref.get(m)) for k, m in keys.items()}
+
+
+def with_means(
+    rows: list[Row], keep: Callable[[str], bool], *, geomean: bool = False, count: bool = False
+) -> list[Row]:
+    """``rows`` (one per trace), then an ``"Average"`` row (and with ``geomean`` a ``"Geo.
+    mean"`` row) of the entries ``keep`` picks among the first row's, each over the traces
+    that are not overloaded (docs/reproductions.md, item 5); ``count`` adds the number of
+    those traces (``comparable_traces``)."""
+    if not rows:
+        return rows
+    over = {r["trace"] for r in rows if r.get("overloaded")}
+    avg: Row = {"trace": "Average"}
+    geo: Row = {"trace": "Geo. mean"}
+    for k in (k for k in rows[0] if keep(k)):
+        vals = [v for r in rows if r["trace"] not in over and (v := finite(r.get(k))) is not None]
+        avg[k] = mean_of(vals)
+        geo[k] = geo_mean(vals)
+    if count:
+        avg["comparable_traces"] = geo["comparable_traces"] = len(rows) - len(over)
+    return [*rows, avg, geo] if geomean else [*rows, avg]
+
+
+def as_ratio(key: str, *, reduction: bool = False) -> Callable[[Mapping[str, Any]], Any]:
+    """A row's change (``1 + v``) or, with ``reduction``, its reduction (``1 - v``) as the
+    ratio a :class:`~nandlab.reproduce.headline.Headline` or a :class:`Col` shows as a
+    change; ``None`` without a value."""
+
+    def f(r: Mapping[str, Any]) -> float | None:
+        v = value_of(r, key)
+        return None if v is None else 1.0 - v if reduction else 1.0 + v
+
+    return f
