@@ -106,6 +106,30 @@ def progress_option() -> Callable[[F], F]:
     )
 
 
+def out_option(what: str) -> Callable[[F], F]:
+    """``--out DIR`` (default ``None``: the command's ``./nandlab-out/<paper>``); ``what``: what
+    goes there and the default."""
+    return click.option(
+        "--out",
+        "out",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=None,
+        help=f"{what} Re-running with the same --out skips finished runs.",
+    )
+
+
+def json_option(what: str) -> Callable[[F], F]:
+    """``--json OUT`` (``-``: stdout; default ``None``: ``OUT_DIR/result.json``); ``what``: what
+    is written."""
+    return click.option(
+        "--json",
+        "json_out",
+        metavar="OUT",
+        default=None,
+        help=f"{what} ('-': stdout; default: OUT_DIR/{RESULT_FILE}).",
+    )
+
+
 def common_options(paper: str) -> Callable[[F], F]:
     """Decorator adding ``--traces --quick --out --json --processes --scheduler --progress
     --time-scale`` to a command and passing them on as one :class:`CommonOptions` argument
@@ -127,22 +151,8 @@ def common_options(paper: str) -> Callable[[F], F]:
         )
         @traces_option()
         @click.option("--quick", is_flag=True, help="A small CI-sized subset (minutes).")
-        @click.option(
-            "--out",
-            "out",
-            type=click.Path(file_okay=False, path_type=Path),
-            default=None,
-            help=f"Results, figures and runs.parquet (default: ./nandlab-out/{paper}). "
-            "Re-running with the same --out skips finished runs.",
-        )
-        @click.option(
-            "--json",
-            "json_out",
-            metavar="OUT",
-            default=None,
-            help="Write paper, runs (full reports) and table as JSON to OUT ('-': stdout; "
-            "default: OUT_DIR/result.json).",
-        )
+        @out_option(f"Results, figures and runs.parquet (default: ./nandlab-out/{paper}).")
+        @json_option("Write paper, runs (full reports) and table as JSON to OUT")
         @processes_option()
         @click.option(
             "--scheduler",

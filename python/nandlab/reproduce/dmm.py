@@ -33,11 +33,11 @@ from typing import Any
 from nandlab.reproduce import dmm_bench
 from nandlab.reproduce import framework as fw
 from nandlab.reproduce import osd_runs as osd
-from nandlab.reproduce.fmt import fmt_num, fmt_pct
+from nandlab.reproduce.fmt import KIB, MIB, fmt_num, fmt_pct, size_label
 from nandlab.reproduce.headline import Headline as H
 from nandlab.reproduce.headline import headline_rows as fw_headline_rows
 from nandlab.reproduce.load import finite, mean_of, ratio
-from nandlab.reproduce.osd_runs import KIB, MIB, Runner, size_label
+from nandlab.reproduce.osd_runs import Runner
 
 PAPER = "dmm"
 #: File-level traces by name: the captured ones and the thesis's Table 17 workloads.

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from nandlab.reproduce import framework as fw
-from nandlab.reproduce.fmt import fmt_num
-from nandlab.reproduce.osd_runs import KIB, MIB, Runner, page_writes, response_ms, size_label
+from nandlab.reproduce.fmt import KIB, MIB, fmt_num, size_label
+from nandlab.reproduce.osd_runs import Runner, page_writes, response_ms
 
 BENCH_WRITES = (
     ("seq_write", 4 * KIB),

@@ -26,6 +26,15 @@ def plural(n: int, noun: str, nouns: str | None = None) -> str:
     return f"{n:,} {noun if n == 1 else (nouns or noun + 's')}"
 
 
+KIB = 1 << 10
+MIB = 1 << 20
+
+
+def size_label(n: int) -> str:
+    """A size in bytes as ``4 KiB``, ``2 MiB``."""
+    return f"{n // MIB} MiB" if n >= MIB and n % MIB == 0 else f"{n // KIB} KiB"
+
+
 def fmt_num(v: Any, digits: int = 3) -> str:
     """A table cell: ``—`` for missing, thousands separators, ``digits`` significant-ish."""
     if v is None or (isinstance(v, float) and not math.isfinite(v)):

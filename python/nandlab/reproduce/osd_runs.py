@@ -21,25 +21,18 @@ import click
 
 from nandlab import osd as _osd
 from nandlab._core import SimError
-from nandlab.reproduce.common import progress_option, traces_option
+from nandlab.reproduce.common import json_option, out_option, progress_option, traces_option
 from nandlab.reproduce.fmt import (
     EXIT_CHECK_FAILED,
     EXIT_USER_ERROR,
     RESULT_FILE,
     err_console,
     out_console,
+    size_label,
 )
 from nandlab.reproduce.framework import print_checks, print_table
 from nandlab.reproduce.headline import print_rows
 from nandlab.reproduce.output import emit
-
-KIB = 1 << 10
-MIB = 1 << 20
-
-
-def size_label(n: int) -> str:
-    """``4 KiB``, ``2 MiB``."""
-    return f"{n // MIB} MiB" if n >= MIB and n % MIB == 0 else f"{n // KIB} KiB"
 
 
 class Runner:
@@ -234,22 +227,8 @@ def command(
     @click.command(paper, help=inspect.cleandoc(help))
     @traces_option(traces_help)
     @click.option("--quick", is_flag=True, help=quick_help)
-    @click.option(
-        "--out",
-        "out",
-        type=click.Path(file_okay=False, path_type=Path),
-        default=None,
-        help=f"Results and the per-run cache (default: ./nandlab-out/{paper}). Re-running "
-        "with the same --out skips finished runs.",
-    )
-    @click.option(
-        "--json",
-        "json_out",
-        metavar="OUT",
-        default=None,
-        help="Write the tables and every run's report as JSON to OUT ('-': stdout; "
-        "default: OUT_DIR/result.json).",
-    )
+    @out_option(f"Results and the per-run cache (default: ./nandlab-out/{paper}).")
+    @json_option("Write the tables and every run's report as JSON to OUT")
     @progress_option()
     def cmd(
         traces: tuple[Path, ...],
@@ -296,8 +275,6 @@ def command(
 
 
 __all__ = [
-    "KIB",
-    "MIB",
     "OsdOptions",
     "Runner",
     "command",
@@ -305,6 +282,5 @@ __all__ = [
     "page_writes",
     "response_ms",
     "run_numbers",
-    "size_label",
     "write_runs",
 ]
