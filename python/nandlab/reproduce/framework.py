@@ -79,12 +79,14 @@ from nandlab.reproduce.present import (
     Table,
     TraceRows,
     bars,
+    cdfs,
     cell,
     get,
     lines,
     print_checks,
     print_table,
     render,
+    run_ratio,
     run_value,
     stacked,
 )
@@ -92,9 +94,14 @@ from nandlab.reproduce.rows import (
     HOST_METRICS,
     SCHEME_KEYS,
     as_ratio,
+    below,
+    change,
+    check,
     host_metrics,
+    monotone,
     pick,
     ratios,
+    reduction,
     with_means,
 )
 from nandlab.reproduce.traces import Selection, Traces
@@ -479,24 +486,40 @@ def execute(
     return analyse(res), df, st
 
 
+def result_head(
+    paper: str,
+    title: str,
+    quick: bool,
+    checks: Sequence[Mapping[str, Any]],
+    headline: Sequence[Mapping[str, Any]],
+    tables: Sequence[Mapping[str, Any]],
+    figures: Iterable[Path | str],
+) -> dict[str, Any]:
+    """The entries every reproduction's result JSON starts with, in this order (the paper, its
+    title, ``quick``, the checks, the headline rows, the rendered tables, the figure files);
+    ``table`` (the rows) and the reproduction's own entries follow."""
+    return {
+        "paper": paper,
+        "title": title,
+        "quick": quick,
+        "checks": checks,
+        "headline": headline,
+        "tables": tables,
+        "figures": [str(f) for f in figures],
+    }
+
+
 def result_json(r: Reproduction, an: Analysis, st: GridStats) -> dict[str, Any]:
     """The result JSON of a reproduction (every reproduction writes these entries; ``runs``,
     the runs with their full reports, are added last by
     :func:`~nandlab.reproduce.output.write_result`)."""
     res = an.res
-    out: dict[str, Any] = {
-        "paper": r.paper,
-        "title": r.title,
-        "quick": res.quick,
-        "checks": an.checks,
-        "headline": an.headline,
-        "tables": [t for t in (x.render(an) for x in r.tables) if t],
-        "figures": [str(p) for p in an.figures],
-        "table": an.rows,
-        "traces": traces_json(res.instances),
-        "missing_traces": {"table": r.traces.table, "names": res.selection.missing},
-        "notes": res.selection.notes,
-    }
+    tables = [t for t in (x.render(an) for x in r.tables) if t]
+    out = result_head(r.paper, r.title, res.quick, an.checks, an.headline, tables, an.figures)
+    out["table"] = an.rows
+    out["traces"] = traces_json(res.instances)
+    out["missing_traces"] = {"table": r.traces.table, "names": res.selection.missing}
+    out["notes"] = res.selection.notes
     if r.caption is not None:
         out["caption"] = r.caption(res.selection)
     out["grid"] = grid_json(st)
@@ -592,16 +615,16 @@ def study_json(
     entries."""
     p, an = (part[0], part[1]) if part is not None else (None, None)
     tables = [t for t in (x.render(an) for x in p.tables) if t] if p and an else []
-    out: dict[str, Any] = {
-        "paper": r.paper,
-        "title": r.title,
-        "quick": opts.quick,
-        "checks": [*study.checks, *(an.checks if an else [])],
-        "headline": [*study.headline, *(an.headline if an else [])],
-        "tables": [*study.tables, *tables],
-        "figures": [str(f) for f in [*study.figures, *(an.figures if an else []), *study.files]],
-        "table": study.rows,
-    }
+    out = result_head(
+        r.paper,
+        r.title,
+        opts.quick,
+        [*study.checks, *(an.checks if an else [])],
+        [*study.headline, *(an.headline if an else [])],
+        [*study.tables, *tables],
+        [*study.figures, *(an.figures if an else []), *study.files],
+    )
+    out["table"] = study.rows
     if part is not None:
         p, an, st = part
         res = an.res
@@ -712,7 +735,11 @@ __all__ = [
     "analyse_reports",
     "as_ratio",
     "bars",
+    "below",
+    "cdfs",
     "cell",
+    "change",
+    "check",
     "checks_of",
     "command",
     "execute",
@@ -720,6 +747,7 @@ __all__ = [
     "get",
     "host_metrics",
     "lines",
+    "monotone",
     "pick",
     "plan_runs",
     "print_all",
@@ -727,9 +755,12 @@ __all__ = [
     "print_table",
     "probe_specs",
     "ratios",
+    "reduction",
     "render",
+    "result_head",
     "result_json",
     "run",
+    "run_ratio",
     "run_spec",
     "run_study",
     "run_value",

@@ -3,7 +3,7 @@ every name): a table's columns and cells (:class:`Col`, :func:`cell`), a table o
 (:class:`Table`, :func:`render`, :func:`print_table`), the checks as a table
 (:func:`print_checks`), and a figure file (:class:`Fig`) drawn from the rows of an analysis or
 of :class:`TraceRows` (:func:`bars`, :func:`lines`, :func:`stacked`, :func:`cdfs`; values by
-:data:`Getter`).
+:data:`Getter`: :func:`run_value`, :func:`run_ratio`).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from nandlab.reproduce.fmt import fmt_num, fmt_pct, out_console
 from nandlab.reproduce.headline import value_of
+from nandlab.reproduce.load import ratio
 
 Row = dict[str, Any]
 
@@ -277,3 +278,38 @@ def run_value(name: str, metric: str) -> Callable[..., Any]:
     """A :data:`Getter` of a run's metric: ``name`` (formatted with the scheme ``s``, ``x``)
     names the run in the trace's row."""
     return lambda an, t, **kw: an.res.get(t, name.format(**kw)).get(metric.format(**kw))
+
+
+def cdfs(name: str, key: str, styles: Mapping[str, str], title: str) -> Fig:
+    """Response-time CDFs on a log time axis: a line per trace row and scheme ``s`` of
+    ``styles`` (its matplotlib line style) from the row's ``key.format(s=s)`` (a report's
+    ``host.cdf``: ``all_us`` against ``quantiles``); no line where the row has no CDF."""
+
+    def draw(an: RowSource) -> Any:
+        from nandlab.figures import _figure, legend_outside
+
+        fig = _figure(7, 3.5)
+        ax = fig.subplots()
+        for r in an.trace_rows:
+            for s, style in styles.items():
+                cdf = value_of(r, key.format(s=s))
+                if isinstance(cdf, Mapping) and cdf.get("all_us") and cdf.get("quantiles"):
+                    ax.plot(cdf["all_us"], cdf["quantiles"], style, label=f"{r['trace']} {s}")
+        ax.set_xscale("log")
+        ax.set(xlabel="response time (µs)", ylabel="cumulative fraction")
+        ax.set_title(title, fontsize=10)
+        legend_outside(fig, ax, where="right", fontsize=6)
+        return fig
+
+    return Fig(name, "custom", draw)
+
+
+def run_ratio(name: str, metric: str, ref: str) -> Callable[..., Any]:
+    """A :data:`Getter` of a run's metric over that of the trace's run ``ref``: ``name`` and
+    ``metric`` as :func:`run_value`'s (e.g. a sweep point normalised to the baseline)."""
+
+    def f(an: Any, t: str, **kw: Any) -> float | None:
+        m = metric.format(**kw)
+        return ratio(an.res.get(t, name.format(**kw)).get(m), an.res.get(t, ref).get(m))
+
+    return f

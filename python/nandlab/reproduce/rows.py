@@ -1,12 +1,13 @@
 """What the rows of a reproduction are made of (:mod:`~nandlab.reproduce.framework` re-exports
 every name): a run's usual metrics (:func:`host_metrics`), row entries picked or as ratios
-(:func:`pick`, :func:`ratios`), the summary rows (:func:`with_means`), changes shown as ratios
-(:func:`as_ratio`).
+(:func:`pick`, :func:`ratios`), the summary rows (:func:`with_means`), changes and reductions
+(:func:`change`, :func:`reduction`; :func:`as_ratio` shows one as a ratio) and the checks
+(:func:`check`, with the comparisons :func:`below` and :func:`monotone`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from nandlab.reproduce.headline import value_of
@@ -82,3 +83,40 @@ def as_ratio(key: str, *, reduction: bool = False) -> Callable[[Mapping[str, Any
         return None if v is None else 1.0 - v if reduction else 1.0 + v
 
     return f
+
+
+def change(new: float | None, old: float | None) -> float | None:
+    """The relative change ``new / old - 1``; ``None`` when either is missing or ``old`` is 0."""
+    r = ratio(new, old)
+    return None if r is None else r - 1.0
+
+
+def reduction(new: float | None, base: float | None) -> float | None:
+    """The relative reduction ``1 - new / base``; ``None`` when either is missing or ``base`` is
+    not positive."""
+    if new is None or base is None or base <= 0:
+        return None
+    return 1.0 - new / base
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def check(name: str, passed: bool | None, detail: str, **extra: Any) -> dict[str, Any]:
+    """A check of the result JSON (:func:`~nandlab.reproduce.framework.checks_of`): its name,
+    whether it passed (``None``: not answered, a run failed), the values it saw, and ``extra``
+    entries (``kind="paper"``: a comparison with the paper, never an exit status)."""
+    return {"name": name, "passed": passed, "detail": detail, **extra}
+
+
+def below(a: Any, b: Any, *, strict: bool = True) -> bool | None:
+    """``a < b`` (``a <= b`` unless ``strict``) for a check; ``None`` when either is missing."""
+    return None if a is None or b is None else bool(a < b) if strict else bool(a <= b)
+
+
+def monotone(xs: Sequence[Any], *, rising: bool) -> bool | None:
+    """Whether ``xs`` never falls (``rising``; within 1e-12) or never rises, for a check;
+    ``None`` when a value is missing."""
+    if any(x is None for x in xs):
+        return None
+    return all((a <= b + 1e-12) if rising else (a >= b) for a, b in zip(xs, xs[1:]))
