@@ -33,10 +33,10 @@ from typing import Any
 from nandlab.reproduce import dmm_bench
 from nandlab.reproduce import framework as fw
 from nandlab.reproduce import osd_runs as osd
-from nandlab.reproduce.fmt import KIB, MIB, fmt_num, fmt_pct, size_label
+from nandlab.reproduce.fmt import KIB, MIB, fmt_num, size_label
 from nandlab.reproduce.headline import Headline as H
 from nandlab.reproduce.headline import headline_rows as fw_headline_rows
-from nandlab.reproduce.load import finite, mean_of, ratio
+from nandlab.reproduce.load import finite, mean_of
 from nandlab.reproduce.osd_runs import Runner
 
 PAPER = "dmm"
@@ -102,10 +102,6 @@ def blocks_for(footprint: int) -> int:
     return CHUNK_BLOCKS * math.ceil(n / CHUNK_BLOCKS)
 
 
-def _change(new: float | None, old: float | None) -> float | None:
-    return None if (r := ratio(new, old)) is None else r - 1.0
-
-
 def run_trace(runner: Runner, name: str, path: Path, quick: bool) -> dict[str, Any]:
     """Every configuration on one trace, on a device its footprint fills to 70 %."""
     st = runner.trace_stats(path)
@@ -143,20 +139,21 @@ def trace_table(name: str, tr: dict[str, Any]) -> dict[str, Any]:
         ("Fig. 43", ("extent_1m", "virtual_1m")),
         ("Fig. 44", tuple(k for k in tr["runs"] if k.startswith("dc_"))),
     ]
-    rows = []
-    for fig, keys in groups:
-        for k in keys:
-            r = tr["runs"][k]
-            rows.append([
-                f"{fig}: {r['label']}" + (" (run FAILED)" if r.get("error") else ""),
-                *(fmt_num(r[c]) for c in ("page_writes", "data_writes", "index_writes",
-                                          "onode_writes", "gc_writes", "erases",
-                                          "write_response_ms")),
-                fmt_pct(r["hit_rate"], signed=False) if r["hit_rate"] is not None else "—",
-            ])  # fmt: skip
-    cols = ["configuration", "page writes", "data", "index", "onode", "GC", "erases",
-            "write (ms)", "hit rate"]  # fmt: skip
-    return {"title": title, "columns": cols, "rows": rows}
+    rows = [
+        {
+            **(r := tr["runs"][k]),
+            "configuration": f"{fig}: {r['label']}" + (" (run FAILED)" if r.get("error") else ""),
+        }
+        for fig, keys in groups
+        for k in keys
+    ]
+    cols = [fw.Col("configuration", "configuration", "text"),
+            *(fw.Col(h, k) for h, k in (("page writes", "page_writes"), ("data", "data_writes"),
+                                        ("index", "index_writes"), ("onode", "onode_writes"),
+                                        ("GC", "gc_writes"), ("erases", "erases"),
+                                        ("write (ms)", "write_response_ms"))),
+            fw.Col("hit rate", "hit_rate", "share")]  # fmt: skip
+    return fw.render(title, cols, rows)
 
 
 def headline_rows(trace_res: dict[str, Any]) -> dict[str, Any]:
@@ -165,10 +162,10 @@ def headline_rows(trace_res: dict[str, Any]) -> dict[str, Any]:
     for name, tr in trace_res.items():
         d, o, y = (tr["runs"][k] for k in ("dmm", "obfs", "yaffs2"))
         per[name] = {
-            "page_writes_vs_obfs": _change(d["page_writes"], o["page_writes"]),
-            "write_response_vs_obfs": _change(d["write_response_ms"], o["write_response_ms"]),
-            "write_response_vs_yaffs2": _change(d["write_response_ms"], y["write_response_ms"]),
-            "page_writes_vs_yaffs2": _change(d["page_writes"], y["page_writes"]),
+            "page_writes_vs_obfs": fw.change(d["page_writes"], o["page_writes"]),
+            "write_response_vs_obfs": fw.change(d["write_response_ms"], o["write_response_ms"]),
+            "write_response_vs_yaffs2": fw.change(d["write_response_ms"], y["write_response_ms"]),
+            "page_writes_vs_yaffs2": fw.change(d["page_writes"], y["page_writes"]),
             # endurance read as the erase-count ratio (spec §4, F45 inference); None when DMM
             # erased nothing
             "endurance_vs_obfs": (
@@ -205,15 +202,6 @@ def standard_headline(h: dict[str, Any]) -> list[dict[str, Any]]:
 def trace_checks(trace_res: dict[str, Any]) -> list[dict[str, Any]]:
     """The spec's checks (dmm.md §7.5) on every trace, each pass or fail (None: a run failed)."""
     out: list[dict[str, Any]] = []
-
-    def lt(a: Any, b: Any, strict: bool = True) -> bool | None:
-        return None if a is None or b is None else bool(a < b) if strict else bool(a <= b)
-
-    def chain(xs: list[Any], rising: bool) -> bool | None:
-        if any(x is None for x in xs):
-            return None
-        return all((a <= b + 1e-12) if rising else (a >= b) for a, b in zip(xs, xs[1:]))
-
     for name, tr in trace_res.items():
         r = tr["runs"]
         d, o = r["dmm"], r["obfs"]
@@ -223,18 +211,20 @@ def trace_checks(trace_res: dict[str, Any]) -> list[dict[str, Any]]:
         idx = [r[k]["index_writes"] for k in dcs]
         hits = [None if r[k].get("error") else (r[k]["hit_rate"] or 0.0) for k in dcs]
         dw, ow = d["write_response_ms"], o["write_response_ms"]
-        out += [dmm_bench.check(f"{name}: {what}", ok, detail) for what, ok, detail in (
-            ("DMM < OBFS in page writes", lt(d["page_writes"], o["page_writes"]),
+        out += [fw.check(f"{name}: {what}", ok, detail, kind="paper") for what, ok, detail in (
+            ("DMM < OBFS in page writes", fw.below(d["page_writes"], o["page_writes"]),
              f"{fmt_num(d['page_writes'])} vs {fmt_num(o['page_writes'])}"),
-            ("DMM < OBFS in mean write response", lt(dw, ow), f"{fmt_num(dw)} vs {fmt_num(ow)} ms"),
+            ("DMM < OBFS in mean write response", fw.below(dw, ow),
+             f"{fmt_num(dw)} vs {fmt_num(ow)} ms"),
             ("MLGC at the largest table < no MLGC in onode writes",
-             lt(r[big]["onode_writes"], o["onode_writes"]),
+             fw.below(r[big]["onode_writes"], o["onode_writes"]),
              f"{fmt_num(r[big]['onode_writes'])} vs {fmt_num(o['onode_writes'])}"),
-            ("virtual tree never more index writes than the extent tree", lt(v, e, False),
+            ("virtual tree never more index writes than the extent tree",
+             fw.below(v, e, strict=False),
              f"{fmt_num(v)} vs {fmt_num(e)}"),
-            ("index writes do not rise with the diff cache", chain(idx, rising=False),
+            ("index writes do not rise with the diff cache", fw.monotone(idx, rising=False),
              " >= ".join(fmt_num(x) for x in idx)),
-            ("hit rate does not fall with the diff cache", chain(hits, rising=True),
+            ("hit rate does not fall with the diff cache", fw.monotone(hits, rising=True),
              " <= ".join(fmt_num(h) for h in hits)),
         )]  # fmt: skip
     return out
@@ -286,15 +276,18 @@ def reproduce(o: osd.OsdOptions, runner: Runner) -> dict[str, Any]:
     bench = dmm_bench.study(runner, o.quick, o.out)
     trace_res = {name: run_trace(runner, name, path, o.quick) for name, path in found.items()}
     headline = headline_rows(trace_res)
-    result: dict[str, Any] = {
-        "paper": PAPER,
-        "title": "Guo, PhD thesis ch. 4: DMM object-based flash device vs OBFS / YAFFS2, "
-        "Pittsburgh 2016",
-        "quick": o.quick,
-        "checks": [*bench.checks, *trace_checks(trace_res)],
-        "headline": standard_headline(headline),
-        "tables": [*bench.tables, *(trace_table(n, tr) for n, tr in trace_res.items())],
-        "figures": [],
+    rows = fw.TraceRows([{"trace": n, **tr["runs"]} for n, tr in trace_res.items()])
+    figs = [*bench.figures, *(p for f in FIGURES for p in f.draw(rows, o.out))]
+    result = fw.result_head(
+        PAPER,
+        "Guo, PhD thesis ch. 4: DMM object-based flash device vs OBFS / YAFFS2, Pittsburgh 2016",
+        o.quick,
+        [*bench.checks, *trace_checks(trace_res)],
+        standard_headline(headline),
+        [*bench.tables, *(trace_table(n, tr) for n, tr in trace_res.items())],
+        figs,
+    )
+    result |= {
         "table": bench.rows,
         "traces": {n: str(p) for n, p in found.items()},
         "missing_traces": [n for n in TRACE_PATTERNS if n not in found],
@@ -306,9 +299,6 @@ def reproduce(o: osd.OsdOptions, runner: Runner) -> dict[str, Any]:
         "grid": {"executed": runner.done, "cached": runner.cached,
                  "wall_s": time.time() - runner.t0},
     }  # fmt: skip
-    rows = fw.TraceRows([{"trace": n, **tr["runs"]} for n, tr in trace_res.items()])
-    figs = [*bench.figures, *(p for f in FIGURES for p in f.draw(rows, o.out))]
-    result["figures"] = [str(f) for f in figs]
     return result
 
 

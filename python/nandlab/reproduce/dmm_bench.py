@@ -144,7 +144,7 @@ def channels_table(bench: dict[str, Any]) -> dict[str, Any]:
 
 def check(name: str, ok: bool | None, detail: str) -> dict[str, Any]:
     """A comparison with the thesis in the result JSON's form (``ok`` None: a run failed)."""
-    return {"name": name, "passed": ok, "detail": detail, "kind": "paper"}
+    return fw.check(name, ok, detail, kind="paper")
 
 
 def checks(bench: dict[str, Any]) -> list[dict[str, Any]]:
