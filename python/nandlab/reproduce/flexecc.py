@@ -23,7 +23,7 @@ from nandlab.reproduce import framework as fw
 from nandlab.reproduce.common import TraceChoice
 from nandlab.reproduce.flexecc_standins import PAPER_TABLE3, footprint, prepare, scaling
 from nandlab.reproduce.headline import Headline as H
-from nandlab.reproduce.load import load_info, report_value
+from nandlab.reproduce.load import load_info, ratio, report_value
 
 PAPER = "flexecc"
 #: The paper's workload of each stand-in (``synthetic R_75`` is made here).
@@ -123,12 +123,11 @@ def rows(res: fw.Results) -> list[dict[str, Any]]:
             "footprint_pages": footprint(t.path), "time_scale": t.time_scale, **load_info(b),
             "read_share_percent": b["cache"]["manager"]["ssd_read_share_percent"],
             "bch_ssd": side(b), "flexecc": side(f),
-            "gain": 1 - rf / rb if rb else None, "mean_ratio": rf / rb if rb else None,
+            "gain": fw.reduction(rf, rb), "mean_ratio": ratio(rf, rb),
             "crc_read_share": t3["crc_read"] / reads if reads else None,
             "decode_saved_us_per_request": saved,
             "decode_share_of_gain": saved / (rb - rf) if rb and rb != rf else None,
-            "cleaning_reduction": 1 - cf / cb if cb else None,
-            "cleaning_ratio": cf / cb if cb else None,
+            "cleaning_reduction": fw.reduction(cf, cb), "cleaning_ratio": ratio(cf, cb),
             "cdf": {"bch_ssd": report_value(b, "host.cdf"), "flexecc": report_value(f, "host.cdf")},
             **fast_reading(res, t.name),
             "per_page_gain": per_page_gain(f),
@@ -143,7 +142,7 @@ def fast_reading(res: fw.Results, trace: str) -> dict[str, Any]:
         return {}
     rb, rf = b["host"]["mean_us"], f["host"]["mean_us"]
     return {"fast_bch_ssd_mean_us": rb, "fast_flexecc_mean_us": rf,
-            "fast_mean_ratio": rf / rb if rb else None, "fast_gain": 1 - rf / rb if rb else None,
+            "fast_mean_ratio": ratio(rf, rb), "fast_gain": fw.reduction(rf, rb),
             "fast_decode_saved_us_per_request": decode_saved_us(f)}  # fmt: skip
 
 
@@ -177,8 +176,8 @@ def faults(an: fw.Analysis) -> dict[str, Any]:
                 "disk_access": c["backend"]["disk_accesses"],
                 "prefetched": c["backend"]["prefetched"],
                 "bch_decoded": c["faults"]["corrected_reads"],
-                "flexecc_norm": f["host"]["mean_us"] / base if base else None,
-                "bch_ssd_norm": b["host"]["mean_us"] / base if base else None,
+                "flexecc_norm": ratio(f["host"]["mean_us"], base),
+                "bch_ssd_norm": ratio(b["host"]["mean_us"], base),
                 "bch_ssd_disk_access": b["cache"]["backend"]["disk_accesses"],
                 "paper_1e-7": PAPER_TABLE4.get(r["workload"]) if rber == 1e-7 else None,
             })  # fmt: skip
@@ -191,36 +190,18 @@ def quick_check(an: fw.Analysis) -> list[dict[str, Any]]:
     rows_ = an.trace_rows
     flt = faults(an)["faults"]
     return [
-        {"name": "FlexECC never slower than BCH-SSD (0.1 % tolerance)",
-         "passed": all(r["mean_ratio"] <= 1.001 for r in rows_),
-         "detail": ", ".join(f"{r['trace']} {r['gain']:+.4%}" for r in rows_)},
-        {"name": "CRC reads only on FlexECC; its invariants hold",
-         "passed": all(r["bch_ssd"]["table3"]["crc_read"] == 0
-                       and r["flexecc"]["table3"]["crc_read"] > 0
-                       and r["flexecc"]["invariant_violations"] == 0 for r in rows_),
-         "detail": ", ".join(f"{r['trace']} {r['flexecc']['table3']['crc_read']:,} CRC reads"
-                             for r in rows_)},
-        {"name": "no corrupted page reaches the host on BCH-SSD",
-         "passed": all(f["bch_ssd_disk_access"] == 0 for f in flt),
-         "detail": f"{len(flt)} faults runs"},
+        fw.check("FlexECC never slower than BCH-SSD (0.1 % tolerance)",
+                 all(r["mean_ratio"] <= 1.001 for r in rows_),
+                 ", ".join(f"{r['trace']} {r['gain']:+.4%}" for r in rows_)),
+        fw.check("CRC reads only on FlexECC; its invariants hold",
+                 all(r["bch_ssd"]["table3"]["crc_read"] == 0
+                     and r["flexecc"]["table3"]["crc_read"] > 0
+                     and r["flexecc"]["invariant_violations"] == 0 for r in rows_),
+                 ", ".join(f"{r['trace']} {r['flexecc']['table3']['crc_read']:,} CRC reads"
+                           for r in rows_)),
+        fw.check("no corrupted page reaches the host on BCH-SSD",
+                 all(f["bch_ssd_disk_access"] == 0 for f in flt), f"{len(flt)} faults runs"),
     ]  # fmt: skip
-
-
-def _cdf_figure(an: fw.Analysis) -> Any:
-    from nandlab.figures import _figure, legend_outside
-
-    fig = _figure(7, 3.5)
-    ax = fig.subplots()
-    for r in an.trace_rows:
-        for who, style in (("bch_ssd", "--"), ("flexecc", "-")):
-            cdf = r["cdf"][who]
-            if isinstance(cdf, Mapping) and cdf.get("all_us") and cdf.get("quantiles"):
-                ax.plot(cdf["all_us"], cdf["quantiles"], style, label=f"{r['trace']} {who}")
-    ax.set_xscale("log")
-    ax.set(xlabel="response time (µs)", ylabel="cumulative fraction")
-    ax.set_title("Fig. 4 (stand-ins): response-time CDF of all SSD requests", fontsize=10)
-    legend_outside(fig, ax, where="right", fontsize=6)
-    return fig
 
 
 def _gain(wl: str) -> H:
@@ -303,7 +284,8 @@ REPRODUCTION = fw.Reproduction(
         fw.bars("fig3_mean_response", {"Fig. 3 (stand-ins): SSD-level mean response time (µs)":
                                        "{s}.mean_us"}, list(_SCH), scheme_labels=_SCH,
                 reference="bch_ssd", reference_unit="µs", average=False),
-        fw.Fig("fig4_cdf", "custom", _cdf_figure),
+        fw.cdfs("fig4_cdf", "cdf.{s}", {"bch_ssd": "--", "flexecc": "-"},
+                "Fig. 4 (stand-ins): response-time CDF of all SSD requests"),
         fw.bars("fig5_cleaning_time", {"Fig. 5 (stand-ins): total cleaning time (µs)":
                                        "{s}.cleaning_us"}, list(_SCH), scheme_labels=_SCH,
                 reference="bch_ssd", reference_unit="µs", average=False),
