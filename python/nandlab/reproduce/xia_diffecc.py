@@ -22,7 +22,7 @@ from nandlab.reproduce import framework as fw
 from nandlab.reproduce.common import CAPTURED, EXCERPTS, TraceChoice, known_traces
 from nandlab.reproduce.fmt import fmt_num, fmt_pct
 from nandlab.reproduce.headline import Headline as H
-from nandlab.reproduce.load import finite, load_info, ratio
+from nandlab.reproduce.load import finite, ratio
 
 PAPER = "xia-diffecc"
 SCHEMES: tuple[str, ...] = ("baseline", "agcr", "diffecc_wa")
@@ -116,14 +116,8 @@ def run_metrics(report: Mapping[str, Any]) -> dict[str, float | None]:
     if normal_writes is not None and rewrites:
         normal_writes = max(0.0, normal_writes - rewrites)
     return {
-        "requests": finite(host.get("requests")),
-        "reads": finite(host.get("reads")),
+        **fw.host_metrics(report),
         "writes": finite(host.get("writes")),
-        "mean_us": finite(host.get("mean_us")),
-        "read_us": finite(host.get("read_mean_us")),
-        "write_us": finite(host.get("write_mean_us")),
-        "erases": finite(flash.get("erases")),
-        "load": load_info(report),
         "normal_reads": finite(by_ecc.get(ecc0)) if ecc0 else None,
         "high_cost_reads": high_reads,
         "normal_writes": normal_writes,
@@ -217,11 +211,10 @@ def quick_check(an: fw.Analysis) -> list[dict[str, Any]]:
         detail = (f"{t}: cannot compare write response (baseline {fmt_num(b)} µs, diffecc_wa "
                   f"{fmt_num(d)} µs): a run failed")  # fmt: skip
     else:
-        rel = fmt_pct(d / b - 1.0 if b else float("nan"))
+        rel = fmt_pct(fw.change(d, b))
         detail = (f"{t}: diffecc_wa mean write response {fmt_num(d)} µs vs baseline "
                   f"{fmt_num(b)} µs ({rel}); expected below baseline")  # fmt: skip
-    ok = b is not None and d is not None and d < b
-    return [{"name": "diffecc_wa writes faster than normal", "passed": ok, "detail": detail}]
+    return [fw.check("diffecc_wa writes faster than normal", fw.below(d, b) or False, detail)]
 
 
 def caption(sel: fw.Selection) -> str:
@@ -234,16 +227,6 @@ def caption(sel: fw.Selection) -> str:
         "preset xia-diffecc (8 KiB pages, 1 MiB blocks, 8 packages, 15 % OP, 5 % GC threshold, "
         "capacity from each trace's address space)" + (cut if capped else "; whole traces")
     )
-
-
-def _sweep(axis: str, metric: str) -> fw.Getter:
-    """A sweep point of Figs. 5-6 normalised to the trace's baseline."""
-
-    def f(an: fw.Analysis, t: str, x: int) -> float | None:
-        r = an.res
-        return ratio(r.get(t, f"{axis}={x}").get(metric), r.get(t, "baseline").get(metric))
-
-    return f
 
 
 def _swept(an: fw.Analysis) -> list[str]:
@@ -337,8 +320,9 @@ REPRODUCTION = fw.Reproduction(
         # (a trace whose baseline erases nothing has no bar: nothing to normalise to)
         fw.bars("fig10_erases", {"Normalised number of erases": "{s}_erases"}, list(_S),
                 **_BARS, reference_unit="erases"),
-        *(fw.lines(fig, {p: _sweep(axis, m) for p, m in _PANELS.items()}, xs, traces=_swept,
-                   xlabel=axis, title=f"diffecc_wa, {t}; normalised to normal", mark_x=mark)
+        *(fw.lines(fig, {p: fw.run_ratio(axis + "={x}", m, "baseline") for p, m in _PANELS.items()},
+                   xs, traces=_swept, xlabel=axis, title=f"diffecc_wa, {t}; normalised to normal",
+                   mark_x=mark)
           for fig, axis, xs, t, mark in (
               ("fig5_sweep_m", "m", M_SWEEP, f"n = {M_SWEEP_N}", DEFAULT_M),
               ("fig6_sweep_n", "n", N_SWEEP, f"m = {N_SWEEP_M}", DEFAULT_N))),
