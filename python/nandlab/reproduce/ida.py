@@ -130,12 +130,6 @@ def page_bound(rep: Mapping[str, Any] | None, lsb_on_lsb: float) -> float | None
     return (base - ida) / (base + fixed)
 
 
-def _reduction(base: float | None, new: float | None) -> float | None:
-    if base is None or new is None or base <= 0:
-        return None
-    return 1.0 - new / base
-
-
 def msb_lower_invalid_share(rep: Mapping[str, Any] | None) -> float | None:
     """Share of host MSB reads whose LSB and/or CSB is invalid (Table III's last column)."""
     m = report_value(rep, "refresh.host_msb_reads")
@@ -172,13 +166,13 @@ def rows(res: fw.Results) -> list[dict[str, Any]]:
         }
         for e in ERROR_FRACTIONS:
             row[f"read_us_E{e}"] = rd(f"E{e}")
-            row[f"reduction_E{e}"] = _reduction(rd("baseline"), rd(f"E{e}"))
+            row[f"reduction_E{e}"] = fw.reduction(rd(f"E{e}"), rd("baseline"))
         # The device's own read time (service, no queueing): IDA's sensing gain by itself.
         svc = [
             report_value(res.report(trace, x), "host.service.read.mean_us")
             for x in ("baseline", "E20")
         ]
-        row["service_reduction_E20"] = _reduction(*svc)
+        row["service_reduction_E20"] = fw.reduction(svc[1], svc[0])
         row["read_wait_share_baseline"] = None
         wait = report_value(base, "host.wait.read.mean_us")
         if isinstance(wait, (int, float)) and rd("baseline"):
@@ -202,15 +196,15 @@ def rows(res: fw.Results) -> list[dict[str, Any]]:
             b = rd("baseline" if d == 50 else f"baseline dtR={d}")
             i = rd("E20" if d == 50 else f"E20 dtR={d}")
             if b is not None and i is not None:
-                row["dtr"][str(d)] = _reduction(b, i)
+                row["dtr"][str(d)] = fw.reduction(i, b)
         row["throughput_baseline"] = thr("baseline closed")
         row["throughput_E20"] = thr("E20 closed")
         tb, ti = row["throughput_baseline"], row["throughput_E20"]
         row["throughput_gain"] = ti / tb - 1.0 if tb and ti else None
-        row["reduction_mlc"] = _reduction(rd("baseline mlc"), rd("E20 mlc"))
+        row["reduction_mlc"] = fw.reduction(rd("E20 mlc"), rd("baseline mlc"))
         # refresh during the replay at the paper's rate (3-day period, no compression)
         for e in ERROR_FRACTIONS:
-            row[f"reduction_E{e}_timed"] = _reduction(rd("baseline timed"), rd(f"E{e} timed"))
+            row[f"reduction_E{e}_timed"] = fw.reduction(rd(f"E{e} timed"), rd("baseline timed"))
         timed = res.report(trace, "baseline timed")
         row["timed_blocks_refreshed"] = report_value(timed, "refresh.blocks_refreshed")
         row["timed_pages_moved"] = report_value(timed, "refresh.pages_moved")
