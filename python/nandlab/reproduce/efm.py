@@ -20,7 +20,7 @@ from nandlab.reproduce import framework as fw
 from nandlab.reproduce.common import CAPTURED, EXCERPTS, TraceChoice, known_traces
 from nandlab.reproduce.fmt import fmt_pct
 from nandlab.reproduce.headline import Headline as H
-from nandlab.reproduce.load import finite, load_info, mean_of, ratio
+from nandlab.reproduce.load import finite, mean_of, ratio
 
 PAPER = "efm"
 SCHEMES: tuple[str, ...] = ("efm", "hotis", "warm", "tos18")
@@ -145,14 +145,10 @@ def run_metrics(report: Mapping[str, Any]) -> dict[str, Any]:
     flash_us = sum(v for v in (finite(x) for x in bd.values()) if v is not None) if bd else None
     mig = finite(bd.get("migration"))
     return {
-        "requests": req,
-        "mean_us": finite(host.get("mean_us")),
+        **fw.host_metrics(report),
         # Flash time per host request, µs: host reads/programs, migrations, GC and erases.
         "flash_us_per_request": flash_us / req if flash_us is not None and req else None,
         "migration_us_per_request": mig / req if mig is not None and req else None,
-        "load": load_info(report),
-        "read_us": finite(host.get("read_mean_us")),
-        "write_us": finite(host.get("write_mean_us")),
         **{k: finite(bd.get(k)) for k in BREAKDOWN},
         "lifetime_gain": finite(rg.get("lifetime_gain_by_programs")),
         "stage": rg.get("stage_at_start"),
