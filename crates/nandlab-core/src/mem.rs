@@ -171,3 +171,46 @@ impl LruList {
         }
     }
 }
+
+#[cfg(test)]
+mod lru_tests {
+    use super::LruList;
+
+    /// Walk the list from its head, checking every back link on the way.
+    fn order(l: &LruList) -> Vec<u32> {
+        let mut out = Vec::new();
+        let mut s = l.head();
+        let mut prev = u32::MAX;
+        while s != u32::MAX {
+            assert_eq!(l.prev[s as usize], prev, "slot {s}'s back link");
+            out.push(s);
+            prev = s;
+            s = l.next[s as usize];
+        }
+        assert_eq!(l.tail(), prev, "tail");
+        out
+    }
+
+    #[test]
+    fn lru_list_keeps_recency_order() {
+        let mut l = LruList::new(4, "test").unwrap();
+        assert_eq!(order(&l), Vec::<u32>::new());
+        for s in 0..4 {
+            l.push_front(s);
+        }
+        assert_eq!(order(&l), vec![3, 2, 1, 0]);
+        l.move_to_front(0);
+        assert_eq!(order(&l), vec![0, 3, 2, 1]);
+        l.move_to_front(0);
+        assert_eq!(order(&l), vec![0, 3, 2, 1]);
+        l.unlink(2);
+        assert_eq!(order(&l), vec![0, 3, 1]);
+        l.unlink(1);
+        l.unlink(0);
+        assert_eq!(order(&l), vec![3]);
+        l.unlink(3);
+        assert_eq!(order(&l), Vec::<u32>::new());
+        l.push_front(2);
+        assert_eq!(order(&l), vec![2]);
+    }
+}
