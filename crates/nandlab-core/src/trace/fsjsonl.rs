@@ -295,7 +295,7 @@ impl Raw {
     fn finish(self) -> Result<Checked, FieldErr> {
         let t_ns = self
             .t_ns
-            .ok_or(("t_ns", "missing (expected an integer ≥ 0)".to_string()))?;
+            .ok_or_else(|| ("t_ns", "missing (expected an integer ≥ 0)".to_string()))?;
         let op = match (self.op, self.op_text) {
             (Some(op), _) => op,
             (None, Some(t)) => {
@@ -313,10 +313,12 @@ impl Raw {
             return Err(("path", "missing (expected a non-empty string)".to_string()));
         }
         let need = |v: Option<u64>, key: &'static str| {
-            v.ok_or((
-                key,
-                format!("missing or null (a `{}` record needs it)", op.name()),
-            ))
+            v.ok_or_else(|| {
+                (
+                    key,
+                    format!("missing or null (a `{}` record needs it)", op.name()),
+                )
+            })
         };
         let (offset, size) = match op {
             FsOp::Read | FsOp::Write => (need(self.offset, "offset")?, need(self.size, "size")?),
@@ -634,7 +636,7 @@ impl Parser<'_> {
             }
             let esc = self
                 .peek()
-                .ok_or((field, "unterminated escape (truncated line?)".to_string()))?;
+                .ok_or_else(|| (field, "unterminated escape (truncated line?)".to_string()))?;
             self.i += 1;
             match esc {
                 b'"' => out.push('"'),
@@ -660,7 +662,7 @@ impl Parser<'_> {
                     } else {
                         char::from_u32(hi)
                     };
-                    out.push(c.ok_or((field, "invalid \\u escape".to_string()))?);
+                    out.push(c.ok_or_else(|| (field, "invalid \\u escape".to_string()))?);
                 }
                 other => {
                     return Err((
@@ -685,7 +687,7 @@ impl Parser<'_> {
             .get(self.i..self.i + 4)
             .and_then(|h| std::str::from_utf8(h).ok())
             .and_then(|h| u32::from_str_radix(h, 16).ok())
-            .ok_or((field, "invalid \\u escape".to_string()))?;
+            .ok_or_else(|| (field, "invalid \\u escape".to_string()))?;
         self.i += 4;
         Ok(h)
     }
