@@ -8,11 +8,13 @@ One place computes it for every run (``nandlab.simulate`` adds it to each report
 * ``offered_die_load``: the die busy time the run needs over the trace's arrival span (above 1
   the device cannot keep up; it scales as 1/K with the time scale K);
 * ``wait_share``: the share of the mean host response time spent queueing;
-* ``overloaded``: die utilisation or offered load above :data:`OVERLOAD_UTILISATION` (80 %), or
-  a wait share above :data:`OVERLOAD_WAIT_SHARE` (80 %): the latencies then measure the backlog,
-  not the device or the scheme (docs/reproductions.md, "Load level"); ``overload_reason`` says
-  which (None, with the reason "not judged", for a run of fewer than
-  :data:`MIN_JUDGED_REQUESTS` host requests);
+* ``link_utilization`` (only with a host link, ``[link]``): the busier direction's utilisation
+  over the host's window;
+* ``overloaded``: die utilisation, offered load or link utilisation above
+  :data:`OVERLOAD_UTILISATION` (80 %), or a wait share above :data:`OVERLOAD_WAIT_SHARE`
+  (80 %): the latencies then measure the backlog, not the device or the scheme
+  (docs/reproductions.md, "Load level"); ``overload_reason`` says which (None, with the
+  reason "not judged", for a run of fewer than :data:`MIN_JUDGED_REQUESTS` host requests);
 * ``suggested_time_scale``: for an overloaded run, the ``host.time_scale`` of the 1-2-5 series
   that brings the offered load to at most 15 % (what ``reproduce --time-scale auto`` picks).
 """
@@ -63,6 +65,21 @@ def host_window_utilisation(report: Mapping[str, Any] | None) -> float | None:
     span = finite(report_value(report, "sim.span_s"))
     end = finite(report_value(report, "sim.last_completion_s"))
     if u is None or span is None or not end:
+        return u
+    return min(1.0, u * span / end)
+
+
+def link_utilisation(report: Mapping[str, Any] | None) -> float | None:
+    """With a host link (``[link]``): the busier direction's utilisation over the host's window
+    (as :func:`host_window_utilisation`); None without a link."""
+    us = [finite(report_value(report, f"link.{d}.utilization")) for d in ("downstream", "upstream")]
+    known = [u for u in us if u is not None]
+    if not known:
+        return None
+    u = max(known)
+    span = finite(report_value(report, "sim.span_s"))
+    end = finite(report_value(report, "sim.last_completion_s"))
+    if span is None or not end:
         return u
     return min(1.0, u * span / end)
 
@@ -128,6 +145,9 @@ def load_block(report: Mapping[str, Any] | None) -> dict[str, Any]:
         reasons.append(f"die utilisation {util:.0%}")
     elif off is not None and off > OVERLOAD_UTILISATION:
         reasons.append(f"offered die load {off:.0%}")
+    link = link_utilisation(report)
+    if link is not None and link > OVERLOAD_UTILISATION:
+        reasons.append(f"host link utilisation {link:.0%}")
     if ws is not None and ws > OVERLOAD_WAIT_SHARE:
         reasons.append(f"queue wait {ws:.0%} of response")
     n = finite(report_value(report, "host.requests"))
@@ -145,7 +165,7 @@ def load_block(report: Mapping[str, Any] | None) -> dict[str, Any]:
         k0 = finite(report_value(report, "config.host.time_scale")) or 1.0
         # a wait-dominated run at a low mean load (bursts) still needs some slowing down
         suggested = k0 * max(auto_scale(off), 2.0)
-    return {
+    block = {
         "die_utilization": util,
         "offered_die_load": off,
         "wait_share": ws,
@@ -153,6 +173,10 @@ def load_block(report: Mapping[str, Any] | None) -> dict[str, Any]:
         "overload_reason": "; ".join(reasons) or None,
         "suggested_time_scale": suggested,
     }
+    if link is not None:
+        # only runs with a host link carry it (other load blocks unchanged)
+        block["link_utilization"] = link
+    return block
 
 
 def saturation_warning(report: Mapping[str, Any]) -> str | None:

@@ -33,6 +33,8 @@ mod flexlevel;
 mod fuzz;
 #[path = "import_graph.rs"]
 mod import_graph;
+#[path = "link.rs"]
+mod link;
 #[path = "mapping.rs"]
 mod mapping;
 #[path = "osd.rs"]

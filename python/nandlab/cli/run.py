@@ -164,6 +164,19 @@ def summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
             f"{fmt_value(mapping.get('translation_reads'))} / "
             f"{fmt_value(mapping.get('translation_programs'))}",
         )
+    link = report.get("link")
+    if isinstance(link, dict):
+        # [link]: the host interface's share (its transfer is in every response time)
+        down, up = link.get("downstream") or {}, link.get("upstream") or {}
+        add(
+            f"PCIe {link.get('pcie_generation')}.0 x{link.get('lanes')} utilisation "
+            "down / up, mean link wait µs",
+            " / ".join(
+                "—" if d.get("utilization") is None else f"{d['utilization'] * 100:.1f} %"
+                for d in (down, up)
+            )
+            + f", {fmt_value(down.get('wait_mean_us'))} / {fmt_value(up.get('wait_mean_us'))}",
+        )
     ec = _erase_distribution(report)
     if ec is not None:
         add(

@@ -51,6 +51,10 @@ pub struct Config {
     pub sched: SchedConfig,
     /// Host replay.
     pub host: HostConfig,
+    /// The host interface link (`[link]`, [`crate::host::link`]): off by default, and then
+    /// left out of the serialized config (reports of runs without a link are unchanged).
+    #[serde(skip_serializing_if = "crate::host::link::LinkConfig::is_off")]
+    pub link: crate::host::link::LinkConfig,
     /// Preconditioning before replay.
     pub precondition: PreconditionConfig,
     /// The object device's host layer (`[objfs]`, [`crate::osd::objfs`]): how a file-level
@@ -102,6 +106,7 @@ impl Default for Config {
             ftl: FtlConfig::default(),
             sched: SchedConfig::default(),
             host: HostConfig::default(),
+            link: crate::host::link::LinkConfig::default(),
             precondition: PreconditionConfig::default(),
             objfs: crate::osd::objfs::ObjfsConfig::default(),
             scheme: SchemeConfig::default(),

@@ -38,6 +38,7 @@ impl Config {
         }
         self.validate_superpage()?;
         self.validate_mapping()?;
+        self.validate_link()?;
         let s = &self.sched;
         check_range("sched.max_suspends_per_op", s.max_suspends_per_op, 1, 255)?;
         for (k, v) in [
@@ -399,6 +400,31 @@ impl Config {
                 "cached",
                 "the cache layer ([cache]) does not combine with a cached mapping table (not \
                  modelled together); use ftl.mapping = \"dram\"",
+            ));
+        }
+        Ok(())
+    }
+
+    /// `[link]`: its keys, and the front ends it is not modelled with (each an error naming the
+    /// way out).
+    fn validate_link(&self) -> Result<(), ConfigError> {
+        self.link.validate()?;
+        if self.link.is_off() {
+            return Ok(());
+        }
+        if self.cache.is_some() {
+            return Err(invalid(
+                "link.interface",
+                "\"pcie\"",
+                "the cache layer ([cache]) is not modelled with a host link: remove [link] or \
+                 [cache]",
+            ));
+        }
+        if self.osd.is_some() {
+            return Err(invalid(
+                "link.interface",
+                "\"pcie\"",
+                "the object device ([osd]) is not modelled with a host link: remove [link]",
             ));
         }
         Ok(())

@@ -5,7 +5,7 @@
 
 use std::io::Write;
 
-use super::{dram, Engine, HostSlot, EV_HOST, EV_SP_HOLD};
+use super::{dram, Engine, HostSlot, EV_HOST, EV_LINK, EV_SP_HOLD};
 use crate::config::{Allocation, ReplayMode};
 use crate::error::NandlabError;
 use crate::ftl::{NONE, UNMAPPED};
@@ -126,7 +126,6 @@ impl Engine {
             self.trim(offset, r.len_bytes);
             return Ok(());
         }
-        let span = self.pager.span(offset, r.len_bytes);
         let slot = self.alloc_slot(HostSlot {
             arrival_ns: r.arrival_ns.min(self.now),
             offset_bytes: r.offset_bytes,
@@ -136,15 +135,38 @@ impl Engine {
             done_ns: self.now,
             service_ns: 0,
             tag,
+            link_ns: 0,
+            link_done: false,
         });
         self.in_flight += 1;
-        match r.op {
+        if let Some(link) = self.link.as_mut() {
+            // The command (and a write's data) crosses the host link first: the device sees
+            // it when that transfer ends (`host::link`).
+            let (at, xfer) = link.submit(self.now, r.op, r.len_bytes);
+            self.slots[slot as usize].link_ns = xfer.min(u32::MAX as u64) as u32;
+            self.push(at, EV_LINK | slot as u64);
+            return Ok(());
+        }
+        self.at_device(slot, offset);
+        Ok(())
+    }
+
+    /// Host request `slot` reaches the device (at its arrival, or when its downstream link
+    /// transfer ends): count it, run the scheme's arrival hooks and the cached mapping table's
+    /// lookups, and queue its page transactions.
+    #[inline]
+    pub(super) fn at_device(&mut self, slot: u32, offset: u64) {
+        let HostSlot {
+            op, len_bytes, tag, ..
+        } = self.slots[slot as usize];
+        let span = self.pager.span(offset, len_bytes);
+        match op {
             Op::Read => {
-                self.stats.read_bytes += r.len_bytes;
+                self.stats.read_bytes += len_bytes;
                 self.stats.read_pages += span.pages;
             }
             Op::Write => {
-                self.stats.write_bytes += r.len_bytes;
+                self.stats.write_bytes += len_bytes;
                 self.stats.write_pages += span.pages;
             }
             Op::Trim => {}
@@ -154,21 +176,33 @@ impl Engine {
         if tag != CacheOp::None {
             self.scheme.on_cache_op(tag, first, span.pages as u32);
         }
-        self.scheme.on_host_request(r.op, first, span.pages as u32);
+        self.scheme.on_host_request(op, first, span.pages as u32);
         let ctx = scheme_ctx!(self);
         self.scheme
-            .on_request(r.op, first, span.pages as u32, &ctx, &mut self.actions);
+            .on_request(op, first, span.pages as u32, &ctx, &mut self.actions);
         if self.map.is_some() {
             // A cached mapping table: the request's flash operations wait for the translation
             // reads its CMT misses need (`mapping.rs`).
             if self.map_lookup(slot, first, span.pages as u32, offset) {
                 self.run_actions(slot);
-                return Ok(());
+                return;
             }
             self.map_insert(slot, first, span.pages as u32);
         }
         self.issue_pages(slot, offset, first, span.pages);
-        Ok(())
+    }
+
+    /// The downstream link transfer of host request `slot` ended (`EV_LINK`): it reaches the
+    /// device, at its offset within the logical capacity (wrapped as at its arrival).
+    pub(super) fn link_arrived(&mut self, slot: u32) {
+        let s = &self.slots[slot as usize];
+        let logical_bytes = self.logical_pages * self.page_size;
+        let mut offset = s.offset_bytes;
+        if offset.saturating_add(s.len_bytes) > logical_bytes {
+            // `on_arrival` accepted it: ftl.wrap_offsets is on
+            offset %= logical_bytes;
+        }
+        self.at_device(slot, offset);
     }
 
     /// Queue the page transactions of host request `slot` (`pages` LPNs from `first`, wrapping;
@@ -521,11 +555,25 @@ impl Engine {
     }
 
     pub(super) fn finish_host(&mut self, slot: u32) {
+        if let Some(link) = self.link.as_mut() {
+            let s = &mut self.slots[slot as usize];
+            if !s.link_done {
+                // The device is done: the completion (and a read's data) crosses the link,
+                // and the host sees it when that transfer ends.
+                let (at, xfer) = link.complete(self.now.max(s.done_ns), s.op, s.len_bytes);
+                s.link_done = true;
+                s.link_ns = s.link_ns.saturating_add(xfer.min(u32::MAX as u64) as u32);
+                s.done_ns = at;
+                self.push(at, EV_HOST | slot as u64);
+                return;
+            }
+        }
         let s = self.slots[slot as usize];
         let response = s.done_ns - s.arrival_ns;
         self.stats.last_completion_ns = self.stats.last_completion_ns.max(s.done_ns);
-        // A cached mapping table's translation reads are service too (0 without one).
-        let service = (s.service_ns + self.map_service_ns(slot)).min(response);
+        // A cached mapping table's translation reads are service too (0 without one), and so
+        // is the host link's transfer time.
+        let service = (s.service_ns + self.map_service_ns(slot) + s.link_ns as u64).min(response);
         let wait = response - service;
         if let Some(ts) = self.stats.timeseries.as_mut() {
             ts.host_done(s.op == Op::Read, s.arrival_ns, s.done_ns, s.len_bytes);

@@ -113,6 +113,8 @@ const EV_DISK_READ: u64 = 7 << 32;
 const EV_SP_HOLD: u64 = 8 << 32;
 /// A translation-page read of the cached mapping table is decoded (id = its load).
 const EV_MAP: u64 = 9 << 32;
+/// A host request's downstream link transfer ended: the device sees it (`[link]`).
+const EV_LINK: u64 = 10 << 32;
 const ID_MASK: u64 = (1 << 32) - 1;
 /// The latest arrival a replay accepts, ns (2^62, 146 years): event times must stay far below
 /// 2^64 (the event queue's empty marker) with every latency added.
@@ -128,6 +130,10 @@ struct HostSlot {
     done_ns: u64,
     service_ns: u64,
     tag: CacheOp,
+    /// With a host link (`[link]`): the request's link transfer time so far, ns (service), and
+    /// whether its completion has crossed the link (the second `finish_host` records it).
+    link_ns: u32,
+    link_done: bool,
 }
 
 /// Read-modify-write reads of one host request: (LPN, the read's service ns) for its head and
@@ -240,6 +246,8 @@ pub struct Engine {
     dram: Option<Box<dram::Dram>>,
     /// Cached mapping table (`ftl.mapping = "cached"`); `None` with the L2P in DRAM.
     map: Option<Box<mapping::MapRuntime>>,
+    /// The host interface link (`[link]`; `None` without one).
+    link: Option<Box<crate::host::link::Link>>,
     /// Backend disk latency (`cache.disk_us`), ns; 0 without `[cache]`.
     disk_ns: u64,
     /// The scheme's idle threshold (open loop), ns.
@@ -567,6 +575,7 @@ impl Engine {
             susp_prefix_ns: 0,
             dram,
             map,
+            link: crate::host::link::Link::new(&cfg.link).map(Box::new),
             disk_ns: cfg.cache.as_ref().map_or(0, |c| c.disk_ns()),
             idle_threshold_ns: None,
             scheme_prefetch: false,

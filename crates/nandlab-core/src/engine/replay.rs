@@ -10,8 +10,8 @@
 use std::collections::VecDeque;
 
 use super::{
-    Engine, EV_BACKEND, EV_DISK_READ, EV_FAULT, EV_HOST, EV_MAP, EV_REFRESH, EV_SP_HOLD, EV_TICK,
-    ID_MASK, MAX_ARRIVAL_NS,
+    Engine, EV_BACKEND, EV_DISK_READ, EV_FAULT, EV_HOST, EV_LINK, EV_MAP, EV_REFRESH, EV_SP_HOLD,
+    EV_TICK, ID_MASK, MAX_ARRIVAL_NS,
 };
 use crate::config::ReplayMode;
 use crate::error::{NandlabError, ProgressFn, Stage};
@@ -391,6 +391,7 @@ impl Engine {
             EV_TICK => self.scheme_tick(),
             EV_REFRESH => self.refresh_scan(),
             EV_MAP => self.map_load_done(id),
+            EV_LINK => self.link_arrived(id),
             _ => self.fail(format!("internal error: unknown event {payload:#x}")),
         }
     }

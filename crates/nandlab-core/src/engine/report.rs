@@ -204,6 +204,10 @@ impl Engine {
             // Only with a cached mapping table (other reports unchanged).
             report["mapping"] = m;
         }
+        if let Some(l) = self.link.as_ref() {
+            // Only with a host link (other reports unchanged).
+            report["link"] = json!(l.report(span_ns));
+        }
         if !self.config().regions.bits_per_cell.is_empty() {
             // Reduced-state regions (FlexLevel): what the blocks hold, the capacity lost, and
             // the over-provisioning left after the loss.

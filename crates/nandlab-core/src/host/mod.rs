@@ -18,6 +18,7 @@
 
 pub mod address_map;
 pub mod cache;
+pub mod link;
 pub mod spill;
 pub mod threaded;
 
