@@ -724,18 +724,12 @@ fn simulate_cached<S: RequestSource>(
         }
         .into());
     }
-    let CacheSizing {
-        need_prepass,
-        footprint,
-        last_ns,
-        slots,
-        geo,
-        logical_pages,
-    } = cache_sizing(&cfg, &cc, open)?;
+    let sizing = cache_sizing(&cfg, &cc, open)?;
+    let slots = sizing.slots;
     let scale = cfg.host.time_scale;
-    let mut engine = new_engine(cfg, geo, logical_pages)?;
+    let mut engine = new_engine(cfg, sizing.geo, sizing.logical_pages)?;
     engine.precondition(None, progress)?;
-    engine.set_fault_space((last_ns as f64 * scale).round() as u64, slots);
+    engine.set_fault_space((sizing.last_ns as f64 * scale).round() as u64, slots);
     let t1 = Instant::now();
     let mut cs = CacheSource::new(open()?, &cc, slots, ps, scale);
     engine.run(&mut cs, 0, progress)?;
@@ -744,7 +738,7 @@ fn simulate_cached<S: RequestSource>(
     let mut report = finish_report(&mut engine, trace, described, t0, t1)?;
     let c = cs.counters;
     report["cache"]["manager"] = serde_json::json!({
-        "footprint_pages": need_prepass.then_some(footprint),
+        "footprint_pages": sizing.need_prepass.then_some(sizing.footprint),
         "slots": slots,
         "size_bytes": slots * ps,
         "flush_period_s": cc.flush_period_s,
