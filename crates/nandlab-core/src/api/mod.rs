@@ -514,6 +514,21 @@ pub fn trace_generate(params_json: &str, output: &Path) -> Result<u64, NandlabEr
     Ok(crate::trace::generate(&p, output)?)
 }
 
+/// A JSON request of the table and analysis entry points (`what`: `rber`, `ecc`, `dpa` …),
+/// a malformed one as [`ConfigError::Syntax`](crate::config::ConfigError::Syntax) in
+/// `<{what} request>`. Shared by the `dpa` and `reliability` APIs.
+fn parse_request<T: serde::de::DeserializeOwned>(
+    json: &str,
+    what: &str,
+) -> Result<T, NandlabError> {
+    serde_json::from_str(json).map_err(|e| {
+        NandlabError::Config(crate::config::ConfigError::Syntax {
+            file: format!("<{what} request>"),
+            msg: e.to_string(),
+        })
+    })
+}
+
 /// The cache and device of a `[cache]` run ([`cache_sizing`]).
 struct CacheSizing {
     /// Whether the primary trace was read once before (footprint and span).
