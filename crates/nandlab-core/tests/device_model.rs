@@ -106,36 +106,9 @@ fn each_scheme_runs_on_its_own_preset() {
 
 // ----- shared helpers for the latency tests -------------------------------------------------
 
-use nandlab_core::api::simulate_source;
+use crate::common::{f, rq, run};
 use nandlab_core::config::load;
-use nandlab_core::host::VecSource;
 use nandlab_core::trace::{HostRequest, Op};
-use serde_json::Value;
-
-fn run(toml: &str, overrides: &[&str], reqs: Vec<HostRequest>) -> Value {
-    let ov: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
-    let cfg = load(toml, "<test>", &ov).expect("config");
-    let mut open = || Ok(VecSource::new(reqs.clone()));
-    simulate_source(cfg, &mut open, Value::Null, &mut |_, _, _| {}).expect("run")
-}
-
-fn f(v: &Value, path: &str) -> f64 {
-    let mut cur = v;
-    for k in path.split('.') {
-        cur = &cur[k];
-    }
-    cur.as_f64()
-        .unwrap_or_else(|| panic!("{path} missing in report"))
-}
-
-fn rq(t_ns: u64, op: Op, offset_bytes: u64, len_bytes: u64) -> HostRequest {
-    HostRequest {
-        arrival_ns: t_ns,
-        op,
-        offset_bytes,
-        len_bytes,
-    }
-}
 
 /// 4 dies on 4 channels, 8 KiB pages, fixed latencies; nothing pre-written.
 const LAT: &str = r#"

@@ -3,9 +3,7 @@
 //! redundant reads the host waits for on a cache miss and not on a hit, delayed writes at idle
 //! time (forced when the buffer is full), the configurations the scheme refuses, determinism.
 
-use nandlab_core::api::simulate_source;
 use nandlab_core::config::{load, Config};
-use nandlab_core::host::VecSource;
 use nandlab_core::trace::{HostRequest, Op};
 use serde_json::Value;
 
@@ -28,28 +26,16 @@ fn cfg(channels: u32, extra: &[&str]) -> Result<Config, String> {
 }
 
 fn run(c: Config, reqs: &[HostRequest]) -> Result<Value, String> {
-    let mut open = || Ok(VecSource::new(reqs.to_vec()));
-    simulate_source(c, &mut open, Value::Null, &mut |_, _, _| {}).map_err(|e| e.to_string())
+    simulate(c, reqs).map_err(|e| e.to_string())
 }
 
 fn run_ok(channels: u32, extra: &[&str], reqs: &[HostRequest]) -> Value {
     run(cfg(channels, extra).expect("config"), reqs).expect("run")
 }
 
+/// A request of the one page `lpn`.
 fn req(t_ns: u64, op: Op, lpn: u64) -> HostRequest {
-    HostRequest {
-        arrival_ns: t_ns,
-        op,
-        offset_bytes: lpn * PS,
-        len_bytes: PS,
-    }
-}
-
-fn f(v: &Value, p: &str) -> f64 {
-    p.split('.')
-        .fold(v, |c, k| &c[k])
-        .as_f64()
-        .unwrap_or_else(|| panic!("{p} missing in {v}"))
+    rq(t_ns, op, lpn * PS, PS)
 }
 
 /// xorshift64* (test data only).
@@ -311,6 +297,7 @@ fn configurations_dpa_cannot_run_on_are_errors_naming_what_to_use() {
     );
 }
 
+use crate::common::{f, rq, simulate};
 use crate::without_wall_clock as strip;
 
 #[test]

@@ -3,11 +3,10 @@
 //! latencies, a two-region device by configuration alone, and reports without `[regions]`
 //! unchanged by the region machinery.
 
-use nandlab_core::api::simulate_source;
+use crate::common::simulate;
 use nandlab_core::config::{load, Allocation, Config, VictimPolicy};
 use nandlab_core::flash::{CellType, Geometry, Timing};
 use nandlab_core::ftl::Ftl;
-use nandlab_core::host::VecSource;
 use nandlab_core::scheme::efm::{combine, lt_classify, lt_thresholds, mig_threshold, st_classify};
 use nandlab_core::scheme::{registry, Action, Ctx, RegionInfo, Scheme, Source};
 use nandlab_core::trace::{HostRequest, Op};
@@ -32,8 +31,7 @@ fn cfg(extra: &[&str]) -> Config {
 }
 
 fn run(c: Config, reqs: Vec<HostRequest>) -> Value {
-    let mut open = || Ok(VecSource::new(reqs.clone()));
-    simulate_source(c, &mut open, Value::Null, &mut |_, _, _| {}).expect("run")
+    simulate(c, &reqs).expect("run")
 }
 
 fn req(t_ns: u64, op: Op, lpn: u64, pages: u64) -> HostRequest {

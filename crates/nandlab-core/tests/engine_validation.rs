@@ -2,6 +2,7 @@
 //! saturation throughput, GC write amplification against the analytic models, invariants,
 //! determinism.
 
+use crate::common::{f, run};
 use nandlab_core::api::simulate_source;
 use nandlab_core::config::load;
 use nandlab_core::host::VecSource;
@@ -9,22 +10,6 @@ use nandlab_core::trace::{HostRequest, Op};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use serde_json::Value;
-
-fn run(toml: &str, overrides: &[&str], reqs: Vec<HostRequest>) -> Value {
-    let ov: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
-    let cfg = load(toml, "<test>", &ov).expect("config");
-    let mut open = || Ok(VecSource::new(reqs.clone()));
-    simulate_source(cfg, &mut open, Value::Null, &mut |_, _, _| {}).expect("run")
-}
-
-fn f(v: &Value, path: &str) -> f64 {
-    let mut cur = v;
-    for k in path.split('.') {
-        cur = &cur[k];
-    }
-    cur.as_f64()
-        .unwrap_or_else(|| panic!("{path} missing in report"))
-}
 
 const SMALL: &str = r#"
 [device]

@@ -2,9 +2,8 @@
 //! lose, capacity-aware sizing errors), Table 6 soft sensing in the read path, and the
 //! `flexlevel` scheme moving IWFR data into reduced pages.
 
-use nandlab_core::api::simulate_source;
+use crate::common::{f, rq, simulate};
 use nandlab_core::config::{load, Config};
-use nandlab_core::host::VecSource;
 use nandlab_core::trace::{HostRequest, Op};
 use serde_json::Value;
 
@@ -26,24 +25,12 @@ fn cfg(extra: &[&str]) -> Result<Config, String> {
 }
 
 fn run(c: Config, reqs: Vec<HostRequest>) -> Result<Value, String> {
-    let mut open = || Ok(VecSource::new(reqs.clone()));
-    simulate_source(c, &mut open, Value::Null, &mut |_, _, _| {}).map_err(|e| e.to_string())
+    simulate(c, &reqs).map_err(|e| e.to_string())
 }
 
+/// A request of the one page `lpn`.
 fn req(t_ns: u64, op: Op, lpn: u64) -> HostRequest {
-    HostRequest {
-        arrival_ns: t_ns,
-        op,
-        offset_bytes: lpn * PS,
-        len_bytes: PS,
-    }
-}
-
-fn f(v: &Value, p: &str) -> f64 {
-    p.split('.')
-        .fold(v, |c, k| &c[k])
-        .as_f64()
-        .unwrap_or_else(|| panic!("{p} missing"))
+    rq(t_ns, op, lpn * PS, PS)
 }
 
 #[test]

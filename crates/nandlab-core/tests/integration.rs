@@ -11,6 +11,8 @@
 
 #[path = "address_map.rs"]
 mod address_map;
+#[path = "common.rs"]
+mod common;
 #[path = "device_model.rs"]
 mod device_model;
 #[path = "dpa_analyze.rs"]

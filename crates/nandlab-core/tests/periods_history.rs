@@ -1,29 +1,15 @@
 //! Issue 11 audit fixes outside IDA: preconditioning does not feed a scheme's access history
 //! (AGCR / TOS18), and periods given in trace time stretch with `host.time_scale`.
 
-use nandlab_core::api::simulate_source;
-use nandlab_core::config::load;
-use nandlab_core::host::VecSource;
+use crate::common::{rq, run};
 use nandlab_core::trace::{HostRequest, Op};
-use serde_json::Value;
 
 const XIA: &str = include_str!("../../../python/nandlab/configs/xia-diffecc.toml");
 const PS: u64 = 8192;
 
+/// A request of the one page `lpn`.
 fn req(t_ns: u64, op: Op, lpn: u64) -> HostRequest {
-    HostRequest {
-        arrival_ns: t_ns,
-        op,
-        offset_bytes: lpn * PS,
-        len_bytes: PS,
-    }
-}
-
-fn run(toml: &str, overrides: &[&str], reqs: Vec<HostRequest>) -> Value {
-    let ov: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
-    let cfg = load(toml, "<test>", &ov).expect("config");
-    let mut open = || Ok(VecSource::new(reqs.clone()));
-    simulate_source(cfg, &mut open, Value::Null, &mut |_, _, _| {}).expect("run")
+    rq(t_ns, op, lpn * PS, PS)
 }
 
 /// AGCR classifies a host write by the page's history in the run. Pages written by the

@@ -43,13 +43,9 @@ const PS: u64 = 8192;
 /// LPNs overwritten so that word line w of block 0 is in Table I case w + 1.
 const INVALIDATE: [u64; 12] = [3, 7, 9, 10, 14, 15, 17, 19, 20, 21, 22, 23];
 
+/// A request of the one page `lpn`.
 fn req(t_ns: u64, op: Op, lpn: u64) -> HostRequest {
-    HostRequest {
-        arrival_ns: t_ns,
-        op,
-        offset_bytes: lpn * PS,
-        len_bytes: PS,
-    }
+    rq(t_ns, op, lpn * PS, PS)
 }
 
 /// Fill block 0 with LPNs 0..24 and overwrite [`INVALIDATE`] (into block 1) at t ≈ 0.
@@ -59,22 +55,6 @@ fn eight_cases() -> Vec<HostRequest> {
         v.push(req(300_000_000 + i as u64 * 10_000_000, Op::Write, l));
     }
     v
-}
-
-fn run(toml: &str, overrides: &[&str], reqs: Vec<HostRequest>) -> Value {
-    let ov: Vec<String> = overrides.iter().map(|s| s.to_string()).collect();
-    let cfg = load(toml, "<test>", &ov).expect("config");
-    let mut open = || Ok(VecSource::new(reqs.clone()));
-    simulate_source(cfg, &mut open, Value::Null, &mut |_, _, _| {}).expect("run")
-}
-
-fn f(v: &Value, path: &str) -> f64 {
-    let mut cur = v;
-    for k in path.split('.') {
-        cur = &cur[k];
-    }
-    cur.as_f64()
-        .unwrap_or_else(|| panic!("{path} missing in report"))
 }
 
 fn engine(cfg: &Config, scheme: &str, params: &str) -> Engine {
@@ -314,6 +294,7 @@ fn empty_blocks_are_skipped() {
     assert_eq!(f(&r, "flash.programs_by_source.refresh"), 24.0);
 }
 
+use crate::common::{f, rq, run};
 use crate::without_wall_clock as strip_wall;
 
 #[test]

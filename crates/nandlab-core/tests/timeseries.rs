@@ -3,9 +3,8 @@
 //! report is the same with them on or off, apart from the echoed config), and they are
 //! deterministic.
 
-use nandlab_core::api::simulate_source;
+use crate::common::{f, simulate};
 use nandlab_core::config::load;
-use nandlab_core::host::VecSource;
 use nandlab_core::trace::{HostRequest, Op};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -53,18 +52,8 @@ fn workload(n: u64) -> Vec<HostRequest> {
 
 fn run(overrides: &[String], reqs: &[HostRequest]) -> Value {
     let cfg = load(SMALL, "<test>", overrides).expect("config");
-    let mut open = || Ok(VecSource::new(reqs.to_vec()));
-    let r = simulate_source(cfg, &mut open, Value::Null, &mut |_, _, _| {}).expect("run");
+    let r = simulate(cfg, reqs).expect("run");
     crate::without_wall_clock(r)
-}
-
-fn f(v: &Value, path: &str) -> f64 {
-    let mut cur = v;
-    for k in path.split('.') {
-        cur = &cur[k];
-    }
-    cur.as_f64()
-        .unwrap_or_else(|| panic!("{path} missing in report"))
 }
 
 struct Rows {

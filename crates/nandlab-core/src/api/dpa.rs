@@ -1,7 +1,7 @@
 //! API of `nandlab dpa` and `nandlab reproduce dpa`: DPA-PPU analysis of files, summaries and
 //! profiles, the lifetime model, polynomial sets. JSON in, JSON out (see [`crate::dpa`]).
 
-use super::NandlabError;
+use super::{parse_request as parse, NandlabError};
 use crate::config::ConfigError;
 use crate::dpa::analyze::{analyze, summarize, AnalyzeRequest, FileStats};
 use crate::dpa::lifetime::{lifetime, LifetimeRequest};
@@ -25,15 +25,6 @@ fn to_err(e: DpaError) -> NandlabError {
             msg: m,
         }),
     }
-}
-
-fn parse<T: serde::de::DeserializeOwned>(json: &str, what: &str) -> Result<T, NandlabError> {
-    serde_json::from_str(json).map_err(|e| {
-        NandlabError::Config(ConfigError::Syntax {
-            file: format!("<{what} request>"),
-            msg: e.to_string(),
-        })
-    })
 }
 
 fn to_json<T: serde::Serialize>(v: &T) -> Result<String, NandlabError> {

@@ -514,6 +514,21 @@ pub fn trace_generate(params_json: &str, output: &Path) -> Result<u64, NandlabEr
     Ok(crate::trace::generate(&p, output)?)
 }
 
+/// A JSON request of the table and analysis entry points (`what`: `rber`, `ecc`, `dpa` …),
+/// a malformed one as [`ConfigError::Syntax`](crate::config::ConfigError::Syntax) in
+/// `<{what} request>`. Shared by the `dpa` and `reliability` APIs.
+fn parse_request<T: serde::de::DeserializeOwned>(
+    json: &str,
+    what: &str,
+) -> Result<T, NandlabError> {
+    serde_json::from_str(json).map_err(|e| {
+        NandlabError::Config(crate::config::ConfigError::Syntax {
+            file: format!("<{what} request>"),
+            msg: e.to_string(),
+        })
+    })
+}
+
 /// The cache and device of a `[cache]` run ([`cache_sizing`]).
 struct CacheSizing {
     /// Whether the primary trace was read once before (footprint and span).
@@ -724,18 +739,12 @@ fn simulate_cached<S: RequestSource>(
         }
         .into());
     }
-    let CacheSizing {
-        need_prepass,
-        footprint,
-        last_ns,
-        slots,
-        geo,
-        logical_pages,
-    } = cache_sizing(&cfg, &cc, open)?;
+    let sizing = cache_sizing(&cfg, &cc, open)?;
+    let slots = sizing.slots;
     let scale = cfg.host.time_scale;
-    let mut engine = new_engine(cfg, geo, logical_pages)?;
+    let mut engine = new_engine(cfg, sizing.geo, sizing.logical_pages)?;
     engine.precondition(None, progress)?;
-    engine.set_fault_space((last_ns as f64 * scale).round() as u64, slots);
+    engine.set_fault_space((sizing.last_ns as f64 * scale).round() as u64, slots);
     let t1 = Instant::now();
     let mut cs = CacheSource::new(open()?, &cc, slots, ps, scale);
     engine.run(&mut cs, 0, progress)?;
@@ -744,7 +753,7 @@ fn simulate_cached<S: RequestSource>(
     let mut report = finish_report(&mut engine, trace, described, t0, t1)?;
     let c = cs.counters;
     report["cache"]["manager"] = serde_json::json!({
-        "footprint_pages": need_prepass.then_some(footprint),
+        "footprint_pages": sizing.need_prepass.then_some(sizing.footprint),
         "slots": slots,
         "size_bytes": slots * ps,
         "flush_period_s": cc.flush_period_s,

@@ -6,7 +6,7 @@ use std::time::Instant;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::NandlabError;
+use super::{parse_request, NandlabError};
 use crate::config::ConfigError;
 use crate::ecc::{Bch, BchTiming, Ldpc, CRC_NS, LDPC_HARD_LIMIT, LDPC_SENSE_NS, LDPC_TRANSFER_NS};
 use crate::reliability::table::{CacheStatus, RberTable, TableSpec};
@@ -75,12 +75,7 @@ impl Default for RberRequest {
 /// # Errors
 /// [`NandlabError::Config`] naming the bad field.
 pub fn rber_table(req_json: &str) -> Result<String, NandlabError> {
-    let req: RberRequest = serde_json::from_str(req_json).map_err(|e| {
-        NandlabError::Config(ConfigError::Syntax {
-            file: "<rber request>".into(),
-            msg: e.to_string(),
-        })
-    })?;
+    let req: RberRequest = parse_request(req_json, "rber")?;
     let params = match req.cell.as_str() {
         "mlc" => VthParams::guo_ch3_mlc(),
         "tlc" => VthParams::tlc(),
@@ -225,12 +220,7 @@ impl Default for EccRequest {
 /// LDPC per-level costs, and UBER per code and RBER (binomial tail, Guo eq. 2.6). JSON in,
 /// JSON out.
 pub fn ecc_table(req_json: &str) -> Result<String, NandlabError> {
-    let req: EccRequest = serde_json::from_str(req_json).map_err(|e| {
-        NandlabError::Config(ConfigError::Syntax {
-            file: "<ecc request>".into(),
-            msg: e.to_string(),
-        })
-    })?;
+    let req: EccRequest = parse_request(req_json, "ecc")?;
     if req.page_size_bytes == 0 || req.page_size_bytes > 1 << 20 {
         return Err(bad(
             "page_size_bytes",

@@ -58,6 +58,20 @@ pub(crate) fn check_range<T: PartialOrd + std::fmt::Display + Copy>(
     Ok(())
 }
 
+/// `Ok` when the float `v` is finite and in `range`, else [`invalid`] with `msg` (which
+/// states the range): the check of a float key, as [`check_range`] is of an integer one.
+pub(crate) fn check_finite_in(
+    key: &str,
+    v: f64,
+    range: impl std::ops::RangeBounds<f64>,
+    msg: &str,
+) -> Result<(), ConfigError> {
+    if !(v.is_finite() && range.contains(&v)) {
+        return Err(invalid(key, v, msg));
+    }
+    Ok(())
+}
+
 pub(crate) fn check_us(key: &str, v: f64) -> Result<(), ConfigError> {
     if !v.is_finite() || !(0.0..=1e9).contains(&v) {
         return Err(invalid(key, v, "must be a finite time in 0 ..= 1e9 µs"));

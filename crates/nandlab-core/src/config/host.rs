@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::error::{invalid, ConfigError};
+use super::error::{check_finite_in, invalid, ConfigError};
 
 /// Replay mode.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -157,13 +157,12 @@ impl StatsConfig {
                     "applies only to a time series: set stats.timeseries to its output path",
                 ));
             }
-            if !(ms.is_finite() && (1e-6..=1e9).contains(&ms)) {
-                return Err(invalid(
-                    "stats.timeseries_interval_ms",
-                    ms,
-                    "allowed range is 1e-6 ..= 1e9 (1 ns to about 11.6 days)",
-                ));
-            }
+            check_finite_in(
+                "stats.timeseries_interval_ms",
+                ms,
+                1e-6..=1e9,
+                "allowed range is 1e-6 ..= 1e9 (1 ns to about 11.6 days)",
+            )?;
         }
         Ok(())
     }

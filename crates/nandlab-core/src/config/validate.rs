@@ -1,7 +1,7 @@
 //! Validation of a whole [`Config`]: every value's range and the combinations that cannot
 //! apply, each an error naming the key and the way out.
 
-use super::error::{check_range, check_us, invalid, ConfigError};
+use super::error::{check_finite_in, check_range, check_us, invalid, ConfigError};
 use super::reliability::gcd_f;
 use super::timing::per_type_ns;
 use super::*;
@@ -18,13 +18,12 @@ impl Config {
         check_range("device.dies_per_chip", d.dies_per_chip, 1, 64)?;
         check_range("device.planes_per_die", d.planes_per_die, 1, 64)?;
         check_range("device.pages_per_block", d.pages_per_block, 1, 65536)?;
-        if !(self.dram.access_us.is_finite() && (0.0..=1e9).contains(&self.dram.access_us)) {
-            return Err(invalid(
-                "dram.access_us",
-                self.dram.access_us,
-                "must be between 0 and 1e9 µs",
-            ));
-        }
+        check_finite_in(
+            "dram.access_us",
+            self.dram.access_us,
+            0.0..=1e9,
+            "must be between 0 and 1e9 µs",
+        )?;
         if self.dram.capacity_bytes > 0 && self.dram.capacity_bytes < d.page_size_bytes as u64 {
             return Err(invalid(
                 "dram.capacity_bytes",
@@ -46,9 +45,7 @@ impl Config {
             ("sched.suspend_erase_us", s.suspend_erase_us),
             ("sched.resume_us", s.resume_us),
         ] {
-            if !(v.is_finite() && (0.0..=1e9).contains(&v)) {
-                return Err(invalid(k, v, "must be between 0 and 1e9 µs"));
-            }
+            check_finite_in(k, v, 0.0..=1e9, "must be between 0 and 1e9 µs")?;
         }
         if s.suspension && s.priority != Priority::ReadFirst {
             return Err(invalid(
@@ -119,22 +116,20 @@ impl Config {
                 ))
             }
             (Some(v), None) => {
-                if !(v.is_finite() && (0.0..=1000.0).contains(&v)) {
-                    return Err(invalid(
-                        "device.op_percent_of_logical",
-                        v,
-                        "allowed range is 0 ..= 1000",
-                    ));
-                }
+                check_finite_in(
+                    "device.op_percent_of_logical",
+                    v,
+                    0.0..=1000.0,
+                    "allowed range is 0 ..= 1000",
+                )?;
             }
             (None, Some(v)) => {
-                if !(v.is_finite() && (0.0..95.0).contains(&v)) {
-                    return Err(invalid(
-                        "device.op_percent_of_physical",
-                        v,
-                        "allowed range is 0 ..< 95",
-                    ));
-                }
+                check_finite_in(
+                    "device.op_percent_of_physical",
+                    v,
+                    0.0..95.0,
+                    "allowed range is 0 ..< 95",
+                )?;
             }
             (None, None) => {}
         }
@@ -148,13 +143,12 @@ impl Config {
         // Physical range: legacy asynchronous NAND runs at tens of MT/s, ONFI 5 / Toggle 5 at
         // a few thousand; outside 1 ..= 100,000 MT/s a value is a unit mistake, and a tiny one
         // saturated the clock (issue 20).
-        if !(t.channel_mt_s.is_finite() && (1.0..=1e5).contains(&t.channel_mt_s)) {
-            return Err(invalid(
-                "timing.channel_mt_s",
-                t.channel_mt_s,
-                "allowed range is 1 ..= 100000 MT/s",
-            ));
-        }
+        check_finite_in(
+            "timing.channel_mt_s",
+            t.channel_mt_s,
+            1.0..=1e5,
+            "allowed range is 1 ..= 100000 MT/s",
+        )?;
         check_range("timing.channel_width_bytes", t.channel_width_bytes, 1, 64)?;
         for (i, m) in t.program_modes.iter().enumerate() {
             per_type_ns(
@@ -180,63 +174,55 @@ impl Config {
             ));
         }
         let f = &self.ftl;
-        if !(f.gc_threshold_pct.is_finite() && (0.0..=50.0).contains(&f.gc_threshold_pct)) {
-            return Err(invalid(
-                "ftl.gc_threshold_pct",
-                f.gc_threshold_pct,
-                "allowed range is 0 ..= 50",
-            ));
-        }
+        check_finite_in(
+            "ftl.gc_threshold_pct",
+            f.gc_threshold_pct,
+            0.0..=50.0,
+            "allowed range is 0 ..= 50",
+        )?;
         check_range("ftl.streams", f.streams, 1, 16)?;
         let h = &self.host;
-        if !(h.time_scale.is_finite() && (1e-6..=1e6).contains(&h.time_scale)) {
-            return Err(invalid(
-                "host.time_scale",
-                h.time_scale,
-                "allowed range is 1e-6 ..= 1e6",
-            ));
-        }
+        check_finite_in(
+            "host.time_scale",
+            h.time_scale,
+            1e-6..=1e6,
+            "allowed range is 1e-6 ..= 1e6",
+        )?;
         check_range("host.queue_depth", h.queue_depth, 1, 1 << 20)?;
         check_range("host.max_outstanding", h.max_outstanding, 1, 1 << 24)?;
         let p = &self.precondition;
-        if !(p.fill_fraction.is_finite() && (0.0..=1.0).contains(&p.fill_fraction)) {
-            return Err(invalid(
-                "precondition.fill_fraction",
-                p.fill_fraction,
-                "allowed range is 0 ..= 1",
-            ));
-        }
-        if !(p.age_overwrites.is_finite() && (0.0..=100.0).contains(&p.age_overwrites)) {
-            return Err(invalid(
-                "precondition.age_overwrites",
-                p.age_overwrites,
-                "allowed range is 0 ..= 100",
-            ));
-        }
-        if !(p.initial_age_window_s.is_finite() && (0.0..=2.0e9).contains(&p.initial_age_window_s))
-        {
-            return Err(invalid(
-                "precondition.initial_age_window_s",
-                p.initial_age_window_s,
-                "allowed range is 0 ..= 2e9 s",
-            ));
-        }
+        check_finite_in(
+            "precondition.fill_fraction",
+            p.fill_fraction,
+            0.0..=1.0,
+            "allowed range is 0 ..= 1",
+        )?;
+        check_finite_in(
+            "precondition.age_overwrites",
+            p.age_overwrites,
+            0.0..=100.0,
+            "allowed range is 0 ..= 100",
+        )?;
+        check_finite_in(
+            "precondition.initial_age_window_s",
+            p.initial_age_window_s,
+            0.0..=2.0e9,
+            "allowed range is 0 ..= 2e9 s",
+        )?;
         let rf = &self.refresh;
         // 2e9 s bounds the i32 second clock of page program times.
-        if !(rf.period_s.is_finite() && (0.0..=2.0e9).contains(&rf.period_s)) {
-            return Err(invalid(
-                "refresh.period_s",
-                rf.period_s,
-                "allowed range is 0 (off) ..= 2e9 s",
-            ));
-        }
-        if !(rf.check_interval_s.is_finite() && (0.0..=2.0e9).contains(&rf.check_interval_s)) {
-            return Err(invalid(
-                "refresh.check_interval_s",
-                rf.check_interval_s,
-                "allowed range is 0 (auto) ..= 2e9 s",
-            ));
-        }
+        check_finite_in(
+            "refresh.period_s",
+            rf.period_s,
+            0.0..=2.0e9,
+            "allowed range is 0 (off) ..= 2e9 s",
+        )?;
+        check_finite_in(
+            "refresh.check_interval_s",
+            rf.check_interval_s,
+            0.0..=2.0e9,
+            "allowed range is 0 (auto) ..= 2e9 s",
+        )?;
         let r = &self.reliability;
         check_range("reliability.level_config", r.level_config, 0, 3)?;
         if !(r.mode0_dvpp_v.is_finite() && r.mode0_dvpp_v > 0.0 && r.mode0_dvpp_v <= 2.0) {
@@ -246,13 +232,12 @@ impl Config {
                 "allowed range is 0 < x ≤ 2 V",
             ));
         }
-        if !(r.read_ref_margin_v.is_finite() && (0.0..=0.5).contains(&r.read_ref_margin_v)) {
-            return Err(invalid(
-                "reliability.read_ref_margin_v",
-                r.read_ref_margin_v,
-                "allowed range is 0 ≤ x ≤ 0.5 V",
-            ));
-        }
+        check_finite_in(
+            "reliability.read_ref_margin_v",
+            r.read_ref_margin_v,
+            0.0..=0.5,
+            "allowed range is 0 ≤ x ≤ 0.5 V",
+        )?;
         for (i, w) in r.read_disturb_grid.windows(2).enumerate() {
             if w[0].partial_cmp(&w[1]) != Some(std::cmp::Ordering::Less) {
                 return Err(invalid(
@@ -462,13 +447,12 @@ impl Config {
             }
         }
         let w = self.ftl.superpage_wait_us;
-        if !(w.is_finite() && (0.0..=1e9).contains(&w)) {
-            return Err(invalid(
-                "ftl.superpage_wait_us",
-                w,
-                "must be between 0 and 1e9 µs (0 = never hold host writes)",
-            ));
-        }
+        check_finite_in(
+            "ftl.superpage_wait_us",
+            w,
+            0.0..=1e9,
+            "must be between 0 and 1e9 µs (0 = never hold host writes)",
+        )?;
         if self.ftl.allocation != Allocation::Superpage {
             return Ok(());
         }

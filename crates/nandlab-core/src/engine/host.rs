@@ -5,7 +5,7 @@
 
 use std::io::Write;
 
-use super::{dram, Engine, HostSlot, EV_HOST, EV_LINK, EV_SP_HOLD};
+use super::{dram, Engine, HostSlot, WrappingLpns, EV_HOST, EV_LINK, EV_SP_HOLD};
 use crate::config::{Allocation, ReplayMode};
 use crate::error::NandlabError;
 use crate::ftl::{NONE, UNMAPPED};
@@ -218,13 +218,7 @@ impl Engine {
         let head_partial = !offset.is_multiple_of(self.page_size);
         let tail_partial = !(offset + len_bytes).is_multiple_of(self.page_size);
         // LPNs from `first`, wrapping at the logical capacity.
-        let mut next_lpn = first;
-        for k in 0..pages {
-            let lpn = next_lpn;
-            next_lpn += 1;
-            if next_lpn as u64 == self.logical_pages {
-                next_lpn = 0;
-            }
+        for (k, lpn) in WrappingLpns::new(first, pages, self.logical_pages) {
             match op {
                 Op::Read => {
                     if let Some(d) = self.dram.as_mut() {

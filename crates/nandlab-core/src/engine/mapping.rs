@@ -24,7 +24,7 @@
 
 use serde_json::{json, Value};
 
-use super::{Engine, EV_MAP};
+use super::{Engine, WrappingLpns, EV_MAP};
 use crate::ftl::cmt::{Cmt, Evicted};
 use crate::ftl::{NONE, UNMAPPED};
 use crate::sched::TxnKind;
@@ -116,14 +116,8 @@ impl Engine {
         if self.map.is_none() {
             return false;
         }
-        let mut lpn = first;
         let mut waits = 0u32;
-        for _ in 0..pages {
-            let l = lpn;
-            lpn += 1;
-            if lpn as u64 == self.logical_pages {
-                lpn = 0;
-            }
+        for (_, l) in WrappingLpns::new(first, pages as u64, self.logical_pages) {
             let m = self.map.as_mut().expect("cached mapping");
             if m.cmt.lookup(l) {
                 continue;
@@ -222,13 +216,7 @@ impl Engine {
     /// translation pages of dirty entries evicted.
     pub(super) fn map_insert(&mut self, slot: u32, first: u32, pages: u32) {
         let write = self.slots[slot as usize].op == Op::Write;
-        let mut lpn = first;
-        for _ in 0..pages {
-            let l = lpn;
-            lpn += 1;
-            if lpn as u64 == self.logical_pages {
-                lpn = 0;
-            }
+        for (_, l) in WrappingLpns::new(first, pages as u64, self.logical_pages) {
             let m = self.map.as_mut().expect("cached mapping");
             if let Evicted::WriteBack(tp) = m.cmt.insert(l, write) {
                 self.map_write_back(tp);

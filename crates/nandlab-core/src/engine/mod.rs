@@ -120,6 +120,51 @@ const ID_MASK: u64 = (1 << 32) - 1;
 /// 2^64 (the event queue's empty marker) with every latency added.
 pub const MAX_ARRIVAL_NS: u64 = 1 << 62;
 
+/// The LPNs of a host request with their index in it: `pages` LPNs from `first`, wrapping
+/// from the last logical page (`logical_pages` − 1) to 0. Shared by the host path
+/// ([`Engine::issue_pages`]) and the cached mapping table's lookups and inserts; the same
+/// counter, increment and compare per LPN as the loops it replaced.
+#[derive(Clone, Copy, Debug)]
+struct WrappingLpns {
+    k: u64,
+    pages: u64,
+    next: u32,
+    logical_pages: u64,
+}
+
+impl WrappingLpns {
+    /// `pages` LPNs from `first`, wrapping at `logical_pages`.
+    #[inline]
+    fn new(first: u32, pages: u64, logical_pages: u64) -> WrappingLpns {
+        WrappingLpns {
+            k: 0,
+            pages,
+            next: first,
+            logical_pages,
+        }
+    }
+}
+
+impl Iterator for WrappingLpns {
+    /// (index in the request, LPN).
+    type Item = (u64, u32);
+
+    #[inline]
+    fn next(&mut self) -> Option<(u64, u32)> {
+        if self.k == self.pages {
+            return None;
+        }
+        let k = self.k;
+        self.k += 1;
+        let lpn = self.next;
+        self.next += 1;
+        if self.next as u64 == self.logical_pages {
+            self.next = 0;
+        }
+        Some((k, lpn))
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 struct HostSlot {
     arrival_ns: u64,

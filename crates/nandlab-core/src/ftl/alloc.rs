@@ -159,21 +159,8 @@ impl Ftl {
     }
 
     /// [`Ftl::allocate_in`], also telling whether the pool's blocks changed (a free block was
-    /// opened or a block became full): only then can the pool's need for GC or its GC
-    /// candidates have changed.
-    #[inline]
-    pub fn allocate_tracked(
-        &mut self,
-        plane: u32,
-        region: u8,
-        stream: u8,
-        host: bool,
-        now_ns: u64,
-    ) -> Result<(u32, bool), NoSpace> {
-        self.allocate_typed(plane, region, stream, host, now_ns, None)
-    }
-
-    /// [`Ftl::allocate_tracked`] with a preferred page type: the page goes to the open block's
+    /// opened or a block became full: only then can the pool's need for GC or its GC
+    /// candidates have changed), with a preferred page type: the page goes to the open block's
     /// next free page of type `prefer` when the block has one left, else (and with `None`) to
     /// its lowest free page. Without a preference blocks fill in page order, as with
     /// [`Ftl::allocate_in`].

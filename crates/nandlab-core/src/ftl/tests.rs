@@ -18,8 +18,11 @@ fn small(policy: VictimPolicy) -> Ftl {
     Ftl::new(geo, 120, 2, Allocation::Static, policy, 10.0)
 }
 
-/// Untimed write with GC, as preconditioning does it.
-fn write(f: &mut Ftl, lpn: u32, moves: &mut u64) {
+/// Untimed write of `lpn` with GC, as preconditioning does it: while its plane needs GC, the
+/// victim's valid pages are relocated (`relocate(f, plane)` allocates each one's new page)
+/// and the victim erased; then the host page is programmed. Shared by [`write`] and
+/// [`write_typed`].
+fn write_with_gc(f: &mut Ftl, lpn: u32, mut relocate: impl FnMut(&mut Ftl, u32) -> u32) {
     let plane = f.plane_for_write(lpn);
     let mut buf = Vec::new();
     while f.needs_gc(plane) {
@@ -28,14 +31,21 @@ fn write(f: &mut Ftl, lpn: u32, moves: &mut u64) {
         f.valid_pages(v, &mut buf);
         for &src in &buf {
             let l = f.page_lpn(src);
-            let dst = f.allocate(plane, 1, false, 0).expect("gc space");
+            let dst = relocate(f, plane);
             f.program(dst, l, 0, 0, 0);
-            *moves += 1;
         }
         f.erase(v);
     }
     let ppn = f.allocate(plane, 0, true, 0).expect("host space");
     f.program(ppn, lpn, 0, 0, 0);
+}
+
+/// Untimed write with GC, as preconditioning does it.
+fn write(f: &mut Ftl, lpn: u32, moves: &mut u64) {
+    write_with_gc(f, lpn, |f, plane| {
+        *moves += 1;
+        f.allocate(plane, 1, false, 0).expect("gc space")
+    });
 }
 
 fn small_super(policy: VictimPolicy, unit: u32) -> Ftl {
@@ -65,14 +75,16 @@ fn write_super(f: &mut Ftl, lpn: u32, moves: &mut u64) {
         f.victim_valid_pages(v, &mut buf);
         assert_eq!(buf.len() as u32, f.victim_valid(v));
         for &src in &buf {
-            let (dst, _) = f.allocate_tracked(plane, 0, 1, false, 0).expect("gc space");
+            let (dst, _) = f
+                .allocate_typed(plane, 0, 1, false, 0, None)
+                .expect("gc space");
             f.relocate(src, dst, 0, 0, 0);
             *moves += 1;
         }
         assert_eq!(f.erase_victim(v), 4);
     }
     let (ppn, _) = f
-        .allocate_tracked(plane, 0, 0, true, 0)
+        .allocate_typed(plane, 0, 0, true, 0, None)
         .expect("host space");
     f.program(ppn, lpn, 0, 0, 0);
 }
@@ -87,7 +99,7 @@ fn superpages_fill_every_plane_of_a_die_at_the_same_offset() {
     let bpp = 12;
     let mut got = Vec::new();
     for lpn in 0..12 {
-        let (ppn, _) = f.allocate_tracked(0, 0, 0, true, 0).unwrap();
+        let (ppn, _) = f.allocate_typed(0, 0, 0, true, 0, None).unwrap();
         f.program(ppn, lpn, 0, 0, 0);
         got.push((
             f.plane_of_ppn(ppn),
@@ -105,7 +117,7 @@ fn superpages_fill_every_plane_of_a_die_at_the_same_offset() {
     assert_eq!(got, want);
     assert_eq!(f.superpage_room(pool, 0, true), 12);
     // Padding completes a super-page with invalid pages.
-    let (ppn, _) = f.allocate_tracked(0, 0, 0, true, 0).unwrap();
+    let (ppn, _) = f.allocate_typed(0, 0, 0, true, 0, None).unwrap();
     f.program(ppn, 12, 0, 0, 0);
     for _ in 0..11 {
         let (ppn, _) = f.allocate_pad(pool, 0, 0).unwrap();
@@ -164,38 +176,27 @@ proptest! {
 
 /// GC relocation with page-type preferences drawn from `prefs` (None = page order).
 fn write_typed(f: &mut Ftl, lpn: u32, prefs: &mut impl Iterator<Item = Option<PageType>>) {
-    let plane = f.plane_for_write(lpn);
-    let mut buf = Vec::new();
-    while f.needs_gc(plane) {
-        let v = f.select_victim(plane, 0).expect("victim");
-        buf.clear();
-        f.valid_pages(v, &mut buf);
-        for &src in &buf {
-            let l = f.page_lpn(src);
-            let want = prefs.next().flatten();
-            let slot = (f.pool(plane, 0) * f.streams + 1) as usize;
-            let b = f.open[slot];
-            // Does the open block (if any) still have a free page of the wanted type?
-            let has = |f: &Ftl, t: PageType| {
-                b != NONE
-                    && (0..f.geo.pages_per_block).any(|i| {
-                        f.layout.page_type[i as usize] == t
-                            && f.page_state(b * f.geo.pages_per_block + i) == PageState::Free
-                    })
-            };
-            let had = want.map(|t| has(f, t));
-            let (dst, _) = f
-                .allocate_typed(plane, 0, 1, false, 0, want)
-                .expect("gc space");
-            if let (Some(t), Some(true)) = (want, had) {
-                assert_eq!(f.page_type(dst), t, "preferred type not given");
-            }
-            f.program(dst, l, 0, 0, 0);
+    write_with_gc(f, lpn, |f, plane| {
+        let want = prefs.next().flatten();
+        let slot = (f.pool(plane, 0) * f.streams + 1) as usize;
+        let b = f.open[slot];
+        // Does the open block (if any) still have a free page of the wanted type?
+        let has = |f: &Ftl, t: PageType| {
+            b != NONE
+                && (0..f.geo.pages_per_block).any(|i| {
+                    f.layout.page_type[i as usize] == t
+                        && f.page_state(b * f.geo.pages_per_block + i) == PageState::Free
+                })
+        };
+        let had = want.map(|t| has(f, t));
+        let (dst, _) = f
+            .allocate_typed(plane, 0, 1, false, 0, want)
+            .expect("gc space");
+        if let (Some(t), Some(true)) = (want, had) {
+            assert_eq!(f.page_type(dst), t, "preferred type not given");
         }
-        f.erase(v);
-    }
-    let ppn = f.allocate(plane, 0, true, 0).expect("host space");
-    f.program(ppn, lpn, 0, 0, 0);
+        dst
+    });
 }
 
 proptest! {

@@ -144,6 +144,20 @@ impl Agcr {
         self
     }
 
+    /// The class of a page never read (history `h` without the R bit), host write or not:
+    /// write-only pages go to the low class, pages without history to the medium class.
+    /// Counts the placement.
+    #[inline]
+    fn place_unread(&mut self, h: u8) -> Placement {
+        if h & W != 0 {
+            self.placed_write_only += 1;
+            self.low
+        } else {
+            self.placed_unknown += 1;
+            self.medium
+        }
+    }
+
     #[inline]
     fn bits(&mut self, lpn: u32, ctx: &Ctx<'_>) -> u8 {
         if self.history.is_empty() {
@@ -226,23 +240,15 @@ impl Scheme for Agcr {
             if h & R != 0 {
                 self.placed_interleaved += 1;
                 self.medium
-            } else if h & W != 0 {
-                self.placed_write_only += 1;
-                self.low
             } else {
-                self.placed_unknown += 1;
-                self.medium
+                self.place_unread(h)
             }
         } else {
             let p = if h & R != 0 {
                 self.placed_read_only += 1;
                 self.high
-            } else if h & W != 0 {
-                self.placed_write_only += 1;
-                self.low
             } else {
-                self.placed_unknown += 1;
-                self.medium
+                self.place_unread(h)
             };
             let region = match source {
                 Source::Migration => self.mig.target(lpn).unwrap_or(p.region),

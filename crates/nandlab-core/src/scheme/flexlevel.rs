@@ -174,6 +174,26 @@ impl Slab {
     }
 }
 
+/// `len`, `is_empty` and `contains` of an LPN pool (a struct with an `index: LpnMap<u32>` of
+/// the LPNs it holds): shared by [`Pool`] and [`ReducedCell`].
+macro_rules! lpn_index_accessors {
+    () => {
+        /// LPNs held.
+        pub fn len(&self) -> usize {
+            self.index.len()
+        }
+        /// True when empty.
+        pub fn is_empty(&self) -> bool {
+            self.index.is_empty()
+        }
+        /// Whether `lpn` is held.
+        #[inline]
+        pub fn contains(&self, lpn: u32) -> bool {
+            self.index.contains_key(&lpn)
+        }
+    };
+}
+
 /// A bounded pool of LPNs with an access count and last-access time each; a full pool evicts
 /// the least frequently and, among equals, least recently accessed entry (smallest (count,
 /// last access)).
@@ -203,19 +223,7 @@ impl Pool {
             ..Pool::default()
         }
     }
-    /// Entries.
-    pub fn len(&self) -> usize {
-        self.index.len()
-    }
-    /// True when empty.
-    pub fn is_empty(&self) -> bool {
-        self.index.is_empty()
-    }
-    /// Whether `lpn` is in the pool.
-    #[inline]
-    pub fn contains(&self, lpn: u32) -> bool {
-        self.index.contains_key(&lpn)
-    }
+    lpn_index_accessors!();
     /// Access count of `lpn` (0 when absent).
     pub fn count(&self, lpn: u32) -> u32 {
         self.index
@@ -346,19 +354,7 @@ impl ReducedCell {
             ..ReducedCell::default()
         }
     }
-    /// LPNs held.
-    pub fn len(&self) -> usize {
-        self.index.len()
-    }
-    /// True when empty.
-    pub fn is_empty(&self) -> bool {
-        self.index.is_empty()
-    }
-    /// Whether `lpn` is held.
-    #[inline]
-    pub fn contains(&self, lpn: u32) -> bool {
-        self.index.contains_key(&lpn)
-    }
+    lpn_index_accessors!();
     /// Note an access of a held `lpn` (at the current simulated time).
     pub fn touch(&mut self, lpn: u32) {
         if let Some(&i) = self.index.get(&lpn) {
@@ -611,12 +607,10 @@ impl FlexLevel {
         });
     }
 
-    /// Table 9's columns over the run (with tracking): LPNs read, the frequently read ones
-    /// (the 20 % with the most reads), and how many of those are IWFR (written at most once).
-    pub fn read_profile(&self) -> Option<(u64, u64, u64)> {
-        if !self.track {
-            return None;
-        }
+    /// The LPNs read at least once and the read count that makes an LPN frequently read (the
+    /// 20 % of them with the most reads, at least one), `None` when nothing was read. Shared
+    /// by [`FlexLevel::read_profile`] and [`FlexLevel::false_identification`] (with tracking).
+    fn frequent_read_cut(&self) -> Option<(usize, u32)> {
         let mut read: Vec<u32> = self
             .reads_by_lpn
             .iter()
@@ -624,11 +618,22 @@ impl FlexLevel {
             .filter(|&c| c > 0)
             .collect();
         if read.is_empty() {
-            return Some((0, 0, 0));
+            return None;
         }
         read.sort_unstable_by(|a, b| b.cmp(a));
         let k = ((read.len() as f64 * 0.2).ceil() as usize).max(1);
-        let cut = read[k - 1];
+        Some((read.len(), read[k - 1]))
+    }
+
+    /// Table 9's columns over the run (with tracking): LPNs read, the frequently read ones
+    /// (the 20 % with the most reads), and how many of those are IWFR (written at most once).
+    pub fn read_profile(&self) -> Option<(u64, u64, u64)> {
+        if !self.track {
+            return None;
+        }
+        let Some((read, cut)) = self.frequent_read_cut() else {
+            return Some((0, 0, 0));
+        };
         let (mut freq, mut iwfr) = (0u64, 0u64);
         for (lpn, &r) in self.reads_by_lpn.iter().enumerate() {
             if r >= cut && r > 0 {
@@ -636,7 +641,7 @@ impl FlexLevel {
                 iwfr += (self.writes_by_lpn[lpn] <= 1) as u64;
             }
         }
-        Some((read.len() as u64, freq, iwfr))
+        Some((read as u64, freq, iwfr))
     }
 
     /// False identification rate |identified ∖ truth| / |identified| (module doc), `None`
@@ -645,18 +650,7 @@ impl FlexLevel {
         if !self.track {
             return None;
         }
-        let mut read: Vec<u32> = self
-            .reads_by_lpn
-            .iter()
-            .copied()
-            .filter(|&c| c > 0)
-            .collect();
-        if read.is_empty() {
-            return None;
-        }
-        read.sort_unstable_by(|a, b| b.cmp(a));
-        let k = ((read.len() as f64 * 0.2).ceil() as usize).max(1);
-        let cut = read[k - 1];
+        let (_, cut) = self.frequent_read_cut()?;
         let (mut ident, mut wrong) = (0u64, 0u64);
         for (w, &bits) in self.identified.iter().enumerate() {
             let mut b = bits;

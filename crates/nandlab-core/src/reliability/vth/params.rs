@@ -238,15 +238,18 @@ pub(super) fn gray_map(levels: usize) -> Vec<u8> {
     (0..levels as u8).map(|i| all ^ (i ^ (i >> 1))).collect()
 }
 
+/// Read reference voltages `margin_v` below each verify voltage: the presets' references
+/// ([`NORMAL_READ_REF_MARGIN_V`]) and [`VthParams::with_read_ref_margin`]'s.
+fn read_refs_below(verify: &[f64], margin_v: f64) -> Vec<f64> {
+    verify.iter().map(|v| v - margin_v).collect()
+}
+
 impl VthParams {
     /// FlexLevel chapter-3 MLC (Guo §3.2): λ = 4.0e-4·N^0.5, even/odd bit line
     /// (0.07/0.09/0.005), Ks/Kd/Km = 0.333/4e-4/2e-6, t0 = 1 h, verify 2.55/3.15/3.75 V.
     pub fn guo_ch3_mlc() -> Self {
         let verify = vec![2.55, 3.15, 3.75];
-        let read_ref = verify
-            .iter()
-            .map(|v| v - NORMAL_READ_REF_MARGIN_V)
-            .collect();
+        let read_ref = read_refs_below(&verify, NORMAL_READ_REF_MARGIN_V);
         VthParams {
             cell: CellType::Mlc,
             erased_mean: 1.1,
@@ -293,10 +296,7 @@ impl VthParams {
     /// only.
     pub fn tlc() -> Self {
         let verify: Vec<f64> = (0..7).map(|i| 2.55 + 0.3 * f64::from(i)).collect();
-        let read_ref = verify
-            .iter()
-            .map(|v| v - NORMAL_READ_REF_MARGIN_V)
-            .collect();
+        let read_ref = read_refs_below(&verify, NORMAL_READ_REF_MARGIN_V);
         VthParams {
             cell: CellType::Tlc,
             verify,
@@ -316,7 +316,7 @@ impl VthParams {
     /// [`ReliabilityError::OutOfRange`] unless `0 ≤ margin_v ≤ 0.5` V.
     pub fn with_read_ref_margin(mut self, margin_v: f64) -> Result<Self, ReliabilityError> {
         check_range("read_ref_margin_v", margin_v, 0.0, 0.5, "[0, 0.5] V")?;
-        self.read_ref = self.verify.iter().map(|v| v - margin_v).collect();
+        self.read_ref = read_refs_below(&self.verify, margin_v);
         Ok(self)
     }
 
