@@ -4,6 +4,8 @@
 use nandlab_core::trace::{HostRequest, Op};
 use serde_json::Value;
 
+use crate::common::{f, rq};
+
 /// A small device: 4 KiB pages, 64 MiB logical.
 const DEV: &str = r#"
 [device]
@@ -15,21 +17,11 @@ logical_capacity_bytes = 67108864
 
 const PCIE: &str = "link.interface=\"pcie\"";
 
+/// A run on [`DEV`] without preconditioning.
 fn run(overrides: &[&str], reqs: Vec<HostRequest>) -> Value {
-    let mut o: Vec<String> = vec!["precondition.fill=\"none\"".into()];
-    o.extend(overrides.iter().map(|s| s.to_string()));
-    let cfg = nandlab_core::config::load(DEV, "<test>", &o).unwrap();
-    let mut open = || Ok(nandlab_core::host::VecSource::new(reqs.clone()));
-    nandlab_core::api::simulate_source(cfg, &mut open, Value::Null, &mut |_, _, _| {})
-        .unwrap_or_else(|e| panic!("{overrides:?}: {e}"))
-}
-
-fn f(r: &Value, path: &[&str]) -> f64 {
-    let mut v = r;
-    for k in path {
-        v = &v[*k];
-    }
-    v.as_f64().unwrap_or_else(|| panic!("{path:?} missing"))
+    let mut o = vec!["precondition.fill=\"none\""];
+    o.extend_from_slice(overrides);
+    crate::common::run(DEV, &o, reqs)
 }
 
 /// `n` writes of `len` bytes, then reads of the same, `gap_ns` apart.
@@ -37,12 +29,7 @@ fn write_then_read(n: u64, len: u64, gap_ns: u64) -> Vec<HostRequest> {
     let mut v = Vec::new();
     for (k, op) in [(0, Op::Write), (1, Op::Read)] {
         for i in 0..n {
-            v.push(HostRequest {
-                arrival_ns: (k * n + i) * gap_ns,
-                op,
-                offset_bytes: i * len,
-                len_bytes: len,
-            });
+            v.push(rq((k * n + i) * gap_ns, op, i * len, len));
         }
     }
     v
@@ -68,7 +55,7 @@ fn an_idle_request_pays_its_messages_and_data_on_the_link_as_service() {
     let read_extra = down + gen3_ns(4096, 1) + up;
     let write_extra = down + gen3_ns(4096, 1) + up;
     for (k, extra) in [("read", read_extra), ("write", write_extra)] {
-        let d = f(&link, &["host", k, "mean_us"]) - f(&none, &["host", k, "mean_us"]);
+        let d = f(&link, &format!("host.{k}.mean_us")) - f(&none, &format!("host.{k}.mean_us"));
         assert!(
             (d - extra as f64 / 1e3).abs() < 1e-6,
             "{k}: +{d} µs, expected +{} µs",
@@ -76,8 +63,8 @@ fn an_idle_request_pays_its_messages_and_data_on_the_link_as_service() {
         );
         // an idle link: the transfer is service, not queue wait
         assert_eq!(
-            f(&link, &["host", "wait", k, "mean_us"]),
-            f(&none, &["host", "wait", k, "mean_us"]),
+            f(&link, &format!("host.wait.{k}.mean_us")),
+            f(&none, &format!("host.wait.{k}.mean_us")),
             "{k}"
         );
     }
@@ -124,7 +111,7 @@ fn a_narrow_link_caps_throughput_and_its_backlog_is_queue_wait() {
         reqs.clone(),
     );
     let narrow = run(&with(&["link.pcie_generation=1", "link.lanes=1"]), reqs);
-    let last = |r: &Value| f(r, &["sim", "last_completion_s"]) - 100.0;
+    let last = |r: &Value| f(r, "sim.last_completion_s") - 100.0;
     // Gen1 x1 moves at most 250 MB/s of payload (less its TLP overhead)
     let bytes = 256.0 * 131072.0;
     assert!(
@@ -137,11 +124,8 @@ fn a_narrow_link_caps_throughput_and_its_backlog_is_queue_wait() {
         "the link, not the flash, is the bound"
     );
     assert!(last(&wide) < last(&narrow) / 2.0);
-    assert!(f(&narrow, &["link", "upstream", "wait_mean_us"]) > 1000.0);
-    assert!(
-        f(&narrow, &["host", "wait", "read", "mean_us"])
-            > f(&wide, &["host", "wait", "read", "mean_us"])
-    );
+    assert!(f(&narrow, "link.upstream.wait_mean_us") > 1000.0);
+    assert!(f(&narrow, "host.wait.read.mean_us") > f(&wide, "host.wait.read.mean_us"));
 }
 
 #[test]
