@@ -198,6 +198,8 @@ def _real_reports() -> tuple[dict[str, Any], ...]:
                 "dram.capacity_bytes": 0,
             },
         ),
+        # a host link (issue 35: the `link` block and `load.link_utilization`)
+        nandlab.simulate("default", overrides={**cut, "link.interface": "pcie"}),
         # the compact address map of issue 28 (its `device.address_map` block)
         nandlab.simulate("default", overrides={**cut, "device.address_map": "compact"}),
     ]
@@ -251,6 +253,8 @@ def test_report_md_units_match_the_key_names() -> None:
     for key, unit in _doc_rows():
         if key.endswith("_us"):
             assert unit == "µs", (key, unit)
+        elif key.endswith("_bytes_per_s"):
+            assert unit == "B/s", (key, unit)
         elif key.endswith(("_per_s", "_rps")):
             assert unit == "1/s", (key, unit)
         elif key.endswith("_s"):
