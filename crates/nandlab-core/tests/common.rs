@@ -40,3 +40,20 @@ pub fn rq(t_ns: u64, op: Op, offset_bytes: u64, len_bytes: u64) -> HostRequest {
         len_bytes,
     }
 }
+
+/// A small device with one program mode and one ECC kind: MLC, 2 channels, 64 pages of 4 KiB
+/// per block, 64 MiB logical (no regions, no refresh).
+pub const SMALL_DEV: &str = r#"
+[device]
+channels = 2
+pages_per_block = 64
+page_size_bytes = 4096
+logical_capacity_bytes = 67108864
+"#;
+
+/// The report of a run on [`SMALL_DEV`] without preconditioning, `overrides` after that.
+pub fn run_small(overrides: &[&str], reqs: Vec<HostRequest>) -> Value {
+    let mut o = vec!["precondition.fill=\"none\""];
+    o.extend_from_slice(overrides);
+    run(SMALL_DEV, &o, reqs)
+}

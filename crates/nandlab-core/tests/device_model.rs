@@ -13,14 +13,8 @@ fn preset(name: &str) -> String {
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
-/// A device with one program mode, one ECC kind, MLC and no regions or refresh.
-const PLAIN: &str = r#"
-[device]
-channels = 2
-pages_per_block = 64
-page_size_bytes = 4096
-logical_capacity_bytes = 67108864
-"#;
+// A device with one program mode, one ECC kind, MLC and no regions or refresh.
+use crate::common::SMALL_DEV as PLAIN;
 
 // ----- item 7: scheme/config mismatch -----------------------------------------------------
 

@@ -4,25 +4,9 @@
 use nandlab_core::trace::{HostRequest, Op};
 use serde_json::Value;
 
-use crate::common::{f, rq};
-
-/// A small device: 4 KiB pages, 64 MiB logical.
-const DEV: &str = r#"
-[device]
-channels = 2
-pages_per_block = 64
-page_size_bytes = 4096
-logical_capacity_bytes = 67108864
-"#;
+use crate::common::{f, rq, run_small as run, SMALL_DEV as DEV};
 
 const PCIE: &str = "link.interface=\"pcie\"";
-
-/// A run on [`DEV`] without preconditioning.
-fn run(overrides: &[&str], reqs: Vec<HostRequest>) -> Value {
-    let mut o = vec!["precondition.fill=\"none\""];
-    o.extend_from_slice(overrides);
-    crate::common::run(DEV, &o, reqs)
-}
 
 /// `n` writes of `len` bytes, then reads of the same, `gap_ns` apart.
 fn write_then_read(n: u64, len: u64, gap_ns: u64) -> Vec<HostRequest> {

@@ -5,24 +5,9 @@
 use nandlab_core::trace::{HostRequest, Op};
 use serde_json::Value;
 
-/// A small device with one program mode and one ECC kind: 4 KiB pages (1,024 mapping entries
-/// per translation page), 64 MiB logical.
-const DEV: &str = r#"
-[device]
-channels = 2
-pages_per_block = 64
-page_size_bytes = 4096
-logical_capacity_bytes = 67108864
-"#;
-
-fn run(overrides: &[&str], reqs: Vec<HostRequest>) -> Value {
-    let mut o: Vec<String> = vec!["precondition.fill=\"none\"".into()];
-    o.extend(overrides.iter().map(|s| s.to_string()));
-    let cfg = nandlab_core::config::load(DEV, "<test>", &o).unwrap();
-    let mut open = || Ok(nandlab_core::host::VecSource::new(reqs.clone()));
-    nandlab_core::api::simulate_source(cfg, &mut open, Value::Null, &mut |_, _, _| {})
-        .unwrap_or_else(|e| panic!("{overrides:?}: {e}"))
-}
+// The small device (4 KiB pages: 1,024 mapping entries per translation page, 64 MiB
+// logical), run without preconditioning.
+use crate::common::{run_small as run, SMALL_DEV as DEV};
 
 /// `n` one-page writes of LPNs `0..n`, then reads of the same pages, 5 ms apart: an idle
 /// device (a program takes 1.31 ms, a write-back adds a read and a program).
