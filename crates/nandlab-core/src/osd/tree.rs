@@ -136,19 +136,22 @@ pub fn ext_page<G: Geo>(v: u64, j: u64, page: u64, geo: &G) -> u64 {
     leaf_val(p, ext_page_len(len, j, n, page))
 }
 
-/// Page `k` in the sorted extent list `keys`/`vals`: its leaf value (PPN, valid bytes).
+/// The extent covering page `k` in the sorted extent list `keys`/`vals`: its first page
+/// index and its leaf value.
 #[inline]
-pub fn ext_get<G: Geo>(keys: &[u64], vals: &[u64], k: u64, page: u64, geo: &G) -> Option<u64> {
+pub fn ext_find(keys: &[u64], vals: &[u64], k: u64, page: u64) -> Option<(u64, u64)> {
     let i = match keys.binary_search(&k) {
         Ok(i) => i,
         Err(0) => return None,
         Err(i) => i - 1,
     };
-    let j = k - keys[i];
-    if j >= ext_pages(leaf_parts(vals[i]).1, page) {
-        return None;
-    }
-    Some(ext_page(vals[i], j, page, geo))
+    (k - keys[i] < ext_pages(leaf_parts(vals[i]).1, page)).then_some((keys[i], vals[i]))
+}
+
+/// Page `k` in the sorted extent list `keys`/`vals`: its leaf value (PPN, valid bytes).
+#[inline]
+pub fn ext_get<G: Geo>(keys: &[u64], vals: &[u64], k: u64, page: u64, geo: &G) -> Option<u64> {
+    ext_find(keys, vals, k, page).map(|(first, v)| ext_page(v, k - first, page, geo))
 }
 
 /// Map page `k` to `new` (a one-page leaf value: PPN, valid bytes) in the sorted extent list
@@ -423,6 +426,27 @@ impl Nodes {
         }
     }
 
+    /// [`Nodes::find_leaf`], also returning the end of the key range routed to that leaf:
+    /// every key from `key` up to (not including) the bound takes the same path (the
+    /// smallest separator right of the path; `u64::MAX` when there is none).
+    pub fn find_leaf_bound(&self, root: u32, key: u64, path: &mut Vec<u32>) -> (u32, u64) {
+        path.clear();
+        let mut id = root;
+        let mut bound = u64::MAX;
+        loop {
+            path.push(id);
+            let n = &self.nodes[id as usize];
+            if n.level == 0 {
+                return (id, bound);
+            }
+            let (i, child) = self.child_for(id, key);
+            if let Some(&next) = n.keys.get(i + 1) {
+                bound = bound.min(next);
+            }
+            id = child;
+        }
+    }
+
     /// Height (levels) of the tree under `root`.
     pub fn height(&self, root: u32) -> u32 {
         self.nodes[root as usize].level as u32 + 1
@@ -447,6 +471,19 @@ impl Nodes {
             let n = &self.nodes[id as usize];
             if n.level == 0 {
                 return ext_get(&n.keys, &n.vals, key, self.page_bytes, geo);
+            }
+            id = self.child_for(id, key).1;
+        }
+    }
+
+    /// The extent covering data page `key`: its first page index and leaf value (PA of its
+    /// first page, bytes).
+    pub fn get_extent(&self, root: u32, key: u64) -> Option<(u64, u64)> {
+        let mut id = root;
+        loop {
+            let n = &self.nodes[id as usize];
+            if n.level == 0 {
+                return ext_find(&n.keys, &n.vals, key, self.page_bytes);
             }
             id = self.child_for(id, key).1;
         }
