@@ -49,6 +49,16 @@ pub struct Node {
     pub free: bool,
 }
 
+/// Where [`Nodes::get_extent_near`] found the last key.
+#[derive(Clone, Copy, Debug)]
+pub struct LeafCursor {
+    leaf: u32,
+    /// End of the key range routed to `leaf`.
+    end: u64,
+    /// Entries of `leaf` at or below the last key.
+    above: usize,
+}
+
 /// What a structural change did, for the device's bookkeeping.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Change {
@@ -477,16 +487,46 @@ impl Nodes {
     }
 
     /// The extent covering data page `key`: its first page index and leaf value (PA of its
-    /// first page, bytes).
-    pub fn get_extent(&self, root: u32, key: u64) -> Option<(u64, u64)> {
-        let mut id = root;
-        loop {
-            let n = &self.nodes[id as usize];
-            if n.level == 0 {
-                return ext_find(&n.keys, &n.vals, key, self.page_bytes);
+    /// first page, bytes). `cur` (start with `None`) carries over to the next call for a
+    /// larger key while the tree does not change: it remembers the leaf of the last key, the end of the key range routed to
+    /// it, and how far into it the keys went, so that a key in that range needs neither a
+    /// descent nor a binary search of the leaf, only a step past the entries below it (a
+    /// multi-page READ over short extents, as YAFFS2's log makes them, searched the tree
+    /// for every page).
+    pub fn get_extent_near(
+        &self,
+        root: u32,
+        key: u64,
+        cur: &mut Option<LeafCursor>,
+    ) -> Option<(u64, u64)> {
+        let c = match cur {
+            Some(c) if key < c.end => c,
+            _ => {
+                let mut id = root;
+                let mut end = u64::MAX;
+                while self.nodes[id as usize].level > 0 {
+                    let (i, child) = self.child_for(id, key);
+                    if let Some(&next) = self.nodes[id as usize].keys.get(i + 1) {
+                        end = end.min(next);
+                    }
+                    id = child;
+                }
+                let keys = &self.nodes[id as usize].keys;
+                cur.insert(LeafCursor {
+                    leaf: id,
+                    end,
+                    above: keys.partition_point(|&k| k <= key),
+                })
             }
-            id = self.child_for(id, key).1;
+        };
+        let n = &self.nodes[c.leaf as usize];
+        while n.keys.get(c.above).is_some_and(|&k| k <= key) {
+            c.above += 1;
         }
+        // The last entry at or below `key` (as `ext_find`'s binary search finds it).
+        let i = c.above.checked_sub(1)?;
+        (key - n.keys[i] < ext_pages(leaf_parts(n.vals[i]).1, self.page_bytes))
+            .then_some((n.keys[i], n.vals[i]))
     }
 
     /// Map data page `key` to `val` (one page) in the extent tree at `*root` ([`ext_set`]

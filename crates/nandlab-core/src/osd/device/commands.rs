@@ -191,7 +191,7 @@ impl Device {
                 }
                 self.emit_path_reads();
                 // One extent search per extent, not per page: reads change no mapping.
-                let mut near = None;
+                let mut near = super::objects::MapCursor::default();
                 for i in p0..=p1 {
                     if i == tail {
                         continue;

@@ -13,6 +13,13 @@
 
 use super::*;
 
+/// What [`Device::map_get_near`] keeps between the pages of one object it is asked for.
+#[derive(Default)]
+pub(super) struct MapCursor {
+    ext: Option<(u64, u64)>,
+    leaf: Option<crate::osd::tree::LeafCursor>,
+}
+
 impl Device {
     /// Objects with state newer than their last commit (what IC_OBJ would list at a power
     /// loss), and chunks holding superseded index pages an uncommitted object's last
@@ -104,8 +111,13 @@ impl Device {
     }
 
     /// The extent (inline or leaf entry) covering data page `key` of `s`: its first page
-    /// index and leaf value.
-    fn map_extent(&self, s: u32, key: u64) -> Option<(u64, u64)> {
+    /// index and leaf value. `leaf`: as in [`Nodes::get_extent_near`].
+    fn map_extent(
+        &self,
+        s: u32,
+        key: u64,
+        leaf: &mut Option<crate::osd::tree::LeafCursor>,
+    ) -> Option<(u64, u64)> {
         let ob = &self.objs[s as usize];
         let pb = self.page as u64;
         if ob.root == NONE {
@@ -115,31 +127,28 @@ impl Device {
                 .find(|e| key >= e.0 && key < e.0 + ext_pages(leaf_parts(e.1).1, pb))
                 .copied()
         } else {
-            self.nodes.get_extent(ob.root, key)
+            self.nodes.get_extent_near(ob.root, key, leaf)
         }
     }
 
     /// The leaf value (PA, valid bytes) of data page `key` of `s`.
     pub(super) fn map_get(&self, s: u32, key: u64) -> Option<u64> {
-        self.map_get_near(s, key, &mut None)
+        self.map_get_near(s, key, &mut MapCursor::default())
     }
 
     /// [`Device::map_get`] for pages looked up in ascending order while the mapping of `s`
     /// does not change: `near` keeps the extent found last, and a page it covers needs no
-    /// tree descent and leaf search (a multi-page READ does one per extent, not per page).
-    pub(super) fn map_get_near(
-        &self,
-        s: u32,
-        key: u64,
-        near: &mut Option<(u64, u64)>,
-    ) -> Option<u64> {
+    /// tree descent and leaf search (a multi-page READ does one per extent, not per page),
+    /// and the leaf it was in ([`Nodes::get_extent_near`]).
+    pub(super) fn map_get_near(&self, s: u32, key: u64, near: &mut MapCursor) -> Option<u64> {
         let pb = self.page as u64;
         let covers =
             |&(first, v): &(u64, u64)| key >= first && key - first < ext_pages(leaf_parts(v).1, pb);
-        if !near.as_ref().is_some_and(covers) {
-            *near = self.map_extent(s, key);
+        if !near.ext.as_ref().is_some_and(covers) {
+            near.ext = self.map_extent(s, key, &mut near.leaf);
         }
-        near.map(|(first, v)| ext_page(v, key - first, pb, &self.stripes))
+        near.ext
+            .map(|(first, v)| ext_page(v, key - first, pb, &self.stripes))
             // (A page an extent no longer resolves to is never mapped in a consistent device.)
             .filter(|&v| leaf_parts(v).0 != NONE)
     }
