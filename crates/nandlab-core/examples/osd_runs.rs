@@ -4,7 +4,8 @@
 //! RUN is `preset[:key=value,...]` (default: the Fig. 42–45 set of `reproduce dmm`: obfs,
 //! dmm, yaffs2, MLGC 16 KiB … 4 MiB, extent and virtual tree at 1 MiB, diff cache 16 KiB …
 //! 2 MiB); the device gets the blocks per die `reproduce dmm` gives the trace (its
-//! footprint ≈ 70 % of the capacity). N = 0 (default): the whole trace.
+//! footprint ≈ 70 % of the capacity). N = 0 (default): the whole trace. `--blocks=B` gives
+//! the blocks per die and skips the pass over the trace that finds them (for timing runs).
 
 use std::path::Path;
 
@@ -21,7 +22,11 @@ fn onfd(mlgc: Option<&str>, vt: bool, dc: &str) -> String {
 }
 
 fn main() {
-    let a: Vec<String> = std::env::args().collect();
+    let mut a: Vec<String> = std::env::args().collect();
+    let given: Option<u64> = a
+        .iter()
+        .position(|s| s.starts_with("--blocks="))
+        .map(|i| a.remove(i)[9..].parse().expect("--blocks=B"));
     let trace = Path::new(&a[1]);
     let n: u64 = a.get(2).and_then(|s| s.parse().ok()).unwrap_or(0);
     let mut runs: Vec<String> = a.iter().skip(3).cloned().collect();
@@ -36,11 +41,13 @@ fn main() {
             runs.push(onfd(Some("1MiB"), true, s));
         }
     }
-    let st = fs_trace_stats(trace).unwrap();
-    let foot = st["footprint_bytes"].as_u64().unwrap();
-    let per_block = 16u64 * 256 * 2048;
-    let blocks = (foot as f64 / 0.70 / per_block as f64).ceil() as u64;
-    let blocks = 4 * blocks.max(64).div_ceil(4);
+    let blocks = given.unwrap_or_else(|| {
+        let st = fs_trace_stats(trace).unwrap();
+        let foot = st["footprint_bytes"].as_u64().unwrap();
+        let per_block = 16u64 * 256 * 2048;
+        let blocks = (foot as f64 / 0.70 / per_block as f64).ceil() as u64;
+        4 * blocks.max(64).div_ceil(4)
+    });
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../python/nandlab/configs");
     println!("{} : {blocks} blocks per die", trace.display());
     for run in runs {

@@ -49,6 +49,16 @@ pub struct Node {
     pub free: bool,
 }
 
+/// Where [`Nodes::get_extent_near`] found the last key.
+#[derive(Clone, Copy, Debug)]
+pub struct LeafCursor {
+    leaf: u32,
+    /// End of the key range routed to `leaf`.
+    end: u64,
+    /// Entries of `leaf` at or below the last key.
+    above: usize,
+}
+
 /// What a structural change did, for the device's bookkeeping.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Change {
@@ -136,19 +146,22 @@ pub fn ext_page<G: Geo>(v: u64, j: u64, page: u64, geo: &G) -> u64 {
     leaf_val(p, ext_page_len(len, j, n, page))
 }
 
-/// Page `k` in the sorted extent list `keys`/`vals`: its leaf value (PPN, valid bytes).
+/// The extent covering page `k` in the sorted extent list `keys`/`vals`: its first page
+/// index and its leaf value.
 #[inline]
-pub fn ext_get<G: Geo>(keys: &[u64], vals: &[u64], k: u64, page: u64, geo: &G) -> Option<u64> {
+pub fn ext_find(keys: &[u64], vals: &[u64], k: u64, page: u64) -> Option<(u64, u64)> {
     let i = match keys.binary_search(&k) {
         Ok(i) => i,
         Err(0) => return None,
         Err(i) => i - 1,
     };
-    let j = k - keys[i];
-    if j >= ext_pages(leaf_parts(vals[i]).1, page) {
-        return None;
-    }
-    Some(ext_page(vals[i], j, page, geo))
+    (k - keys[i] < ext_pages(leaf_parts(vals[i]).1, page)).then_some((keys[i], vals[i]))
+}
+
+/// Page `k` in the sorted extent list `keys`/`vals`: its leaf value (PPN, valid bytes).
+#[inline]
+pub fn ext_get<G: Geo>(keys: &[u64], vals: &[u64], k: u64, page: u64, geo: &G) -> Option<u64> {
+    ext_find(keys, vals, k, page).map(|(first, v)| ext_page(v, k - first, page, geo))
 }
 
 /// Map page `k` to `new` (a one-page leaf value: PPN, valid bytes) in the sorted extent list
@@ -423,6 +436,27 @@ impl Nodes {
         }
     }
 
+    /// [`Nodes::find_leaf`], also returning the end of the key range routed to that leaf:
+    /// every key from `key` up to (not including) the bound takes the same path (the
+    /// smallest separator right of the path; `u64::MAX` when there is none).
+    pub fn find_leaf_bound(&self, root: u32, key: u64, path: &mut Vec<u32>) -> (u32, u64) {
+        path.clear();
+        let mut id = root;
+        let mut bound = u64::MAX;
+        loop {
+            path.push(id);
+            let n = &self.nodes[id as usize];
+            if n.level == 0 {
+                return (id, bound);
+            }
+            let (i, child) = self.child_for(id, key);
+            if let Some(&next) = n.keys.get(i + 1) {
+                bound = bound.min(next);
+            }
+            id = child;
+        }
+    }
+
     /// Height (levels) of the tree under `root`.
     pub fn height(&self, root: u32) -> u32 {
         self.nodes[root as usize].level as u32 + 1
@@ -450,6 +484,49 @@ impl Nodes {
             }
             id = self.child_for(id, key).1;
         }
+    }
+
+    /// The extent covering data page `key`: its first page index and leaf value (PA of its
+    /// first page, bytes). `cur` (start with `None`) carries over to the next call for a
+    /// larger key while the tree does not change: it remembers the leaf of the last key, the end of the key range routed to
+    /// it, and how far into it the keys went, so that a key in that range needs neither a
+    /// descent nor a binary search of the leaf, only a step past the entries below it (a
+    /// multi-page READ over short extents, as YAFFS2's log makes them, searched the tree
+    /// for every page).
+    pub fn get_extent_near(
+        &self,
+        root: u32,
+        key: u64,
+        cur: &mut Option<LeafCursor>,
+    ) -> Option<(u64, u64)> {
+        let c = match cur {
+            Some(c) if key < c.end => c,
+            _ => {
+                let mut id = root;
+                let mut end = u64::MAX;
+                while self.nodes[id as usize].level > 0 {
+                    let (i, child) = self.child_for(id, key);
+                    if let Some(&next) = self.nodes[id as usize].keys.get(i + 1) {
+                        end = end.min(next);
+                    }
+                    id = child;
+                }
+                let keys = &self.nodes[id as usize].keys;
+                cur.insert(LeafCursor {
+                    leaf: id,
+                    end,
+                    above: keys.partition_point(|&k| k <= key),
+                })
+            }
+        };
+        let n = &self.nodes[c.leaf as usize];
+        while n.keys.get(c.above).is_some_and(|&k| k <= key) {
+            c.above += 1;
+        }
+        // The last entry at or below `key` (as `ext_find`'s binary search finds it).
+        let i = c.above.checked_sub(1)?;
+        (key - n.keys[i] < ext_pages(leaf_parts(n.vals[i]).1, self.page_bytes))
+            .then_some((n.keys[i], n.vals[i]))
     }
 
     /// Map data page `key` to `val` (one page) in the extent tree at `*root` ([`ext_set`]

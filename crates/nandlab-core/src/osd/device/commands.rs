@@ -51,8 +51,11 @@ impl Device {
     pub(super) fn finish(&mut self) -> Result<(), OsdError> {
         self.bound_backup()?;
         let mut done = std::mem::take(&mut self.touched);
+        // (The round lists are scratch vectors of the device: no allocation per command.)
         if self.cache_on {
-            let mut round = done.clone();
+            let mut round = std::mem::take(&mut self.finish_list);
+            round.clear();
+            round.extend_from_slice(&done);
             for _ in 0..16 {
                 for &s in &round {
                     if self.objs[s as usize].live && self.has_cache_state(s) {
@@ -68,14 +71,14 @@ impl Device {
                 round.append(&mut self.touched);
                 done.extend_from_slice(&round);
             }
+            self.finish_list = round;
         } else {
             // A2: every touched object's index, then its onode; GC during those writes may
             // dirty more (extent-tree cascades of moved pages): commit those too.
-            let mut list: Vec<u32> = done
-                .iter()
-                .copied()
-                .filter(|&s| self.objs[s as usize].live)
-                .collect();
+            let mut list = std::mem::take(&mut self.finish_list);
+            list.clear();
+            list.extend(done.iter().copied().filter(|&s| self.objs[s as usize].live));
+            let mut again = std::mem::take(&mut self.finish_again);
             let mut host = true;
             for _ in 0..16 {
                 self.flush_objects(&list, |ob| {
@@ -87,7 +90,8 @@ impl Device {
                 })?;
                 self.write_pending_onodes()?;
                 host = false;
-                let mut again: Vec<u32> = std::mem::take(&mut self.touched);
+                again.clear();
+                again.append(&mut self.touched);
                 done.extend_from_slice(&again);
                 again.extend(list.iter().copied().filter(|&s| {
                     let ob = &self.objs[s as usize];
@@ -99,8 +103,10 @@ impl Device {
                 if again.is_empty() {
                     break;
                 }
-                list = again;
+                std::mem::swap(&mut list, &mut again);
             }
+            self.finish_list = list;
+            self.finish_again = again;
         }
         self.touched = done;
         if self.index_used_cmd {
@@ -176,17 +182,21 @@ impl Device {
                 let end = (offset_bytes + len_bytes).min(size);
                 let (p0, p1) = (offset_bytes / ps, (end - 1) / ps);
                 let tail = self.objs[s as usize].tail_page;
+                // One walk per leaf, not per page ([`Device::lookup`]'s bound).
+                let mut walked_until = 0;
                 for i in p0..=p1 {
-                    if i != tail {
-                        self.lookup(s, i, false);
+                    if i != tail && i >= walked_until {
+                        walked_until = self.lookup(s, i, false);
                     }
                 }
                 self.emit_path_reads();
+                // One extent search per extent, not per page: reads change no mapping.
+                let mut near = super::objects::MapCursor::default();
                 for i in p0..=p1 {
                     if i == tail {
                         continue;
                     }
-                    if let Some(v) = self.map_get(s, i) {
+                    if let Some(v) = self.map_get_near(s, i, &mut near) {
                         self.read(DATA, leaf_parts(v).0, Src::Host);
                     }
                 }
@@ -209,9 +219,11 @@ impl Device {
                     return Err(OsdError::TooLarge { oid, offset_bytes });
                 }
                 let tail = self.objs[s as usize].tail_page;
+                // One walk per leaf, not per page ([`Device::lookup`]'s bound).
+                let mut walked_until = 0;
                 for i in p0..=p1 {
-                    if i != tail {
-                        self.lookup(s, i, true);
+                    if i != tail && i >= walked_until {
+                        walked_until = self.lookup(s, i, true);
                     }
                 }
                 self.emit_path_reads();

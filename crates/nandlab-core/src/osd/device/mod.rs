@@ -470,6 +470,9 @@ pub struct Device {
     bucket_scratch: Vec<u32>,
     entries_scratch: Vec<(u64, u64)>,
     nodes_scratch: Vec<u32>,
+    /// Object lists of [`Device::finish`]'s rounds, kept to save two allocations per command.
+    finish_list: Vec<u32>,
+    finish_again: Vec<u32>,
     index_reads_cmd: u64,
     index_used_cmd: bool,
     /// Data pages mapped (YAFFS2's RAM index size).
@@ -605,6 +608,8 @@ impl Device {
             bucket_scratch: Vec::new(),
             entries_scratch: Vec::new(),
             nodes_scratch: Vec::new(),
+            finish_list: Vec::new(),
+            finish_again: Vec::new(),
             index_reads_cmd: 0,
             index_used_cmd: false,
             mapped: 0,

@@ -13,6 +13,13 @@
 
 use super::*;
 
+/// What [`Device::map_get_near`] keeps between the pages of one object it is asked for.
+#[derive(Default)]
+pub(super) struct MapCursor {
+    ext: Option<(u64, u64)>,
+    leaf: Option<crate::osd::tree::LeafCursor>,
+}
+
 impl Device {
     /// Objects with state newer than their last commit (what IC_OBJ would list at a power
     /// loss), and chunks holding superseded index pages an uncommitted object's last
@@ -103,8 +110,14 @@ impl Device {
         }
     }
 
-    /// The leaf value (PA, valid bytes) of data page `key` of `s`.
-    pub(super) fn map_get(&self, s: u32, key: u64) -> Option<u64> {
+    /// The extent (inline or leaf entry) covering data page `key` of `s`: its first page
+    /// index and leaf value. `leaf`: as in [`Nodes::get_extent_near`].
+    fn map_extent(
+        &self,
+        s: u32,
+        key: u64,
+        leaf: &mut Option<crate::osd::tree::LeafCursor>,
+    ) -> Option<(u64, u64)> {
         let ob = &self.objs[s as usize];
         let pb = self.page as u64;
         if ob.root == NONE {
@@ -112,12 +125,32 @@ impl Device {
             ob.inline[..n]
                 .iter()
                 .find(|e| key >= e.0 && key < e.0 + ext_pages(leaf_parts(e.1).1, pb))
-                .map(|e| ext_page(e.1, key - e.0, pb, &self.stripes))
+                .copied()
         } else {
-            self.nodes.get_page(ob.root, key, &self.stripes)
+            self.nodes.get_extent_near(ob.root, key, leaf)
         }
-        // (A page an extent no longer resolves to is never mapped in a consistent device.)
-        .filter(|&v| leaf_parts(v).0 != NONE)
+    }
+
+    /// The leaf value (PA, valid bytes) of data page `key` of `s`.
+    pub(super) fn map_get(&self, s: u32, key: u64) -> Option<u64> {
+        self.map_get_near(s, key, &mut MapCursor::default())
+    }
+
+    /// [`Device::map_get`] for pages looked up in ascending order while the mapping of `s`
+    /// does not change: `near` keeps the extent found last, and a page it covers needs no
+    /// tree descent and leaf search (a multi-page READ does one per extent, not per page),
+    /// and the leaf it was in ([`Nodes::get_extent_near`]).
+    pub(super) fn map_get_near(&self, s: u32, key: u64, near: &mut MapCursor) -> Option<u64> {
+        let pb = self.page as u64;
+        let covers =
+            |&(first, v): &(u64, u64)| key >= first && key - first < ext_pages(leaf_parts(v).1, pb);
+        if !near.ext.as_ref().is_some_and(covers) {
+            near.ext = self.map_extent(s, key, &mut near.leaf);
+        }
+        near.ext
+            .map(|(first, v)| ext_page(v, key - first, pb, &self.stripes))
+            // (A page an extent no longer resolves to is never mapped in a consistent device.)
+            .filter(|&v| leaf_parts(v).0 != NONE)
     }
 
     /// The inline extents of `s` in the scratch lists, sorted.
@@ -292,15 +325,20 @@ impl Device {
 
     /// Walk the tree of `s` to the leaf of `key`, noting the index pages that must be read
     /// from flash (root first). `update`: the walk is for an entry update (a diff-cache
-    /// entry needs no leaf read).
-    pub(super) fn lookup(&mut self, s: u32, key: u64, update: bool) {
+    /// entry needs no leaf read). Returns the end of the key range that takes the same path
+    /// ([`Nodes::find_leaf_bound`]; `u64::MAX` without a tree): until the tree changes,
+    /// walking again for a key in `key..end` would change nothing (its reads are the ones
+    /// noted now, which [`Device::emit_path_reads`] deduplicates, and its upper nodes are
+    /// in `clean_cached` now), so callers skip it (saves a descent per page of a multi-page
+    /// command).
+    pub(super) fn lookup(&mut self, s: u32, key: u64, update: bool) -> u64 {
         let root = self.objs[s as usize].root;
         if root == NONE || self.yaffs {
-            return;
+            return u64::MAX;
         }
         self.index_used_cmd = true;
         let mut path = std::mem::take(&mut self.path);
-        self.nodes.find_leaf(root, key, &mut path);
+        let (_, end) = self.nodes.find_leaf_bound(root, key, &mut path);
         for &id in &path {
             let n = &self.nodes.nodes[id as usize];
             if n.ppn == NONE {
@@ -323,6 +361,7 @@ impl Device {
             }
         }
         self.path = path;
+        end
     }
 
     pub(super) fn emit_path_reads(&mut self) {
