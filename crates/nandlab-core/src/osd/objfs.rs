@@ -72,8 +72,7 @@
 //! Memory: the namespace (one entry per path and per object) and the dirty ranges, which the
 //! dirty limit bounds; nothing grows with the number of records.
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -81,53 +80,6 @@ use serde::{Deserialize, Serialize};
 use super::command::{ObjectId, OsdCommand, OsdOp};
 use crate::config::error::ConfigError;
 use crate::trace::{FsJsonlReader, FsOp, FsRecord, TraceError};
-
-/// The hasher of the path maps (one lookup per record in each pass over the trace): 8 bytes
-/// per multiply-rotate step (FxHash's) and a final mix, instead of SipHash's rounds (≈ 2 % of
-/// a run's CPU). The maps are never iterated, so the hasher reaches no output; DoS
-/// resistance is not needed for a trace's own paths.
-#[derive(Default, Clone, Copy)]
-struct PathHasher(u64);
-
-impl PathHasher {
-    #[inline]
-    fn add(&mut self, w: u64) {
-        self.0 = (self.0.rotate_left(5) ^ w).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-}
-
-impl Hasher for PathHasher {
-    #[inline]
-    fn write(&mut self, bytes: &[u8]) {
-        let mut words = bytes.chunks_exact(8);
-        for w in &mut words {
-            self.add(u64::from_le_bytes(w.try_into().expect("8 bytes")));
-        }
-        let rest = words.remainder();
-        if !rest.is_empty() {
-            let mut w = [0u8; 8];
-            w[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(w));
-        }
-    }
-
-    #[inline]
-    fn write_u8(&mut self, i: u8) {
-        self.add(i as u64);
-    }
-
-    #[inline]
-    fn finish(&self) -> u64 {
-        // MurmurHash3's fmix64: every input bit reaches the low bits the table indexes with.
-        let mut h = self.0;
-        h ^= h >> 33;
-        h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-        h ^= h >> 33;
-        h
-    }
-}
-
-type PathMap<V> = HashMap<Box<str>, V, BuildHasherDefault<PathHasher>>;
 
 /// Largest `WRITE` objfs sends in writeback and preconditioning (the largest DMMbench request,
 /// Guo §4.6.1).
@@ -336,8 +288,7 @@ enum Cause {
 pub struct Objfs {
     cfg: ObjfsConfig,
     expire_ns: u64,
-    /// (Never iterated: see [`PathHasher`].)
-    names: PathMap<ObjectId>,
+    names: HashMap<Box<str>, ObjectId>,
     /// Indexed by oid − 1.
     objs: Vec<Obj>,
     /// (dirty since, oid, generation), in dirtying order.
@@ -375,7 +326,7 @@ impl Objfs {
         Ok(Objfs {
             expire_ns: cfg.expire_ns(),
             cfg: cfg.clone(),
-            names: PathMap::default(),
+            names: HashMap::new(),
             objs: Vec::new(),
             expiry: VecDeque::new(),
             host_dirty: 0,
@@ -961,10 +912,9 @@ fn preexisting_paths(
 ) -> Result<Vec<(Box<str>, u64)>, TraceError> {
     const NOT_PRE: usize = usize::MAX;
     // name → the file it names now: an index into `order`, or NOT_PRE
-    // (Neither map is iterated: see [`PathHasher`].)
-    let mut live: PathMap<usize> = PathMap::default();
+    let mut live: HashMap<Box<str>, usize> = HashMap::new();
     // every name seen so far (a name's first appearance decides whether it pre-exists)
-    let mut seen: HashSet<Box<str>, BuildHasherDefault<PathHasher>> = HashSet::default();
+    let mut seen: std::collections::HashSet<Box<str>> = std::collections::HashSet::new();
     let mut order: Vec<(Box<str>, u64)> = Vec::new();
     let mut rd = FsJsonlReader::open(path)?;
     while let Some(r) = rd.next_record()? {
