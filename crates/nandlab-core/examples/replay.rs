@@ -31,6 +31,7 @@ fn main() {
         scheme: None,
         trace_path: PathBuf::from(&args[1]),
         trace_options: TraceOptions::default(),
+        flow_traces: Vec::new(),
     };
     match run(&req, &mut |_, _, _| {}) {
         Ok(json) => {

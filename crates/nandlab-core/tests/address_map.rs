@@ -21,6 +21,7 @@ fn run_json(path: &Path, config: &str, overrides: &[&str]) -> Result<Value, Stri
         scheme: None,
         trace_path: path.to_path_buf(),
         trace_options: TraceOptions::default(),
+        flow_traces: Vec::new(),
     };
     run(&req, &mut |_, _, _| {})
         .map(|s| serde_json::from_str(&s).unwrap())

@@ -31,6 +31,8 @@ mod engine_validation;
 mod flexecc;
 #[path = "flexlevel.rs"]
 mod flexlevel;
+#[path = "flows.rs"]
+mod flows;
 #[path = "fuzz.rs"]
 mod fuzz;
 #[path = "import_graph.rs"]

@@ -528,6 +528,7 @@ fn threaded_run_matches_a_direct_replay() {
             scheme: None,
             trace_path: trace_path(c.trace, tmp.path()),
             trace_options: TraceOptions::default(),
+            flow_traces: Vec::new(),
         };
         let json = run(&req, &mut |_, _, _| {}).expect("run");
         let threaded = strip(serde_json::from_str(&json).expect("json"));

@@ -26,6 +26,7 @@ fn run_trace(path: &Path, overrides: &[&str]) -> Result<String, String> {
         scheme: None,
         trace_path: path.to_path_buf(),
         trace_options: TraceOptions::default(),
+        flow_traces: Vec::new(),
     };
     run(&req, &mut |_, _, _| {}).map_err(|e| e.to_string())
 }
@@ -260,6 +261,7 @@ fn an_arrival_beyond_the_time_range_is_an_error_not_a_stall() {
             scheme: None,
             trace_path: p.clone(),
             trace_options: TraceOptions::default(),
+            flow_traces: Vec::new(),
         };
         let e = run(&req, &mut |_, _, _| {}).unwrap_err().to_string();
         // (The cache layer numbers the SSD operations it makes of the trace's requests.)

@@ -122,6 +122,7 @@ fn run(
         scheme,
         trace_path,
         trace_options,
+        flow_traces: Vec::new(),
     };
     let mut pending: Option<PyErr> = None;
     let out = py.allow_threads(|| {
@@ -309,6 +310,7 @@ fn cache_stream(
         scheme: None,
         trace_path,
         trace_options,
+        flow_traces: Vec::new(),
     };
     call_core(py, "cache_stream", || api::cache_stream(&req, &output))
 }

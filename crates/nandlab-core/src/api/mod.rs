@@ -9,6 +9,7 @@ use std::time::Instant;
 
 mod devices;
 mod dpa;
+mod flows;
 mod osd;
 pub use dpa::{dpa_analyze, dpa_lifetime, dpa_polynomials, dpa_summarize};
 pub use osd::{
@@ -51,6 +52,10 @@ pub struct RunRequest {
     pub trace_path: PathBuf,
     /// How to read it.
     pub trace_options: TraceOptions,
+    /// Concurrent flows' traces (`nandlab run -t A -t B`): with two or more, or with
+    /// `[[host.flows]]` in the config, the run replays flows ([`crate::host::flows`]) and
+    /// `trace_path` is not read; one per flow that names no trace. Empty: none.
+    pub flow_traces: Vec<PathBuf>,
 }
 
 /// Run one simulation and return the JSON report (see `engine::report`).
@@ -67,11 +72,20 @@ pub fn run(req: &RunRequest, progress: &mut ProgressFn<'_>) -> Result<String, Na
     if let Some(s) = &req.scheme {
         overrides.push(format!("scheme.name={}", toml::Value::String(s.clone())));
     }
-    let cfg = crate::config::load(&req.config_toml, &origin, &overrides)?;
+    let mut table = crate::config::parse_table(&req.config_toml, &origin)?;
+    if req.flow_traces.len() > 1 {
+        flows::default_flows(&mut table, req.flow_traces.len());
+    }
+    let cfg = crate::config::load_table(&table, &origin, &overrides)?;
     // Discards become requests only with `ftl.trim` (otherwise skipped and counted, as before).
     let mut topts = req.trace_options.clone();
     topts.discards = cfg.ftl.trim;
     let topts = &topts;
+    if !cfg.host.flows.is_empty() || req.flow_traces.len() > 1 {
+        let traces = flows::flow_traces(&cfg, &req.flow_traces)?;
+        let report = flows::simulate_flows(cfg, &traces, topts, progress)?;
+        return serde_json::to_string_pretty(&report).map_err(|e| NandlabError::Sim(e.to_string()));
+    }
     // Parsing runs on its own thread (the machine's second core), overlapping the pre-pass or
     // the replay that consumes it. Not when the replay stops early: the report's trace counters
     // then describe what was replayed, which only the consuming thread knows.
@@ -210,109 +224,204 @@ pub fn simulate_source<S: RequestSource>(
         return simulate_cached(cfg, open, trace, progress);
     }
     let t0 = Instant::now();
-    let auto_size = cfg.device.blocks_per_plane == 0 && cfg.device.logical_capacity_bytes == 0;
-    let want_touched = cfg.precondition.fill == Fill::Touched;
-    let ps = cfg.map_page_bytes() as u64;
-    let mode = cfg.device.address_map;
-    if mode == AddressMapMode::Compact && cfg.ftl.wrap_offsets {
-        return Err(crate::config::ConfigError::Invalid {
-            key: "device.address_map".into(),
-            value: "\"compact\"".into(),
-            msg: "the compact map packs the touched address space and ftl.wrap_offsets = true \
-                  folds it onto a fixed capacity; use one of them"
-                .into(),
-        }
-        .into());
-    }
-    let chunk_bytes = address_map::chunk_bytes(ps);
+    let plan = SizingPlan::of(&cfg)?;
     // The pre-pass keeps the requests for the replay unless the replay stops early (the
     // source's counters then describe the part replayed, as without a pre-pass).
     let mut spill = None;
     let mut pre_src = None;
-    let mut run_prepass = |opts: PrepassOptions,
-                           spill: &mut Option<SpillWriter>|
-     -> Result<crate::host::Prepass, NandlabError> {
-        let mut src = open()?;
-        let mut keep = if cfg.host.max_requests == 0 {
-            SpillWriter::new().ok()
-        } else {
-            None
-        };
-        let mut n = 0u64;
-        let pre = prepass_with(&mut src, opts, |r| {
-            n += 1;
-            if n.is_multiple_of(PROGRESS_EVERY) {
-                progress(Stage::Prepass, n, 0);
-            }
-            match &mut keep {
-                Some(w) => w.push(r),
-                None => Ok(()),
-            }
-        })?;
-        progress(Stage::Prepass, n, 0);
-        *spill = keep;
-        pre_src = Some(src);
-        Ok(pre)
+    let pre = match plan.opts {
+        Some(opts) => {
+            let mut src = open()?;
+            let keep = cfg.host.max_requests == 0;
+            let (pre, kept) = prepass_keeping(&mut src, opts, keep, progress)?;
+            spill = kept;
+            pre_src = Some(src);
+            Some(pre)
+        }
+        None => None,
     };
-    let mut map = None;
-    let (geo, logical_pages, pre) = if auto_size {
-        let mut pre = run_prepass(
-            PrepassOptions {
+    let (geo, logical_pages, map, pre) = plan.size(&cfg, pre)?;
+    let mut engine = new_engine(cfg, geo, logical_pages)?;
+    engine.precondition(pre.as_ref(), progress)?;
+    debug_assert_eq!(engine.check_invariants(), Ok(()));
+    let total = pre.as_ref().map_or(0, |p| p.requests);
+    let t1 = Instant::now();
+    let amap = map.as_ref().map(|m| &m.map);
+    let described = match (spill, pre_src) {
+        (Some(w), Some(pre_src)) => {
+            engine.run(&mut Mapped::new(w.into_source()?, amap), total, progress)?;
+            pre_src.describe()
+        }
+        _ => {
+            let mut src = Mapped::new(open()?, amap);
+            engine.run(&mut src, total, progress)?;
+            src.describe()
+        }
+    };
+    debug_assert_eq!(engine.check_invariants(), Ok(()));
+    let mut report = finish_report(&mut engine, trace, described, t0, t1)?;
+    report["device"]["address_map"] = match &map {
+        None => serde_json::json!({"mode": "dense"}),
+        Some(m) => m.report(logical_pages * plan.ps),
+    };
+    Ok(report)
+}
+
+/// One pass over `src` with `opts`, reporting progress; with `keep`, the requests are kept
+/// for the replay in a spill file (`None` when it cannot be created: the replay then reads the
+/// source again).
+fn prepass_keeping<S: RequestSource>(
+    src: &mut S,
+    opts: PrepassOptions,
+    keep: bool,
+    progress: &mut ProgressFn<'_>,
+) -> Result<(crate::host::Prepass, Option<SpillWriter>), NandlabError> {
+    let mut kept = if keep { SpillWriter::new().ok() } else { None };
+    let mut n = 0u64;
+    let pre = prepass_with(src, opts, |r| {
+        n += 1;
+        if n.is_multiple_of(PROGRESS_EVERY) {
+            progress(Stage::Prepass, n, 0);
+        }
+        match &mut kept {
+            Some(w) => w.push(r),
+            None => Ok(()),
+        }
+    })?;
+    progress(Stage::Prepass, n, 0);
+    Ok((pre, kept))
+}
+
+/// How a run's device is sized and what its pre-pass collects: sized from the trace
+/// (`device.blocks_per_plane = 0` and `device.logical_capacity_bytes = 0`) or by the config,
+/// with a dense or compact address map ([`address_map`]).
+struct SizingPlan {
+    auto_size: bool,
+    /// The configured device (geometry, logical pages) when not sized from the trace.
+    fixed: Option<(crate::flash::Geometry, u64)>,
+    /// What the pre-pass collects; `None`: no pre-pass.
+    opts: Option<PrepassOptions>,
+    mode: AddressMapMode,
+    chunk_bytes: u64,
+    /// Mapping-page size, bytes.
+    ps: u64,
+    want_touched: bool,
+}
+
+impl SizingPlan {
+    /// The plan for `cfg`.
+    ///
+    /// # Errors
+    /// [`NandlabError::Config`] for a compact map with `ftl.wrap_offsets`, or a device the
+    /// config cannot size.
+    fn of(cfg: &Config) -> Result<SizingPlan, NandlabError> {
+        let auto_size = cfg.device.blocks_per_plane == 0 && cfg.device.logical_capacity_bytes == 0;
+        let want_touched = cfg.precondition.fill == Fill::Touched;
+        let ps = cfg.map_page_bytes() as u64;
+        let mode = cfg.device.address_map;
+        if mode == AddressMapMode::Compact && cfg.ftl.wrap_offsets {
+            return Err(crate::config::ConfigError::Invalid {
+                key: "device.address_map".into(),
+                value: "\"compact\"".into(),
+                msg: "the compact map packs the touched address space and ftl.wrap_offsets = true \
+                      folds it onto a fixed capacity; use one of them"
+                    .into(),
+            }
+            .into());
+        }
+        let chunk_bytes = address_map::chunk_bytes(ps);
+        let (fixed, opts) = if auto_size {
+            let opts = PrepassOptions {
                 page_size_bytes: want_touched.then_some(ps),
                 wrap_pages: None,
                 chunk_bytes: (mode != AddressMapMode::Dense).then_some(chunk_bytes),
-            },
-            &mut spill,
-        )?;
-        let dense = cfg.size_device(pre.max_end_bytes);
-        let sparse = pre.chunks.saturating_mul(chunk_bytes).saturating_mul(2) <= pre.max_end_bytes;
-        let compact = match mode {
-            AddressMapMode::Dense => false,
-            AddressMapMode::Compact => true,
-            AddressMapMode::Auto => {
-                sparse
-                    && match &dense {
-                        Ok((g, l)) => {
-                            crate::ftl::Ftl::table_bytes(g, *l)
-                                > crate::config::DENSE_MAP_MAX_TABLE_BYTES
-                        }
-                        Err(_) => true,
-                    }
-            }
-        };
-        if compact {
-            let m = AddressMap::new(&pre.touched_chunks, chunk_bytes);
-            let (g, l) = cfg.size_device(m.compact_bytes())?;
-            if want_touched {
-                pre.touched = m.map_pages(&pre.touched, ps);
-            }
-            map = Some(MapReport {
-                map: m,
-                span_bytes: pre.max_end_bytes,
-                nominal_logical_bytes: dense
-                    .as_ref()
-                    .map(|(_, l)| l * ps)
-                    .unwrap_or(pre.max_end_bytes.max(cfg.device.min_logical_capacity_bytes)),
-            });
-            (g, l, Some(pre))
+            };
+            (None, Some(opts))
         } else {
-            let (g, l) = dense?;
-            (g, l, Some(pre))
-        }
-    } else {
-        let (g, l) = cfg.size_device(0)?;
-        let compact = mode == AddressMapMode::Compact;
-        let pre = if want_touched || compact {
-            let wrap = cfg.ftl.wrap_offsets.then_some(l);
-            let mut pre = run_prepass(
-                PrepassOptions {
-                    page_size_bytes: want_touched.then_some(ps),
-                    wrap_pages: wrap,
-                    chunk_bytes: compact.then_some(chunk_bytes),
-                },
-                &mut spill,
-            )?;
+            let (g, l) = cfg.size_device(0)?;
+            let compact = mode == AddressMapMode::Compact;
+            let opts = (want_touched || compact).then(|| PrepassOptions {
+                page_size_bytes: want_touched.then_some(ps),
+                wrap_pages: cfg.ftl.wrap_offsets.then_some(l),
+                chunk_bytes: compact.then_some(chunk_bytes),
+            });
+            (Some((g, l)), opts)
+        };
+        Ok(SizingPlan {
+            auto_size,
+            fixed,
+            opts,
+            mode,
+            chunk_bytes,
+            ps,
+            want_touched,
+        })
+    }
+
+    /// The device after the pre-pass `pre` (`None` when the plan has none): geometry, logical
+    /// pages, the compact address map when one is used, and the pre-pass (its touched pages
+    /// moved to the compact space).
+    ///
+    /// # Errors
+    /// [`NandlabError::Config`] when the device cannot be sized or the touched space exceeds a
+    /// configured capacity.
+    #[allow(clippy::type_complexity)]
+    fn size(
+        &self,
+        cfg: &Config,
+        pre: Option<crate::host::Prepass>,
+    ) -> Result<
+        (
+            crate::flash::Geometry,
+            u64,
+            Option<MapReport>,
+            Option<crate::host::Prepass>,
+        ),
+        NandlabError,
+    > {
+        let (ps, chunk_bytes, want_touched) = (self.ps, self.chunk_bytes, self.want_touched);
+        if self.auto_size {
+            let mut pre = pre.expect("a device sized from the trace has a pre-pass");
+            let dense = cfg.size_device(pre.max_end_bytes);
+            let sparse =
+                pre.chunks.saturating_mul(chunk_bytes).saturating_mul(2) <= pre.max_end_bytes;
+            let compact = match self.mode {
+                AddressMapMode::Dense => false,
+                AddressMapMode::Compact => true,
+                AddressMapMode::Auto => {
+                    sparse
+                        && match &dense {
+                            Ok((g, l)) => {
+                                crate::ftl::Ftl::table_bytes(g, *l)
+                                    > crate::config::DENSE_MAP_MAX_TABLE_BYTES
+                            }
+                            Err(_) => true,
+                        }
+                }
+            };
             if compact {
+                let m = AddressMap::new(&pre.touched_chunks, chunk_bytes);
+                let (g, l) = cfg.size_device(m.compact_bytes())?;
+                if want_touched {
+                    pre.touched = m.map_pages(&pre.touched, ps);
+                }
+                let map = MapReport {
+                    map: m,
+                    span_bytes: pre.max_end_bytes,
+                    nominal_logical_bytes: dense
+                        .as_ref()
+                        .map(|(_, l)| l * ps)
+                        .unwrap_or(pre.max_end_bytes.max(cfg.device.min_logical_capacity_bytes)),
+                };
+                return Ok((g, l, Some(map), Some(pre)));
+            }
+            let (g, l) = dense?;
+            return Ok((g, l, None, Some(pre)));
+        }
+        let (g, l) = self.fixed.clone().expect("a configured device");
+        let mut map = None;
+        let pre = match pre {
+            Some(mut pre) if self.mode == AddressMapMode::Compact => {
                 let m = AddressMap::new(&pre.touched_chunks, chunk_bytes);
                 if m.compact_bytes() > l * ps {
                     return Err(crate::config::ConfigError::Invalid {
@@ -338,37 +447,12 @@ pub fn simulate_source<S: RequestSource>(
                     span_bytes: pre.max_end_bytes,
                     nominal_logical_bytes: l * ps,
                 });
+                Some(pre)
             }
-            Some(pre)
-        } else {
-            None
+            p => p,
         };
-        (g, l, pre)
-    };
-    let mut engine = new_engine(cfg, geo, logical_pages)?;
-    engine.precondition(pre.as_ref(), progress)?;
-    debug_assert_eq!(engine.check_invariants(), Ok(()));
-    let total = pre.as_ref().map_or(0, |p| p.requests);
-    let t1 = Instant::now();
-    let amap = map.as_ref().map(|m| &m.map);
-    let described = match (spill, pre_src) {
-        (Some(w), Some(pre_src)) => {
-            engine.run(&mut Mapped::new(w.into_source()?, amap), total, progress)?;
-            pre_src.describe()
-        }
-        _ => {
-            let mut src = Mapped::new(open()?, amap);
-            engine.run(&mut src, total, progress)?;
-            src.describe()
-        }
-    };
-    debug_assert_eq!(engine.check_invariants(), Ok(()));
-    let mut report = finish_report(&mut engine, trace, described, t0, t1)?;
-    report["device"]["address_map"] = match &map {
-        None => serde_json::json!({"mode": "dense"}),
-        Some(m) => m.report(logical_pages * ps),
-    };
-    Ok(report)
+        Ok((g, l, map, pre))
+    }
 }
 
 /// A compact address map in use, and what the report says of it.

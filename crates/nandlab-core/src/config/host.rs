@@ -36,6 +36,25 @@ pub struct HostConfig {
     /// response time still counts from its trace timestamp — and is only read from the trace
     /// when a slot frees, so memory stays bounded however long an overload lasts.
     pub max_outstanding: u32,
+    /// Concurrent flows (`[[host.flows]]`, [`crate::host::flows`]): several traces on one
+    /// device, each on its own queue pair. Empty (the default): one trace. Left out of the
+    /// serialized config when empty, as are the flow keys below at their defaults (reports
+    /// of single-trace runs are unchanged).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub flows: Vec<crate::host::flows::FlowConfig>,
+    /// How the controller picks the next command among the flows' queues.
+    #[serde(skip_serializing_if = "crate::host::flows::Arbitration::is_default")]
+    pub arbitration: crate::host::flows::Arbitration,
+    /// Weighted round robin: commands per round of the high, medium and low classes.
+    #[serde(skip_serializing_if = "crate::host::flows::default_wrr_weights")]
+    pub wrr_weights: [u32; 3],
+    /// `partitioned` (each flow its own logical range) or `shared`.
+    #[serde(skip_serializing_if = "crate::host::flows::FlowSpace::is_default")]
+    pub flow_space: crate::host::flows::FlowSpace,
+    /// Replay only the flow of this name; the others still size and precondition the device
+    /// (a flow's run alone, for its slowdown). Empty: every flow.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub replay_only_flow: String,
 }
 
 impl Default for HostConfig {
@@ -46,6 +65,11 @@ impl Default for HostConfig {
             queue_depth: 32,
             max_requests: 0,
             max_outstanding: 65536,
+            flows: Vec::new(),
+            arbitration: crate::host::flows::Arbitration::RoundRobin,
+            wrr_weights: crate::host::flows::DEFAULT_WRR_WEIGHTS,
+            flow_space: crate::host::flows::FlowSpace::Partitioned,
+            replay_only_flow: String::new(),
         }
     }
 }

@@ -38,6 +38,7 @@ impl Config {
         self.validate_superpage()?;
         self.validate_mapping()?;
         self.validate_link()?;
+        self.validate_flows()?;
         let s = &self.sched;
         check_range("sched.max_suspends_per_op", s.max_suspends_per_op, 1, 255)?;
         for (k, v) in [
@@ -190,6 +191,13 @@ impl Config {
         )?;
         check_range("host.queue_depth", h.queue_depth, 1, 1 << 20)?;
         check_range("host.max_outstanding", h.max_outstanding, 1, 1 << 24)?;
+        crate::host::flows::validate(
+            &h.flows,
+            h.arbitration,
+            &h.wrr_weights,
+            h.flow_space,
+            &h.replay_only_flow,
+        )?;
         let p = &self.precondition;
         check_finite_in(
             "precondition.fill_fraction",
@@ -392,6 +400,30 @@ impl Config {
 
     /// `[link]`: its keys, and the front ends it is not modelled with (each an error naming the
     /// way out).
+    /// Concurrent flows (`[[host.flows]]`) replay block traces: not through the cache layer
+    /// or on the object device.
+    fn validate_flows(&self) -> Result<(), ConfigError> {
+        if self.host.flows.is_empty() {
+            return Ok(());
+        }
+        if self.cache.is_some() {
+            return Err(invalid(
+                "host.flows",
+                format!("{} flows", self.host.flows.len()),
+                "the cache layer ([cache]) replays one primary-storage trace: remove \
+                 [[host.flows]] or [cache]",
+            ));
+        }
+        if self.osd.is_some() {
+            return Err(invalid(
+                "host.flows",
+                format!("{} flows", self.host.flows.len()),
+                "the object device ([osd]) replays one file-level trace: remove [[host.flows]]",
+            ));
+        }
+        Ok(())
+    }
+
     fn validate_link(&self) -> Result<(), ConfigError> {
         self.link.validate()?;
         if self.link.is_off() {

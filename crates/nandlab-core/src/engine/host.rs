@@ -104,6 +104,9 @@ impl Engine {
             if self.cfg.ftl.wrap_offsets {
                 offset %= logical_bytes;
                 self.stats.wrapped_requests += 1;
+                if let Some(f) = self.flow_rt.as_mut() {
+                    f.stats[self.arriving_flow as usize].wrapped_requests += 1;
+                }
             } else {
                 return Err(NandlabError::Sim(format!(
                     "request at offset {} bytes (+{} bytes, arrival {} ns) ends beyond the \
@@ -137,8 +140,12 @@ impl Engine {
             tag,
             link_ns: 0,
             link_done: false,
+            flow: self.arriving_flow,
         });
         self.in_flight += 1;
+        if let Some(f) = self.flow_rt.as_mut() {
+            f.outstanding[self.arriving_flow as usize] += 1;
+        }
         if let Some(link) = self.link.as_mut() {
             // The command (and a write's data) crosses the host link first: the device sees
             // it when that transfer ends (`host::link`).
@@ -157,19 +164,16 @@ impl Engine {
     #[inline]
     pub(super) fn at_device(&mut self, slot: u32, offset: u64) {
         let HostSlot {
-            op, len_bytes, tag, ..
+            op,
+            len_bytes,
+            tag,
+            flow,
+            ..
         } = self.slots[slot as usize];
         let span = self.pager.span(offset, len_bytes);
-        match op {
-            Op::Read => {
-                self.stats.read_bytes += len_bytes;
-                self.stats.read_pages += span.pages;
-            }
-            Op::Write => {
-                self.stats.write_bytes += len_bytes;
-                self.stats.write_pages += span.pages;
-            }
-            Op::Trim => {}
+        self.stats.count_request(op, len_bytes, span.pages);
+        if let Some(f) = self.flow_rt.as_mut() {
+            f.stats[flow as usize].count_request(op, len_bytes, span.pages);
         }
         self.actions.clear();
         let first = (span.first_lpn % self.logical_pages) as u32;
@@ -231,6 +235,10 @@ impl Engine {
                     let ppn = self.ftl.lookup(lpn);
                     if ppn == UNMAPPED {
                         self.stats.unmapped_read_pages += 1;
+                        if let Some(f) = self.flow_rt.as_mut() {
+                            let flow = self.slots[slot as usize].flow;
+                            f.stats[flow as usize].unmapped_read_pages += 1;
+                        }
                         continue;
                     }
                     if !self.faults.is_empty() && self.known_corrupt_disk_read(lpn, ppn, slot) {
@@ -576,6 +584,9 @@ impl Engine {
         // under its tag, or its class when untagged; report time merges (Stats::reads).
         self.stats
             .record_host(s.op != Op::Read, s.tag, response, wait, service);
+        if let Some(f) = self.flow_rt.as_mut() {
+            f.completed(s.flow, s.op != Op::Read, s.done_ns, response, wait, service);
+        }
         if let Some(w) = self.log.as_mut() {
             let op = if s.op == Op::Read { 'R' } else { 'W' };
             if let Err(err) = writeln!(

@@ -72,6 +72,7 @@ mod backend;
 mod complete;
 mod dispatch;
 mod dram;
+pub mod flows;
 mod gc;
 mod host;
 mod mapping;
@@ -179,6 +180,8 @@ struct HostSlot {
     /// whether its completion has crossed the link (the second `finish_host` records it).
     link_ns: u32,
     link_done: bool,
+    /// The flow the request came from (`[[host.flows]]`; 0 for a single trace).
+    flow: u16,
 }
 
 /// Read-modify-write reads of one host request: (LPN, the read's service ns) for its head and
@@ -293,6 +296,11 @@ pub struct Engine {
     map: Option<Box<mapping::MapRuntime>>,
     /// The host interface link (`[link]`; `None` without one).
     link: Option<Box<crate::host::link::Link>>,
+    /// Concurrent flows (`[[host.flows]]`, `flows.rs`): per-flow statistics and outstanding
+    /// requests; `None` for a single trace.
+    flow_rt: Option<Box<flows::FlowRuntime>>,
+    /// The flow of the request arriving now (0 for a single trace).
+    arriving_flow: u16,
     /// Backend disk latency (`cache.disk_us`), ns; 0 without `[cache]`.
     disk_ns: u64,
     /// The scheme's idle threshold (open loop), ns.
@@ -621,6 +629,8 @@ impl Engine {
             dram,
             map,
             link: crate::host::link::Link::new(&cfg.link).map(Box::new),
+            flow_rt: None,
+            arriving_flow: 0,
             disk_ns: cfg.cache.as_ref().map_or(0, |c| c.disk_ns()),
             idle_threshold_ns: None,
             scheme_prefetch: false,

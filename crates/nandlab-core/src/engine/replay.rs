@@ -22,25 +22,25 @@ use crate::host::RequestSource;
 use crate::trace::HostRequest;
 
 /// Completed requests between two progress reports.
-const PROGRESS_EVERY: u64 = 1 << 16;
+pub(super) const PROGRESS_EVERY: u64 = 1 << 16;
 /// Requests read ahead of the one arriving next (prefetch distance).
 const LOOKAHEAD: usize = 4;
 
 /// The host request stream of a replay: reads ahead of arrival so that what the next requests
 /// touch can be prefetched. A trace error met while reading ahead is held until the requests
 /// before it have arrived, so a run fails at the same point as without read-ahead.
-struct Feed {
+pub(super) struct Feed {
     pulled: u64,
     max: u64,
     scale: f64,
-    ahead: VecDeque<(HostRequest, CacheOp)>,
+    pub(super) ahead: VecDeque<(HostRequest, CacheOp)>,
     err: Option<NandlabError>,
-    exhausted: bool,
+    pub(super) exhausted: bool,
 }
 
 impl Feed {
     /// An empty feed that reads at most `max` requests and scales their arrivals by `scale`.
-    fn new(max: u64, scale: f64) -> Feed {
+    pub(super) fn new(max: u64, scale: f64) -> Feed {
         Feed {
             pulled: 0,
             max,
@@ -54,7 +54,7 @@ impl Feed {
     /// The error of a request read ahead, once the requests before it have arrived (a tuple
     /// pattern would take it, and drop it, while they are still ahead).
     #[inline]
-    fn held_error(&mut self) -> Result<(), NandlabError> {
+    pub(super) fn held_error(&mut self) -> Result<(), NandlabError> {
         if self.ahead.is_empty() {
             if let Some(e) = self.err.take() {
                 return Err(e);
@@ -65,7 +65,7 @@ impl Feed {
 
     /// The next request from `src` (at most `max`, arrival scaled by `host.time_scale`).
     #[inline]
-    fn pull<S: RequestSource>(
+    pub(super) fn pull<S: RequestSource>(
         &mut self,
         src: &mut S,
     ) -> Result<Option<(HostRequest, CacheOp)>, NandlabError> {
@@ -99,7 +99,11 @@ impl Feed {
 
     /// Read ahead up to [`LOOKAHEAD`] requests, calling `on_new` for each new one.
     #[inline]
-    fn fill<S: RequestSource>(&mut self, src: &mut S, mut on_new: impl FnMut(&HostRequest)) {
+    pub(super) fn fill<S: RequestSource>(
+        &mut self,
+        src: &mut S,
+        mut on_new: impl FnMut(&HostRequest),
+    ) {
         while self.ahead.len() < LOOKAHEAD && !self.exhausted {
             match self.pull(src) {
                 Ok(Some(r)) => {
@@ -118,10 +122,10 @@ impl Feed {
 
 /// Progress reporting of a replay: `progress(Stage::Replay, done, total)` every
 /// [`PROGRESS_EVERY`] completed requests.
-struct Beat<'p, 'a> {
-    progress: &'p mut ProgressFn<'a>,
-    next: u64,
-    total: u64,
+pub(super) struct Beat<'p, 'a> {
+    pub(super) progress: &'p mut ProgressFn<'a>,
+    pub(super) next: u64,
+    pub(super) total: u64,
 }
 
 impl Engine {
@@ -158,7 +162,7 @@ impl Engine {
 
     /// The start of the replay: note the wear stage it starts in and set the first timers
     /// (scheme tick, refresh scan, fault injection).
-    fn start_replay(&mut self) {
+    pub(super) fn start_replay(&mut self) {
         self.note_start_stage();
         if let Some(p) = self.tick_period_ns() {
             self.push(p, EV_TICK);
@@ -237,7 +241,7 @@ impl Engine {
     /// The top of each turn of the replay loop: stop at the first error an event handler
     /// set, and report progress every [`PROGRESS_EVERY`] completed requests.
     #[inline]
-    fn checkpoint(&mut self, beat: &mut Beat<'_, '_>) -> Result<(), NandlabError> {
+    pub(super) fn checkpoint(&mut self, beat: &mut Beat<'_, '_>) -> Result<(), NandlabError> {
         if let Some(e) = self.error.take() {
             return Err(e);
         }
@@ -280,7 +284,7 @@ impl Engine {
     /// Before request `r` arrives (open loop): prefetch the pages it touches, and hand the
     /// scheme the idle time until it when that exceeds the scheme's idle threshold.
     #[inline]
-    fn await_arrival(&mut self, r: &HostRequest) {
+    pub(super) fn await_arrival(&mut self, r: &HostRequest) {
         self.prefetch_pages(r);
         if let Some(th) = self.idle_threshold_ns {
             let gap = r.arrival_ns.saturating_sub(self.now);
@@ -314,7 +318,7 @@ impl Engine {
     /// Advance to the next event: take the earliest from the executor's queue, move time to
     /// it and handle it; `false` when none is pending.
     #[inline]
-    fn next_event(&mut self) -> bool {
+    pub(super) fn next_event(&mut self) -> bool {
         match self.exec.events.pop() {
             Some((t, ev)) => {
                 self.now = t;
@@ -328,7 +332,7 @@ impl Engine {
     /// The end of the run: the last error, the final progress report, a stall (work left
     /// with no event pending), then the busy times into the statistics and the request log
     /// flushed and closed.
-    fn end_replay(&mut self, beat: &mut Beat<'_, '_>) -> Result<(), NandlabError> {
+    pub(super) fn end_replay(&mut self, beat: &mut Beat<'_, '_>) -> Result<(), NandlabError> {
         if let Some(e) = self.error.take() {
             return Err(e);
         }
@@ -351,7 +355,7 @@ impl Engine {
     /// The error of a replay that stalled: flash transactions or host requests left and no
     /// event pending.
     #[cold]
-    fn stall_error(&self) -> NandlabError {
+    pub(super) fn stall_error(&self) -> NandlabError {
         NandlabError::Sim(format!(
             "simulation stalled at t = {} ns with {} queued flash transactions and {} host \
              requests in flight (free blocks per plane: {:?})",

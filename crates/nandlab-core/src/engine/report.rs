@@ -204,6 +204,11 @@ impl Engine {
             // Only with a cached mapping table (other reports unchanged).
             report["mapping"] = m;
         }
+        if let Some(flows) = self.flow_host_reports() {
+            // Only runs of concurrent flows (`[[host.flows]]`); the API adds each flow's
+            // name, trace and queue settings.
+            report["flows"] = json!(flows);
+        }
         if let Some(l) = self.link.as_ref() {
             // Only with a host link (other reports unchanged).
             report["link"] = json!(l.report(span_ns));

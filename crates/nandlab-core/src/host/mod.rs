@@ -18,6 +18,7 @@
 
 pub mod address_map;
 pub mod cache;
+pub mod flows;
 pub mod link;
 pub mod spill;
 pub mod threaded;
@@ -41,6 +42,21 @@ pub trait RequestSource {
     /// What the report says about this source after replay (format, counters…).
     fn describe(&self) -> serde_json::Value {
         serde_json::Value::Null
+    }
+}
+
+impl<S: RequestSource + ?Sized> RequestSource for Box<S> {
+    #[inline]
+    fn next_request(&mut self) -> Result<Option<HostRequest>, TraceError> {
+        (**self).next_request()
+    }
+
+    fn tag(&self) -> cache::CacheOp {
+        (**self).tag()
+    }
+
+    fn describe(&self) -> serde_json::Value {
+        (**self).describe()
     }
 }
 
@@ -175,6 +191,29 @@ impl TouchedPages {
         }
         self.set(i);
         true
+    }
+    /// Add every member of `other` moved up by `shift` (a flow's logical range,
+    /// [`flows`]).
+    pub fn or_shifted(&mut self, other: &TouchedPages, shift: u64) {
+        for (l, leaf) in other.leaves.iter().enumerate() {
+            let Some(leaf) = leaf else { continue };
+            for (w, &word) in leaf.iter().enumerate() {
+                let mut bits = word;
+                while bits != 0 {
+                    let b = bits.trailing_zeros() as u64;
+                    bits &= bits - 1;
+                    self.set(shift + l as u64 * LEAF_PAGES + w as u64 * 64 + b);
+                }
+            }
+        }
+    }
+    /// Members.
+    pub fn count(&self) -> u64 {
+        self.leaves
+            .iter()
+            .flatten()
+            .map(|l| l.iter().map(|w| w.count_ones() as u64).sum::<u64>())
+            .sum()
     }
     /// Bytes held (leaves and pointers).
     pub fn heap_bytes(&self) -> usize {

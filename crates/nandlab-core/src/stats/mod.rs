@@ -573,6 +573,23 @@ impl Stats {
         c.record(response_ns, wait_ns, service_ns);
     }
 
+    /// Count a host request reaching the device: `op`, its bytes and the pages it spans.
+    #[inline]
+    pub fn count_request(&mut self, op: crate::trace::Op, len_bytes: u64, pages: u64) {
+        use crate::trace::Op;
+        match op {
+            Op::Read => {
+                self.read_bytes += len_bytes;
+                self.read_pages += pages;
+            }
+            Op::Write => {
+                self.write_bytes += len_bytes;
+                self.write_pages += pages;
+            }
+            Op::Trim => {}
+        }
+    }
+
     /// All host reads: the untagged ones and the read tags (HostRead, FlushRead).
     pub fn reads(&self) -> ClassView<'_> {
         use crate::host::cache::CacheOp;
