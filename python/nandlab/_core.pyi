@@ -17,6 +17,7 @@ def run(
     trace_options_json: str,
     progress: Callable[[int, int], None] | None = None,
     setup_progress: Callable[[str, int, int], None] | None = None,
+    flow_traces: list[str] | None = None,
 ) -> str: ...
 def cache_stream(
     config_toml: str,

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from nandlab import _core
 from nandlab.config import ConfigSpec, config_text, format_overrides
 from nandlab.data import default_trace, resolve_trace
+from nandlab.flows import add_slowdowns
 from nandlab.load import load_block
 from nandlab.result import RunResult
 
@@ -33,7 +34,7 @@ def trace_options_json(
 
 def simulate(
     config: ConfigSpec = "default",
-    trace: str | Path | None = None,
+    trace: str | Path | Sequence[str | Path] | None = None,
     *,
     scheme: str | None = None,
     overrides: Mapping[str, object] | list[str] | None = None,
@@ -41,12 +42,18 @@ def simulate(
     device: int | None = None,
     allow_unterminated: bool = False,
     progress: bool | ProgressCallback = False,
+    slowdown: bool = True,
 ) -> RunResult:
     """Replay ``trace`` on the SSD described by ``config`` and return the result.
 
     ``config`` is a preset name (``"default"``), a TOML file, or a nested dict.
     ``trace`` is a file or a bundled trace's name (``"pgbench_rw_slice"``, see
     ``nandlab trace list``); it defaults to the bundled :func:`nandlab.default_trace`.
+    A list of two or more traces (or a config with ``[[host.flows]]``) replays them as
+    concurrent flows, each on its own queue (docs/multi-tenant.md): the report's ``flows``
+    holds each flow's ``host`` block and, with ``slowdown=True`` (the default), its
+    ``slowdown`` against a run of it alone on the same device (cached, :mod:`nandlab.flows`)
+    and the run's ``fairness``.
     ``overrides`` are dotted keys (``{"device.channels": 4}`` or ``["device.channels=4"]``)
     applied before validation.
     ``progress=True`` shows a progress bar on stderr (one line every few seconds when stderr
@@ -66,25 +73,33 @@ def simulate(
     :class:`nandlab.SimError`; ``FileNotFoundError`` for a missing trace (naming the bundled ones).
     """
     text, cfg_path = config_text(config)
-    trace_path = resolve_trace(trace) if trace is not None else default_trace()
+    flow_traces: list[str] = []
+    if trace is not None and not isinstance(trace, (str, Path)):
+        flow_traces = [str(resolve_trace(t)) for t in trace]
+        trace_path = Path(flow_traces[0]) if flow_traces else default_trace()
+    else:
+        trace_path = resolve_trace(trace) if trace is not None else default_trace()
+    topts = trace_options_json(trace_format, device, allow_unterminated=allow_unterminated or None)
+    ov = format_overrides(overrides)
     args = (
         text,
         str(cfg_path) if cfg_path is not None else None,
-        format_overrides(overrides),
+        ov,
         scheme,
         str(trace_path),
-        trace_options_json(trace_format, device, allow_unterminated=allow_unterminated or None),
+        topts,
     )
+    label_trace = trace_path.name if len(flow_traces) < 2 else f"{len(flow_traces)} flows"
     if progress is True:
         from nandlab._console import make_console
         from nandlab._progress import progress_bar
 
-        with progress_bar(f"replaying {trace_path.name}", make_console(stderr=True)) as cb:
-            out = _core.run(*args, cb, cb.setup)
+        with progress_bar(f"replaying {label_trace}", make_console(stderr=True)) as cb:
+            out = _core.run(*args, cb, cb.setup, flow_traces=flow_traces)
     elif callable(progress):
-        out = _core.run(*args, progress)
+        out = _core.run(*args, progress, flow_traces=flow_traces)
     else:
-        out = _core.run(*args, None)
+        out = _core.run(*args, None, flow_traces=flow_traces)
     label = (
         str(cfg_path)
         if cfg_path is not None
@@ -93,4 +108,24 @@ def simulate(
     res = RunResult.from_json(out, trace=trace_path, config=label, scheme=scheme)
     # the load block (utilisation, offered load, queue-wait share, overloaded): one place
     res.report["load"] = load_block(res.report)
+    flows = res.report.get("flows")
+    only = ((res.report.get("config") or {}).get("host") or {}).get("replay_only_flow")
+    if slowdown and isinstance(flows, list) and len(flows) >= 2 and not only:
+
+        def run_alone(name: str) -> dict[str, Any]:
+            alone = simulate(
+                config,
+                trace,
+                scheme=scheme,
+                overrides=[*ov, f"host.replay_only_flow={json.dumps(name)}"],
+                trace_format=trace_format,
+                device=device,
+                allow_unterminated=allow_unterminated,
+                progress=progress if not callable(progress) else False,
+                slowdown=False,
+            )
+            return alone.report
+
+        paths = [str(((f.get("trace") or {}).get("path")) or "") for f in flows]
+        add_slowdowns(res.report, paths, topts, run_alone)
     return res

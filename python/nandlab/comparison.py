@@ -115,7 +115,7 @@ def _ratio(v: float | None, base: float | None) -> float | None:
 
 
 def compare(
-    trace: str | Path,
+    trace: str | Path | Sequence[str | Path],
     schemes: Sequence[str],
     config: str | Path = "default",
     overrides: Mapping[str, Any] | Sequence[str] | None = None,
@@ -157,10 +157,18 @@ def compare(
     for s in schemes:
         if s not in known:
             raise ValueError(f"compare: unknown scheme `{s}`; allowed: {', '.join(known)}")
+    many = not isinstance(trace, (str, Path))
+    wanted = [str(t) for t in trace] if many else [str(trace)]  # type: ignore[union-attr]
     try:
-        ((tname, tpath),) = resolve_traces([str(trace)], Path.cwd(), "--trace")
+        resolved = resolve_traces(wanted, Path.cwd(), "--trace")
     except ValueError as e:
         raise ValueError(str(e)) from None
+    tname, tpath = resolved[0]
+    flow_traces: tuple[Path, ...] = ()
+    if len(resolved) > 1:
+        # concurrent flows (docs/multi-tenant.md): every scheme runs them together
+        tname = " + ".join(n for n, _ in resolved)
+        flow_traces = tuple(Path(p) for _, p in resolved)
     if overrides is None:
         ov: dict[str, Any] = {}
     elif isinstance(overrides, Mapping):
@@ -176,7 +184,9 @@ def compare(
     if outputs is not None and out is None:
         raise ValueError("compare: per-run outputs need an out directory (out=...)")
 
-    specs = [RunSpec(tpath, tname, s, str(config), dict(ov), s) for s in schemes]
+    specs = [
+        RunSpec(tpath, tname, s, str(config), dict(ov), s, flow_traces=flow_traces) for s in schemes
+    ]
     tmp = None
     if out is None:
         tmp = tempfile.TemporaryDirectory(prefix="nandlab-compare-")
@@ -203,6 +213,11 @@ def compare(
         row: dict[str, Any] = {"scheme": r["scheme"], "error": r["error"], "key": r["key"]}
         row.update(metrics_of(rep) if rep else {c: None for c, *_ in METRICS})
         row.update(_load_columns(rep))
+        if flow_traces:
+            # concurrent flows: the run's fairness and each flow's slowdown
+            row["fairness"] = rep.get("fairness") if rep else None
+            for f in (rep or {}).get("flows") or []:
+                row[f"slowdown {f.get('name')}"] = f.get("slowdown")
         rows.append(row)
     base = rows[0]
     for row in rows:

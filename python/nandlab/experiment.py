@@ -128,10 +128,14 @@ class RunSpec:
     overrides: dict[str, object] = field(default_factory=dict)
     #: human-readable, e.g. ``"diffecc_wa m=-1 n=3"``; defaults to the scheme name
     label: str = ""
+    #: concurrent flows (docs/multi-tenant.md): with two or more traces the run replays them
+    #: together (``trace`` is then the first); each enters the run key by its digest
+    flow_traces: tuple[Path, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.trace, Path):
             self.trace = Path(self.trace)
+        self.flow_traces = tuple(Path(t) for t in self.flow_traces)
         if not self.label:
             self.label = self.scheme
 
@@ -187,16 +191,17 @@ def run_key(spec: RunSpec, digests: TraceDigests | None = None) -> str:
     preset give the same key, and editing the file changes it.
     """
     text, _ = config_text(spec.config)
-    digest = (digests or _PROCESS_DIGESTS).digest(spec.trace)
-    material = json.dumps(
-        {
-            "config": text,
-            "scheme": spec.scheme,
-            "overrides": json.loads(spec.params_json()),
-            "trace_sha256": digest,
-        },
-        sort_keys=True,
-    )
+    d = digests or _PROCESS_DIGESTS
+    identity: dict[str, Any] = {
+        "config": text,
+        "scheme": spec.scheme,
+        "overrides": json.loads(spec.params_json()),
+        "trace_sha256": d.digest(spec.trace),
+    }
+    if spec.flow_traces:
+        # only runs of concurrent flows carry it (other keys unchanged)
+        identity["flow_traces_sha256"] = [d.digest(t) for t in spec.flow_traces]
+    material = json.dumps(identity, sort_keys=True)
     return hashlib.sha256(material.encode("utf-8")).hexdigest()
 
 
@@ -246,6 +251,8 @@ def _payload(
         "overrides": dict(spec.overrides),
         "params": spec.params_json(),
     }
+    if spec.flow_traces:
+        p["flow_traces"] = [str(t) for t in spec.flow_traces]
     if outputs is not None and out_dir is not None:
         p["outputs"] = outputs.as_dict()
         p["out_dir"] = str(Path(out_dir).resolve())
@@ -285,9 +292,10 @@ def _execute(payload: dict[str, Any]) -> dict[str, Any]:
         if files:
             d.mkdir(parents=True, exist_ok=True)
     try:
+        flow_traces = payload.get("flow_traces")
         res = simulate(
             payload["config"],
-            payload["trace_path"],
+            flow_traces if flow_traces else payload["trace_path"],
             scheme=payload["scheme"],
             overrides=overrides,
         )

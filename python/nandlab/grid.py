@@ -65,7 +65,8 @@ else:  # pragma: no cover
 GRID_KEYS: dict[str, str] = {
     "configs": "presets or config files",
     "schemes": "scheme names",
-    "traces": "bundled trace names, trace files or globs",
+    "traces": "bundled trace names, trace files or globs; a list of them replays them as "
+    "concurrent flows (docs/multi-tenant.md)",
     "seeds": "integer seeds",
     "set": "table of config keys -> values (every combination)",
     "zip": "table of config keys -> equal-length lists (taken together)",
@@ -295,7 +296,20 @@ def load_grid(grid: str | Path | Mapping[str, Any], base_dir: str | Path | None 
     else:
         schemes = [None]
 
-    traces = resolve_traces(_as_list(data["traces"], "traces", src, str), base, src)
+    # An entry that is itself a list: its traces run together as concurrent flows.
+    traces: list[tuple[str, Path, tuple[Path, ...]]] = []
+    for entry in _as_list(data["traces"], "traces", src, (str, list)):
+        if isinstance(entry, list):
+            flows = resolve_traces(_as_list(entry, "traces", src, str), base, src)
+            if len(flows) < 2:
+                raise GridError(
+                    f"{src}: traces: {entry!r} names {len(flows)} trace; a list of traces is "
+                    "a run of concurrent flows: give two or more (or the trace alone)"
+                )
+            name = " + ".join(n for n, _ in flows)
+            traces.append((name, flows[0][1], tuple(p for _, p in flows)))
+        else:
+            traces.extend((n, p, ()) for n, p in resolve_traces([entry], base, src))
     seeds: list[int | None] = (
         list(_as_list(data["seeds"], "seeds", src, int)) if "seeds" in data else [None]
     )
@@ -359,7 +373,7 @@ def load_grid(grid: str | Path | Mapping[str, Any], base_dir: str | Path | None 
                 raise GridError(f"{src}: run ({what}): {' '.join(msg.split())}")
         names.append([msg for _, msg in results])
     specs: list[RunSpec] = []
-    for tname, tpath in traces:
+    for tname, tpath, flow_traces in traces:
         for ci, (clabel, cspec, _ctext, _cpath) in enumerate(cfgs):
             for (_sc, combo, zrow, seed), sname in zip(cases, names[ci]):
                 ov = settings(combo, zrow, seed)
@@ -376,6 +390,7 @@ def load_grid(grid: str | Path | Mapping[str, Any], base_dir: str | Path | None 
                         config=cspec,
                         overrides=ov,
                         label=" ".join(parts),
+                        flow_traces=flow_traces,
                     )
                 )
     if len(seeds) > 1:

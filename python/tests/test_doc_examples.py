@@ -42,6 +42,9 @@ name in the docs                                   stand-in
 ``Financial1.spc``, ``in.spc``                     the SPC sample of the core's tests
                                                    (``spc_financial1_head.spc``)
 ``t.csv``                                          a canonical trace (2,000 requests, generated)
+``light.csv``, ``heavy.csv``                       the two flows of docs/multi-tenant.md,
+                                                   generated as its first example does (5,000
+                                                   requests at 500/s; 20,000 at 2,000/s; 4 GiB)
 ``grid.toml``                                      a 2-run grid: ``xia-diffecc``, schemes
                                                    ``baseline`` and ``diffecc_wa``, the bundled
                                                    ``msr_hm_0_sample1000``
@@ -63,6 +66,7 @@ import re
 import subprocess
 import sys
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -162,6 +166,17 @@ def _canonical(dest: Path) -> None:
     generate(dest, requests=2000, span_bytes=1 << 30, iops=2000.0, seed=33)
 
 
+def _flow(requests: int, iops: float, seed: int) -> Callable[[Path], None]:
+    """A flow of docs/multi-tenant.md, as its first example generates it."""
+
+    def make(dest: Path) -> None:
+        from _helpers import generate
+
+        generate(dest, requests=requests, span_bytes=4 << 30, iops=iops, seed=seed)
+
+    return make
+
+
 def _grid(dest: Path) -> None:
     dest.write_text(
         'configs = ["xia-diffecc"]\nschemes = ["baseline", "diffecc_wa"]\n'
@@ -221,6 +236,8 @@ PLACEHOLDERS = {
     "Financial1.spc": _spc,
     "in.spc": _spc,
     "t.csv": _canonical,
+    "light.csv": _flow(5000, 500.0, 1),
+    "heavy.csv": _flow(20000, 2000.0, 2),
     "grid.toml": _grid,
     "devtree_fs.jsonl.gz": _fs_trace,
     "shared/traces/captured/pgbench_rw_fs.jsonl.gz": _fs_trace,

@@ -200,6 +200,16 @@ def _real_reports() -> tuple[dict[str, Any], ...]:
         ),
         # a host link (issue 35: the `link` block and `load.link_utilization`)
         nandlab.simulate("default", overrides={**cut, "link.interface": "pcie"}),
+        # concurrent flows of issue 35 (`flows`, `fairness`, per-flow CDFs, `trace.flows`)
+        nandlab.simulate(
+            "default",
+            [nandlab.default_trace(), nandlab.default_trace()],
+            overrides={
+                **cut,
+                "stats.latency_cdf": True,
+                "host.arbitration": "weighted_round_robin",
+            },
+        ),
         # the compact address map of issue 28 (its `device.address_map` block)
         nandlab.simulate("default", overrides={**cut, "device.address_map": "compact"}),
     ]

@@ -99,9 +99,10 @@ fn parse_trace_options(json: &str) -> PyResult<TraceOptions> {
 /// of host requests replayed so far and the total (0 when unknown); `setup_progress(stage,
 /// done, total)` likewise for the set-up before the replay (`stage` "prepass": requests read,
 /// total 0; "precondition": page writes of at most `total`). An exception raised by either (or
-/// a pending KeyboardInterrupt) stops the run and is re-raised.
+/// a pending KeyboardInterrupt) stops the run and is re-raised. `flow_traces`: the traces of
+/// concurrent flows (`nandlab run -t A -t B`, `[[host.flows]]`; `trace_path` is then unused).
 #[pyfunction]
-#[pyo3(signature = (config_toml, config_path, overrides, scheme, trace_path, trace_options_json, progress=None, setup_progress=None))]
+#[pyo3(signature = (config_toml, config_path, overrides, scheme, trace_path, trace_options_json, progress=None, setup_progress=None, flow_traces=None))]
 #[allow(clippy::too_many_arguments)]
 fn run(
     py: Python<'_>,
@@ -113,6 +114,7 @@ fn run(
     trace_options_json: &str,
     progress: Option<PyObject>,
     setup_progress: Option<PyObject>,
+    flow_traces: Option<Vec<PathBuf>>,
 ) -> PyResult<String> {
     let trace_options = parse_trace_options(trace_options_json)?;
     let req = RunRequest {
@@ -122,7 +124,7 @@ fn run(
         scheme,
         trace_path,
         trace_options,
-        flow_traces: Vec::new(),
+        flow_traces: flow_traces.unwrap_or_default(),
     };
     let mut pending: Option<PyErr> = None;
     let out = py.allow_threads(|| {

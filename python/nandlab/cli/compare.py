@@ -29,8 +29,10 @@ def _cell(v: Any, ratio: Any, first: bool, queueing: bool = False) -> str:
     "-t",
     "trace",
     required=True,
+    multiple=True,
     metavar="FILE|NAME",
-    help="Trace file or bundled trace name (e.g. pgbench_rw_slice).",
+    help="Trace file or bundled trace name (e.g. pgbench_rw_slice). Repeat it to compare the "
+    "schemes on concurrent flows (docs/multi-tenant.md): adds fairness and each flow's slowdown.",
 )
 @click.option(
     "--schemes",
@@ -93,7 +95,7 @@ def _cell(v: Any, ratio: Any, first: bool, queueing: bool = False) -> str:
     help="Write the table as JSON to OUT ('-': stdout, no table printed).",
 )
 def compare_command(
-    trace: str,
+    trace: tuple[str, ...],
     schemes: str,
     config: str,
     sets: tuple[str, ...],
@@ -120,7 +122,7 @@ def compare_command(
     )
     try:
         df = compare(
-            trace,
+            trace[0] if len(trace) == 1 else list(trace),
             names,
             config,
             list(sets),
@@ -139,15 +141,16 @@ def compare_command(
         click.secho(f"error: {msg}", fg="red", err=True)
         raise click.exceptions.Exit(EXIT_USER_ERROR) from None
     rows = df.to_dicts()
+    trace_label = " + ".join(trace)
     if json_out is not None:
-        text = json.dumps({"trace": trace, "config": config, "rows": rows}, indent=1)
+        text = json.dumps({"trace": trace_label, "config": config, "rows": rows}, indent=1)
         if json_out == "-":
             click.echo(text)
         else:
             Path(json_out).write_text(text + "\n", encoding="utf-8")
     if json_out != "-":
         t = Table(
-            title=f"nandlab compare — {trace} on {config} (ratio to {names[0]})",
+            title=f"nandlab compare — {trace_label} on {config} (ratio to {names[0]})",
             title_justify="left",
         )
         t.add_column("metric", style="bold")
@@ -173,6 +176,9 @@ def compare_command(
             ("wait_share", "queue-wait share"),
         ):
             t.add_row(label, *("—" if r[col] is None else f"{r[col] * 100:.1f} %" for r in rows))
+        flow_cols = [c for c in rows[0] if c == "fairness" or c.startswith("slowdown ")]
+        for col in flow_cols:
+            t.add_row(col, *("—" if r.get(col) is None else f"{r[col]:.3f}" for r in rows))
         t.add_row(
             "overloaded",
             *(

@@ -204,6 +204,31 @@ def summary_rows(report: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
+def flow_rows(report: dict[str, Any]) -> list[list[str]]:
+    """The per-flow table of a run of concurrent flows: a header row, then one row a flow
+    (name, requests, mean / p99 read / p99 write response µs, throughput, slowdown); empty
+    for a single trace."""
+    flows = report.get("flows")
+    if not isinstance(flows, list) or not flows:
+        return []
+    rows = [["flow", "requests", "mean µs", "read p99 µs", "write p99 µs", "req/s", "slowdown"]]
+    for f in flows:
+        h = f.get("host") or {}
+        sd = f.get("slowdown")
+        rows.append(
+            [
+                str(f.get("name")) + ("" if f.get("replayed", True) else " (not replayed)"),
+                fmt_value(h.get("requests")),
+                fmt_value((h.get("all") or {}).get("mean_us")),
+                fmt_value(h.get("read_p99_us")),
+                fmt_value(h.get("write_p99_us")),
+                fmt_value(f.get("host_throughput_rps")),
+                "—" if sd is None else f"{sd:.3f}",
+            ]
+        )
+    return rows
+
+
 def print_summary(res: RunResult, console: Console = out_console) -> None:
     title = "nandlab run"
     if res.trace is not None:
@@ -216,6 +241,20 @@ def print_summary(res: RunResult, console: Console = out_console) -> None:
     for label, value in summary_rows(res.report):
         t.add_row(label, value)
     console.print(t)
+    flows = flow_rows(res.report)
+    if flows:
+        ft = Table(title="flows", title_justify="left")
+        for c in flows[0]:
+            ft.add_column(c, justify="left" if c == "flow" else "right")
+        for row in flows[1:]:
+            ft.add_row(*row)
+        console.print(ft)
+        fairness = res.report.get("fairness")
+        if "fairness" in res.report:
+            console.print(
+                "fairness (least slowdown / greatest): "
+                + ("—" if fairness is None else f"{fairness:.3f}")
+            )
     note = address_map_note(res.report)
     if note:
         console.print(note, style="yellow")
@@ -242,9 +281,11 @@ def address_map_note(report: dict[str, Any]) -> str | None:
     "--trace",
     "-t",
     "trace",
-    default=None,
+    multiple=True,
     metavar="FILE|NAME",
-    help="Trace file or bundled trace name (`nandlab trace list`; default: pgbench_rw_slice).",
+    help="Trace file or bundled trace name (`nandlab trace list`; default: pgbench_rw_slice). "
+    "Repeat it to replay traces as concurrent flows, each on its own queue "
+    "(docs/multi-tenant.md).",
 )
 @format_option
 @device_option
@@ -265,6 +306,13 @@ def address_map_note(report: dict[str, Any]) -> str | None:
     help="No progress bar and no summary table (notes qualifying the numbers still go to stderr).",
 )
 @click.option(
+    "--slowdown/--no-slowdown",
+    default=True,
+    show_default=True,
+    help="With concurrent flows: run each flow alone on the same device (cached) for its "
+    "slowdown and the run's fairness.",
+)
+@click.option(
     "--progress/--no-progress",
     default=None,
     help="Progress on/off (default: on when stderr is a terminal). Forced on without a "
@@ -272,7 +320,7 @@ def address_map_note(report: dict[str, Any]) -> str | None:
 )
 def run(
     config: str,
-    trace: str | None,
+    trace: tuple[str, ...],
     trace_format: str | None,
     device: int | None,
     allow_unterminated: bool,
@@ -280,6 +328,7 @@ def run(
     sets: tuple[str, ...],
     json_out: str | None,
     quiet: bool,
+    slowdown: bool,
     progress: bool | None,
 ) -> None:
     """Replay a trace on a simulated SSD and print a summary."""
@@ -289,19 +338,27 @@ def run(
         + (f" (nothing written to {json_out})" if json_out not in (None, "-") else "")
         + "; a stats.request_log or stats.timeseries file being written is incomplete"
     )
-    trace_path = resolve_trace(trace) if trace is not None else default_trace()
+    paths = [resolve_trace(t) for t in trace] or [default_trace()]
     show_progress = (not quiet) and (progress if progress is not None else err_console.is_terminal)
     res = simulate(
         config,
-        trace_path,
+        paths if len(trace) > 1 else paths[0],
         scheme=scheme,
         overrides=overrides,
         trace_format=trace_format,
         device=device,
         allow_unterminated=allow_unterminated,
         progress=show_progress,
+        slowdown=slowdown,
     )
-    warn_unterminated(trace_path, res.report.get("trace", {}).get("counters", {}))
+    flows = res.report.get("flows")
+    if isinstance(flows, list):
+        for f in flows:
+            tr = f.get("trace") or {}
+            if tr.get("path"):
+                warn_unterminated(Path(tr["path"]), tr.get("counters", {}))
+    else:
+        warn_unterminated(paths[0], res.report.get("trace", {}).get("counters", {}))
     write_json_out(json_out, res.report)
     if not quiet and json_out != "-":
         print_summary(res)

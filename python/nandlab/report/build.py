@@ -22,6 +22,7 @@ from nandlab.report.plots import (
     _by_trace,
     _fig_cdf,
     _fig_cdf_agg,
+    _fig_flow_cdf,
     _fig_summary,
     _fig_summary_agg,
     _group_runs,
@@ -100,6 +101,9 @@ def build_report(
             if trace in large
             else _fig_cdf(trace, trs, files)
         )
+        if f:
+            figs.append(f)
+        f = _fig_flow_cdf(trace, trs, files)
         if f:
             figs.append(f)
     for trace, trs in by_trace.items():

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from nandlab.report.runs import Figure, _Run
+from nandlab.report.runs import MAX_LINES, Figure, _Run
 
 
 def _slug(s: str) -> str:
@@ -323,6 +323,58 @@ def _fig_cdf(trace: str, runs: Sequence[_Run], files: Path) -> Figure | None:
             "p99.9 / max only."
         )
     return Figure(name, f"Latency CDF — {trace}", cap, png, svg)
+
+
+def _fig_flow_cdf(trace: str, runs: Sequence[_Run], files: Path) -> Figure | None:
+    """Runs of concurrent flows (``flows`` in the report): a line per flow of each run (at
+    most :data:`MAX_LINES` lines), a colour per flow, a dash pattern per run."""
+    from nandlab.figures import _figure, save
+
+    lines: list[tuple[str, int, int, Mapping[str, Any]]] = []
+    flow_names: list[str] = []
+    with_flows = [r for r in runs if isinstance((r.report or {}).get("flows"), list)]
+    for ri, r in enumerate(with_flows):
+        for f in (r.report or {}).get("flows") or []:
+            name = str(f.get("name"))
+            if name not in flow_names:
+                flow_names.append(name)
+            label = f"{name}" if len(with_flows) == 1 else f"{r.label} · {name}"
+            lines.append((label, flow_names.index(name), ri, f))
+    lines = lines[:MAX_LINES]
+    classes = [c for c in ("read", "write") if any(_cdf_points(f, c)[0] for *_, f in lines)]
+    if not classes:
+        return None
+    fig = _figure(5.0 * len(classes) + _legend_inches([lb for lb, *_ in lines]), 3.6)
+    axes = fig.subplots(1, len(classes), squeeze=False)[0]
+    colors = [f"C{i % 10}" for i in range(len(flow_names))]
+    dashes = ["-", "--", ":", "-."]
+    approx = False
+    for ax, cls in zip(axes, classes):
+        n = 0
+        for label, fi, ri, f in lines:
+            xs, ys, exact = _cdf_points(f, cls)
+            if not xs:
+                continue
+            approx |= not exact
+            style = {"drawstyle": "steps-post"} if exact else {"marker": "o", "markersize": 3}
+            ax.plot(xs, ys, color=colors[fi], ls=dashes[ri % 4], lw=1.2, label=label, **style)
+            n += 1
+        _cdf_axis(ax, trace, cls)
+        if cls == classes[-1]:
+            _legend(ax, n)
+    name = f"cdf-flows-{_slug(trace)}"
+    png, svg = save(fig, files / name)
+    cap = (
+        f"Response-time CDF of each concurrent flow of {trace} (docs/multi-tenant.md), a colour "
+        "per flow, a dash pattern per run; the report's flows[].slowdown and fairness say how "
+        "much the flows slowed each other."
+    )
+    if approx:
+        cap += (
+            " Markers: flows without host.cdf in their report, drawn from p50 / p90 / p99 / "
+            "p99.9 / max only."
+        )
+    return Figure(name, f"Latency CDF per flow — {trace}", cap, png, svg)
 
 
 def _cdf_axis(ax: Any, trace: str, cls: str) -> None:

@@ -261,16 +261,22 @@ impl Engine {
         Ok(())
     }
 
-    /// Per-flow host blocks of the report (`flows[i].host`), in flow order, with each flow's
-    /// throughput over its own span; `None` for a single-trace run.
+    /// Per-flow host blocks of the report (`flows[i].host`, with its latency CDFs when
+    /// `stats.latency_cdf`), in flow order, with each flow's throughput over its own span;
+    /// `None` for a single-trace run.
     pub(crate) fn flow_host_reports(&self) -> Option<Vec<serde_json::Value>> {
         let rt = self.flow_rt.as_ref()?;
+        let cdf = self.config().stats.latency_cdf;
         Some(
             rt.stats
                 .iter()
                 .map(|s| {
                     let host = crate::stats::host_report(s);
                     let requests = host.requests;
+                    let mut host = serde_json::json!(host);
+                    if cdf {
+                        host["cdf"] = crate::stats::cdf::cdf_report(s);
+                    }
                     serde_json::json!({
                         "host": host,
                         "last_completion_s": s.last_completion_ns as f64 / 1e9,
