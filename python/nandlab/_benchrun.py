@@ -2,12 +2,14 @@
 
     python -m nandlab._benchrun parse TRACE [--format F]
     python -m nandlab._benchrun sim TRACE [--config C] [--scheme S] [--set KEY=VALUE ...]
-                                          [--format F] [--no-cache]
+                                          [--format F] [--no-cache] [--flow TRACE2 ...]
     python -m nandlab._benchrun dump TRACE --out CSV [--config C] [--set KEY=VALUE ...]
 
-``--no-cache`` replays without the config's ``[cache]`` section (and without ``cache.*``
-overrides); ``dump`` writes the tagged SSD operations the cache layer makes of TRACE as a
-canonical CSV (``nandlab bench --cache`` replays it with ``--no-cache``).
+``--flow`` (repeatable) replays TRACE and the ``--flow`` traces as concurrent flows (no alone
+runs: ``slowdown=False``). ``--no-cache`` replays without the config's ``[cache]`` section
+(and without ``cache.*`` overrides); ``dump`` writes the tagged SSD operations the cache
+layer makes of TRACE as a canonical CSV (``nandlab bench --cache`` replays it with
+``--no-cache``).
 
 Prints one JSON object on stdout: the measurement — wall and CPU seconds of the core call
 (CPU = ``time.process_time``, all threads of this process); for ``sim`` also the CPU seconds of
@@ -42,6 +44,7 @@ def measure(
     overrides: list[str] | None = None,
     no_cache: bool = False,
     out_path: str | None = None,
+    flows: list[str] | None = None,
 ) -> dict[str, Any]:
     from nandlab import _core
     from nandlab.api import trace_options_json
@@ -80,17 +83,21 @@ def measure(
         }
     from nandlab.api import simulate
 
-    res = simulate(cfg, trace, scheme=scheme, overrides=overrides, trace_format=trace_format)
+    what: str | list[str] = [trace, *flows] if flows else trace
+    res = simulate(
+        cfg, what, scheme=scheme, overrides=overrides, trace_format=trace_format, slowdown=False
+    )
     cpu = time.process_time() - c0
     # The set-up alone (pre-pass, sizing, preconditioning): the same run stopped after one
-    # request. What the replay costs is the difference.
+    # request (one per flow). What the replay costs is the difference.
     c1 = time.process_time()
     simulate(
         cfg,
-        trace,
+        what,
         scheme=scheme,
         overrides=[*(overrides or []), "host.max_requests=1"],
         trace_format=trace_format,
+        slowdown=False,
     )
     setup_cpu = time.process_time() - c1
     s = res.flat()
@@ -117,6 +124,8 @@ def measure(
         "flash_ops_per_s": flash_ops / wall if wall else None,
         "mean_us": s.get("host.mean_us"),
         "peak_rss_mib": _peak_rss_mib(),
+        # concurrent flows: where each flow's logical range starts (bench --flows merges them)
+        "flow_bases": [f.get("logical_base_bytes") for f in res.report.get("flows") or []],
     }
 
 
@@ -130,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--format", dest="trace_format", default=None)
     ap.add_argument("--no-cache", action="store_true")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--flow", dest="flows", action="append", default=[])
     a = ap.parse_args(argv)
     try:
         out = measure(
@@ -141,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
             a.overrides,
             a.no_cache,
             a.out,
+            a.flows,
         )
     except Exception as e:  # reported to the parent, which prints one line
         print(json.dumps({"error": str(e), "kind": type(e).__name__}))

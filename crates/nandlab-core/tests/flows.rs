@@ -103,6 +103,43 @@ fn one_flow_is_the_single_trace_run() {
     }
 }
 
+#[test]
+fn partitioned_flows_replay_as_one_trace_of_both_moved_to_their_ranges() {
+    // Without waits in a host queue, arbitration decides nothing: two open-loop flows are the
+    // single-trace replay of their requests merged by time, the second flow's offsets moved
+    // to its range. Each flow's times count from its own first request (the trace reader's)
+    // plus its start offset: B starts 2 ns in, and its times are 2 mod 4, A's 0 mod 4, so no
+    // two requests arrive together.
+    let dir = tempfile::tempdir().unwrap();
+    let from_zero = |v: Vec<(u64, char, u64, u64)>| {
+        let t0 = v[0].0;
+        v.into_iter()
+            .map(|(t, op, o, s)| (4 * (t - t0), op, o, s))
+            .collect::<Vec<_>>()
+    };
+    let a = from_zero(mixed(2000, 5, 30_000));
+    let b = from_zero(mixed(2000, 6, 30_000));
+    let pa = write_trace(dir.path(), "a.csv", &a);
+    let pb = write_trace(dir.path(), "b.csv", &b);
+    let cfg = format!(
+        "{}\n[[host.flows]]\n[[host.flows]]\nstart_offset_s = 2e-9\n",
+        preset("default")
+    );
+    let flows = run_with(&cfg, &[], &[&pa, &pb]).unwrap();
+    let base = flows["flows"][1]["logical_base_bytes"].as_u64().unwrap();
+    assert!(base >= 64 << 20, "B's range starts after A's span: {base}");
+    let mut merged: Vec<_> = a
+        .iter()
+        .copied()
+        .chain(b.iter().map(|&(t, op, o, s)| (t + 2, op, o + base, s)))
+        .collect();
+    merged.sort_by_key(|r| r.0);
+    let pm = write_trace(dir.path(), "m.csv", &merged);
+    let single = run_with(&preset("default"), &[], &[&pm]).unwrap();
+    let keys = ["timing", "trace", "config", "flows"];
+    assert_eq!(without(flows, &keys), without(single, &keys));
+}
+
 /// Two flows of `n` reads each of LPN 0, all submitted at 0; the controller takes one command
 /// at a time, so their order is the arbitration's alone.
 fn arbitrated(arbitration: &str, extra: &[&str]) -> (f64, f64, f64) {

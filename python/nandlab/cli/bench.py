@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +123,14 @@ _BENCH_CASES: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
     "bundled pgbench_rw_slice).",
 )
 @click.option(
+    "--flows",
+    "flows",
+    is_flag=True,
+    help="Measure concurrent flows instead: two synthetic traces of --requests/2 requests "
+    "(seeds 42 and 43, 1000 IOPS each) replayed together against each replayed alone "
+    "(issue 35's budget: a two-flow run costs no more per request than the two single runs).",
+)
+@click.option(
     "--set",
     "sets",
     multiple=True,
@@ -138,6 +146,7 @@ def bench(
     keep: Path | None,
     cache: bool,
     cache_trace: str | None,
+    flows: bool,
     sets: tuple[str, ...],
     json_out: str | None,
 ) -> None:
@@ -156,8 +165,15 @@ def bench(
     alternate, medians of --repeat. With a scheme that ignores cache tags (the default,
     baseline) both are the same simulation (checked: events and mean response equal), so the
     CPU ratio is the cache layer's cost.
+
+    With --flows: two synthetic traces of --requests/2 requests each (seeds 42 and 43, 1000
+    IOPS each) replayed together as concurrent flows, and each replayed alone; runs alternate,
+    medians of --repeat; the ratio is the two-flow run's CPU over the two single runs' sum.
     """
     overrides = [cli_override(x) for x in sets]
+    if flows:
+        _bench_flows(requests, config or "xia-diffecc", scheme, overrides, repeat, keep, json_out)
+        return
     if cache:
         _bench_cache(
             resolve_trace(cache_trace) if cache_trace else default_trace(),
@@ -368,3 +384,143 @@ def _bench_cache(
         f"cache slots {fmt_value(d.get('slots'))}; same simulation (SSD ops, events, mean "
         f"response): {'yes' if same else 'NO: use a scheme that ignores cache tags (baseline)'}"
     )
+
+
+def _bench_flows(
+    requests: int,
+    config: str,
+    scheme: str,
+    overrides: list[str],
+    repeat: int,
+    keep: Path | None,
+    json_out: str | None,
+) -> None:
+    """``nandlab bench --flows`` (see :func:`bench`)."""
+    half = max(requests // 2, 1)
+    with tempfile.TemporaryDirectory(prefix="nandlab-bench-") as tmp:
+        gen_dir = keep if keep is not None else Path(tmp)
+        gen_dir.mkdir(parents=True, exist_ok=True)
+        traces = []
+        for seed in (42, 43):
+            p = gen_dir / f"flow_{half}_seed{seed}.csv"
+            if not p.is_file():
+                with err_console.status(f"generating flow {p.name}…"):
+                    _core.trace_generate(
+                        json.dumps({"requests": half, "seed": seed, "iops": 1000.0}), str(p)
+                    )
+            traces.append(p)
+        a, b = traces
+        runs: dict[str, list[dict[str, Any]]] = {"flows": [], "merged": [], "a": [], "b": []}
+        merged = gen_dir / f"flows_{half}_merged.csv"
+        for i in range(repeat):
+            order = ["flows", "merged", "a", "b"]
+            for k in order if i % 2 == 0 else order[::-1]:
+                with err_console.status(f"{k} run {i + 1}…"):
+                    if k == "flows":
+                        extra = ["--flow", str(b)]
+                        runs[k].append(
+                            _bench_child("sim", a, config, scheme or None, overrides, extra)
+                        )
+                        if not merged.is_file():
+                            _merge_flows(a, b, int(runs[k][0]["flow_bases"][1]), merged)
+                    else:
+                        t = {"a": a, "b": b}.get(k, merged)
+                        runs[k].append(_bench_child("sim", t, config, scheme or None, overrides))
+
+    def med(rs: list[dict[str, Any]], k: str) -> Any:
+        xs = [r[k] for r in rs if r.get(k) is not None]
+        return _median(xs) if xs else None
+
+    rows = []
+    for k, label in (
+        ("flows", "two flows together"),
+        ("a", "flow A alone"),
+        ("b", "flow B alone"),
+        ("merged", "A and B as one trace"),
+    ):
+        n = runs[k][0].get("requests")
+        cpu = med(runs[k], "cpu_s")
+        rows.append(
+            {
+                "run": label,
+                "requests": n,
+                "sim_cpu_s": cpu,
+                "replay_cpu_s": med(runs[k], "replay_cpu_s"),
+                "cpu_us_per_request": cpu / n * 1e6 if cpu and n else None,
+                "events_per_request": med(runs[k], "events_per_request"),
+                "peak_rss_mib": max(r["peak_rss_mib"] for r in runs[k]),
+            }
+        )
+    singles = (rows[1]["sim_cpu_s"] or 0) + (rows[2]["sim_cpu_s"] or 0)
+    replays = (rows[1]["replay_cpu_s"] or 0) + (rows[2]["replay_cpu_s"] or 0)
+    ratio = rows[0]["sim_cpu_s"] / singles if rows[0]["sim_cpu_s"] and singles else None
+    replay_ratio = (
+        rows[0]["replay_cpu_s"] / replays if rows[0]["replay_cpu_s"] and replays else None
+    )
+    mc = rows[3]["sim_cpu_s"]
+    merged_ratio = rows[0]["sim_cpu_s"] / mc if rows[0]["sim_cpu_s"] and mc else None
+    write_json_out(
+        json_out,
+        {
+            "config": config,
+            "scheme": scheme or None,
+            "repeat": repeat,
+            "results": rows,
+            "flows_over_singles_cpu": ratio,
+            "flows_over_singles_replay_cpu": replay_ratio,
+            "flows_over_merged_cpu": merged_ratio,
+        },
+    )
+    if json_out == "-":
+        return
+    t = Table(
+        title=f"nandlab bench --flows — {config}, {scheme or 'config scheme'}",
+        title_justify="left",
+    )
+    heads = ("run", "requests", "CPU s", "replay CPU s", "CPU µs/request", "events/req", "RSS MiB")
+    for c in heads:
+        t.add_column(c, justify="left" if c == "run" else "right")
+    for r in rows:
+        t.add_row(
+            r["run"],
+            *(
+                fmt_value(r[k])
+                for k in (
+                    "requests",
+                    "sim_cpu_s",
+                    "replay_cpu_s",
+                    "cpu_us_per_request",
+                    "events_per_request",
+                    "peak_rss_mib",
+                )
+            ),
+        )
+    out_console.print(t)
+    out_console.print(
+        f"two flows / two single runs, CPU: {fmt_value(ratio)} (replay only: "
+        f"{fmt_value(replay_ratio)}; issue 35's budget: 1.0 within noise); over the same "
+        f"requests as one trace on the same device: {fmt_value(merged_ratio)} (the single "
+        "runs' devices are half the size: the rest is the larger device's memory footprint)"
+    )
+
+
+def _merge_flows(a: Path, b: Path, base: int, out: Path) -> None:
+    """The canonical traces ``a`` and ``b`` as one: each flow's times from its first request
+    (as the reader counts them), ``b``'s offsets moved to its logical range at ``base``."""
+    import heapq
+
+    def rows(p: Path, shift: int) -> Iterator[tuple[int, str, int, int]]:
+        # streamed: the parent's peak RSS is inherited by the runs it starts (ru_maxrss)
+        t0 = None
+        with p.open() as f:
+            for ln in f:
+                if ln and ln[0].isdigit():
+                    t, op, off, size = ln.split(",")[:4]
+                    t0 = int(t) if t0 is None else t0
+                    yield (int(t) - t0, op, int(off) + shift, int(size))
+
+    merged = heapq.merge(rows(a, 0), rows(b, base), key=lambda r: r[0])
+    with out.open("w") as f:
+        f.write("time_ns,op,offset_bytes,size_bytes\n")
+        for t, op, o, sz in merged:
+            f.write(f"{t},{op},{o},{sz}\n")

@@ -213,6 +213,13 @@ impl Engine {
         if fl.iter().any(|f| !f.done) && self.error.is_none() {
             return Err(self.stall_error());
         }
+        // The run's latency distributions are the union of the flows' (each request was
+        // recorded once, under its flow: `finish_host`).
+        let rt = self.flow_rt.as_ref().expect("flow runtime");
+        for s in &rt.stats {
+            self.stats.untagged_read.absorb(&s.untagged_read);
+            self.stats.untagged_write.absorb(&s.untagged_write);
+        }
         self.end_replay(&mut beat)
     }
 

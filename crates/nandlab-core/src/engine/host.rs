@@ -582,10 +582,13 @@ impl Engine {
         }
         // Trims never hold a slot (`on_arrival` serves them at once). One record per request:
         // under its tag, or its class when untagged; report time merges (Stats::reads).
-        self.stats
-            .record_host(s.op != Op::Read, s.tag, response, wait, service);
         if let Some(f) = self.flow_rt.as_mut() {
+            // Concurrent flows: recorded per flow only; the run's distributions are their
+            // union, merged (exactly) when the replay ends (`flows.rs`).
             f.completed(s.flow, s.op != Op::Read, s.done_ns, response, wait, service);
+        } else {
+            self.stats
+                .record_host(s.op != Op::Read, s.tag, response, wait, service);
         }
         if let Some(w) = self.log.as_mut() {
             let op = if s.op == Op::Read { 'R' } else { 'W' };

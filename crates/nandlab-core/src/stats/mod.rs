@@ -101,6 +101,18 @@ impl Latency {
         }
     }
 
+    /// Add every sample of `other` (exact, as [`Latency::merged`]).
+    pub fn absorb(&mut self, other: &Latency) {
+        if other.count == 0 {
+            return;
+        }
+        // Cannot fail: the histogram resizes to `other`'s range.
+        let _ = self.hist.add(&other.hist);
+        self.sum_ns += other.sum_ns;
+        self.count += other.count;
+        self.max_ns = self.max_ns.max(other.max_ns);
+    }
+
     /// The distribution of the samples of every part together, without copying when at most
     /// one part has samples (the first part when none has). Exact: the same counts, sum, max
     /// and histogram as recording every sample into one distribution.
@@ -146,6 +158,13 @@ pub struct ClassLatency {
 }
 
 impl ClassLatency {
+    /// Add every sample of `other` (exact).
+    pub fn absorb(&mut self, other: &ClassLatency) {
+        self.response.absorb(&other.response);
+        self.wait.absorb(&other.wait);
+        self.service.absorb(&other.service);
+    }
+
     /// Record one request.
     #[inline]
     pub fn record(&mut self, response_ns: u64, wait_ns: u64, service_ns: u64) {
