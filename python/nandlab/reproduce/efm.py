@@ -274,7 +274,7 @@ def _regions(s: str, n: int) -> str:
 def _col(
     key: str, schemes: tuple[str, ...] = SCHEMES, fmt: str = "num", h: str = ""
 ) -> list[fw.Col]:
-    return [fw.Col(f"{LABELS[s]}{h}", key.format(s=s), fmt) for s in schemes]
+    return fw.scheme_cols(key, schemes, LABELS, fmt, h)
 
 
 # fmt: off
