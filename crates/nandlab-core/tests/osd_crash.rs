@@ -4,7 +4,7 @@
 
 use crate::osd::{as_commands, cfg, design_cfg, preset, DESIGNS};
 use nandlab_core::osd::mixed::random_ops;
-use nandlab_core::osd::{Device, OsdCommand, OsdOp};
+use nandlab_core::osd::{Device, OsdCommand};
 
 /// Power cuts at seeded flash operations (mid-program, mid-erase, GC, MLGC and diff-cache
 /// eviction among them): recovery gives back every acknowledged byte, no removed object, for

@@ -2,8 +2,8 @@
 //! read with the right pages, overwrites and GC moves split it, recovery rebuilds it. Moved
 //! from `osd.rs`, whose devices and designs it uses.
 
-use crate::osd::{as_commands, cfg, design_cfg, preset, DESIGNS};
-use nandlab_core::osd::{run, Device, OsdOp, RunOpts};
+use crate::osd::{as_commands, cfg, design_cfg, DESIGNS};
+use nandlab_core::osd::{Device, OsdOp};
 
 /// The data PPNs programmed by the last command, in program order.
 fn programs(d: &Device) -> Vec<u32> {

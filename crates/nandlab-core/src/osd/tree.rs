@@ -423,6 +423,16 @@ impl Nodes {
         (i, n.vals[i] as u32)
     }
 
+    /// The leaf that routes `key` under `root`.
+    #[inline]
+    fn leaf_for(&self, root: u32, key: u64) -> u32 {
+        let mut id = root;
+        while self.nodes[id as usize].level > 0 {
+            id = self.child_for(id, key).1;
+        }
+        id
+    }
+
     /// The leaf that covers `key` under `root`, and the path (root first) into `path`.
     pub fn find_leaf(&self, root: u32, key: u64, path: &mut Vec<u32>) -> u32 {
         path.clear();
@@ -540,22 +550,12 @@ impl Nodes {
         geo: &G,
         ch: &mut Change,
     ) -> Option<u64> {
-        let mut id = *root;
-        while self.nodes[id as usize].level > 0 {
-            id = self.child_for(id, key).1;
-        }
-        let pb = self.page_bytes;
-        let n = &mut self.nodes[id as usize];
-        let first = n.keys.first().copied();
-        let (old, changed) = ext_set(&mut n.keys, &mut n.vals, key, val, pb, geo);
-        let moved_first = n.keys.first().copied() != first;
-        if moved_first {
-            self.fix_min_key(id);
-        }
-        self.touch(id, changed);
-        // A cut adds up to two entries: split. Joined extents can leave a leaf under half
-        // full; it stays so until a removal merges it (as an insertion never merged before
-        // extents: a page set, e.g. a GC move, frees no node).
+        let (id, old) = self.edit_leaf(*root, key, |keys, vals, pb| {
+            Some(ext_set(keys, vals, key, val, pb, geo))
+        })?; // ext_set always edits: never returns here
+             // A cut adds up to two entries: split. Joined extents can leave a leaf under half
+             // full; it stays so until a removal merges it (as an insertion never merged before
+             // extents: a page set, e.g. a GC move, frees no node).
         if self.nodes[id as usize].keys.len() > self.leaf_cap {
             self.split_up(root, id, ch);
         }
@@ -571,34 +571,44 @@ impl Nodes {
         geo: &G,
         ch: &mut Change,
     ) -> Option<u64> {
-        let mut id = *root;
-        while self.nodes[id as usize].level > 0 {
-            id = self.child_for(id, key).1;
-        }
-        let pb = self.page_bytes;
-        let n = &mut self.nodes[id as usize];
-        let first = n.keys.first().copied();
-        let (old, changed) = ext_remove(&mut n.keys, &mut n.vals, key, pb, geo)?;
-        let moved_first = !n.keys.is_empty() && n.keys.first().copied() != first;
-        if moved_first {
-            self.fix_min_key(id);
-        }
-        self.touch(id, changed);
+        let (id, old) = self.edit_leaf(*root, key, |keys, vals, pb| {
+            ext_remove(keys, vals, key, pb, geo).map(|(old, changed)| (Some(old), changed))
+        })?;
         // Unmapping a page inside an extent cuts it in two: a full leaf can overflow.
         if self.nodes[id as usize].keys.len() > self.leaf_cap {
             self.split_up(root, id, ch);
         } else {
             self.merge_up(root, id, ch);
         }
-        Some(old)
+        old
+    }
+
+    /// Apply `edit` (an extent edit, given the page size: its result and how many entries it
+    /// changed, or `None` for no edit) to the leaf that routes `key` under `root`; fix the
+    /// separators above when its first key moved (not when it emptied: the caller merges it)
+    /// and mark it dirty. Returns the leaf and the edit's result.
+    #[inline]
+    fn edit_leaf<R>(
+        &mut self,
+        root: u32,
+        key: u64,
+        edit: impl FnOnce(&mut Vec<u64>, &mut Vec<u64>, u64) -> Option<(R, u32)>,
+    ) -> Option<(u32, R)> {
+        let id = self.leaf_for(root, key);
+        let pb = self.page_bytes;
+        let n = &mut self.nodes[id as usize];
+        let first = n.keys.first().copied();
+        let (r, changed) = edit(&mut n.keys, &mut n.vals, pb)?;
+        if !n.keys.is_empty() && n.keys.first().copied() != first {
+            self.fix_min_key(id);
+        }
+        self.touch(id, changed);
+        Some((id, r))
     }
 
     /// Insert or replace `key` → `val` in the tree at `*root`; returns the old value.
     pub fn upsert(&mut self, root: &mut u32, key: u64, val: u64, ch: &mut Change) -> Option<u64> {
-        let mut id = *root;
-        while self.nodes[id as usize].level > 0 {
-            id = self.child_for(id, key).1;
-        }
+        let id = self.leaf_for(*root, key);
         let n = &mut self.nodes[id as usize];
         match n.keys.binary_search(&key) {
             Ok(i) => {
@@ -722,10 +732,7 @@ impl Nodes {
     /// Remove `key` from the tree at `*root`; returns its value. Merges as described in the
     /// module doc. The tree never becomes empty here: the last leaf stays (possibly empty).
     pub fn remove(&mut self, root: &mut u32, key: u64, ch: &mut Change) -> Option<u64> {
-        let mut id = *root;
-        while self.nodes[id as usize].level > 0 {
-            id = self.child_for(id, key).1;
-        }
+        let id = self.leaf_for(*root, key);
         let n = &mut self.nodes[id as usize];
         let i = n.keys.binary_search(&key).ok()?;
         n.keys.remove(i);
