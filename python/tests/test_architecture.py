@@ -8,6 +8,8 @@
 * Recipe (b), add a trace format: ``cli_common.TRACE_FORMATS`` (``--format``'s choices) names
   the formats the core reads. Recipes (a) and (b) are otherwise followed by the core's
   ``tests/recipes.rs``, whose code the page's ``rust`` blocks are (test_doc_examples.py).
+* No Rust or Python source file is over 1,000 lines unless its module doc says "kept as one
+  file because …".
 """
 
 from __future__ import annotations
@@ -179,3 +181,13 @@ def test_format_choices_are_the_formats_the_core_reads(tmp_path: Path) -> None:
     m = re.search(r"known formats: ([a-z, ]+)", str(e.value))
     assert m, str(e.value)
     assert [f.strip() for f in m.group(1).split(",")] == TRACE_FORMATS
+
+
+def test_no_source_file_over_1000_lines_without_a_reason() -> None:
+    long = []
+    for path in [*(ROOT / "crates").rglob("*.rs"), *(ROOT / "python").rglob("*.py")]:
+        text = path.read_text(encoding="utf-8")
+        lines = text.count("\n")
+        if lines > 1000 and "kept as one file because" not in text:
+            long.append(f"{path.relative_to(ROOT)}: {lines:,} lines")
+    assert not long, "split these files by subject, or say why not in the module doc: " + str(long)

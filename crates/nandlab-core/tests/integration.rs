@@ -43,6 +43,10 @@ mod link;
 mod mapping;
 #[path = "osd.rs"]
 mod osd;
+#[path = "osd_crash.rs"]
+mod osd_crash;
+#[path = "osd_extents.rs"]
+mod osd_extents;
 #[path = "osd_objfs.rs"]
 mod osd_objfs;
 #[path = "periods_history.rs"]

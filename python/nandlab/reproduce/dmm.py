@@ -25,7 +25,6 @@ Nothing is tuned to the thesis's numbers: the tables print ours next to the thes
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -172,8 +171,7 @@ def headline_rows(trace_res: dict[str, Any]) -> dict[str, Any]:
                 o["erases"] / d["erases"] - 1.0 if d["erases"] and o["erases"] is not None else None
             ),
         }
-    keys = ("page_writes_vs_obfs", "write_response_vs_obfs", "write_response_vs_yaffs2",
-            "page_writes_vs_yaffs2", "endurance_vs_obfs")  # fmt: skip
+    keys = [h.ours for h in HEADLINE]  # the per-trace keys, in order
     return {
         "per_trace": per,
         "mean": {k: mean_of(finite(p[k]) for p in per.values()) for k in keys},
@@ -230,22 +228,6 @@ def trace_checks(trace_res: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _sweep(name: str, prefix: str, panels: dict[str, tuple[str, str | None]], **opts: Any) -> Any:
-    """Fig. 42 / 44: per panel ``(metric, reference run)``, per trace the sweep's runs (their
-    key's ``prefix``) as (size in KiB, the metric / the reference's)."""
-
-    def points(t: dict[str, Any], m: str, ref: str | None) -> list[tuple[int, float]]:
-        base = t[ref][m] if ref else 1
-        return [(int(k.split("_")[1]) // KIB, r[m] / base) for k, r in t.items()
-                if k.startswith(prefix) and r[m] is not None and base]  # fmt: skip
-
-    def data(rs: fw.TraceRows) -> dict[str, Any]:
-        return rs.trace_rows and {title: {t["trace"]: points(t, m, ref) for t in rs.trace_rows}
-                                  for title, (m, ref) in panels.items()}  # fmt: skip
-
-    return fw.Fig(name, "lines", data, opts)
-
-
 #: Fig. 45 and 43 normalised to OBFS / the extent tree, Fig. 42 and 44 to no MLGC / no cache,
 #: as the thesis's figures are.
 FIGURES = (
@@ -260,13 +242,14 @@ FIGURES = (
             scheme_labels={"extent_1m": "extent tree", "virtual_1m": "virtual tree"},
             ylabel="normalised to the extent tree",
             title="Fig. 43: virtual vs extent B+ tree (1 MiB GC table)"),
-    _sweep("fig42", "mlgc_", {"page writes ÷ no MLGC": ("page_writes", "obfs"),
-                              "onode writes ÷ no MLGC": ("onode_writes", "obfs")},
-           xlabel="byte-level GC table (KiB)", title="Fig. 42: MLGC"),
-    _sweep("fig44", "dc_", {"page writes ÷ no cache": ("page_writes", "virtual_1m"),
-                            "index writes ÷ no cache": ("index_writes", "virtual_1m"),
-                            "hit rate": ("hit_rate", None)},
-           xlabel="diff cache (KiB)", title="Fig. 44: diff cache (virtual tree, 1 MiB GC table)"),
+    fw.size_sweep("fig42", "mlgc_", {"page writes ÷ no MLGC": ("page_writes", "obfs"),
+                                     "onode writes ÷ no MLGC": ("onode_writes", "obfs")},
+                  xlabel="byte-level GC table (KiB)", title="Fig. 42: MLGC"),
+    fw.size_sweep("fig44", "dc_", {"page writes ÷ no cache": ("page_writes", "virtual_1m"),
+                                   "index writes ÷ no cache": ("index_writes", "virtual_1m"),
+                                   "hit rate": ("hit_rate", None)},
+                  xlabel="diff cache (KiB)",
+                  title="Fig. 44: diff cache (virtual tree, 1 MiB GC table)"),
 )  # fmt: skip
 
 
@@ -295,9 +278,7 @@ def reproduce(o: osd.OsdOptions, runner: Runner) -> dict[str, Any]:
         "trace_results": trace_res,
         "headline_by_trace": headline,
         "thesis_headline": THESIS_HEADLINE,
-        "failed_runs": runner.failed,
-        "grid": {"executed": runner.done, "cached": runner.cached,
-                 "wall_s": time.time() - runner.t0},
+        **runner.result_json(),
     }  # fmt: skip
     return result
 

@@ -176,8 +176,8 @@ def rows(res: fw.Results) -> list[dict[str, Any]]:
         for s in SCHEMES:
             m = res.get(t, s)
             row.update(fw.pick(m, _TIMES, s + "_{k}"))
-            row[f"{s}_die_utilization"] = (m.get("load") or {}).get("die_utilization")
-            row[f"{s}_overloaded"] = (m.get("load") or {}).get("overloaded")
+            row[f"{s}_die_utilization"] = fw.load_of(m, "die_utilization")
+            row[f"{s}_overloaded"] = fw.load_of(m, "overloaded")
             if s != "efm":
                 # "EFM delivers x % latency reduction compared to B" = B / EFM - 1 (§V-B: the
                 # paper's 296 % can only be read this way).
@@ -193,7 +193,7 @@ def rows(res: fw.Results) -> list[dict[str, Any]]:
             ms = res.get(t, f"{s} sync" if s in SYNC_VARIANT else s)
             row[f"{s}_sync_mean_us"] = ms.get("mean_us")
             # each run's own overload flag (a saturated sync run is left out on its own)
-            row[f"{s}_sync_overloaded"] = (ms.get("load") or {}).get("overloaded")
+            row[f"{s}_sync_overloaded"] = fw.load_of(ms, "overloaded")
             row[f"{s}_sync_flash_us_per_request"] = ms.get("flash_us_per_request")
             row[f"{s}_sync_migration_us_per_request"] = ms.get("migration_us_per_request")
         for s in SCHEMES[1:]:
@@ -274,7 +274,7 @@ def _regions(s: str, n: int) -> str:
 def _col(
     key: str, schemes: tuple[str, ...] = SCHEMES, fmt: str = "num", h: str = ""
 ) -> list[fw.Col]:
-    return [fw.Col(f"{LABELS[s]}{h}", key.format(s=s), fmt) for s in schemes]
+    return fw.scheme_cols(key, schemes, LABELS, fmt, h)
 
 
 # fmt: off

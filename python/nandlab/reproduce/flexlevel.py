@@ -98,52 +98,34 @@ TRACES = fw.Traces(
 )
 
 
-def variant(config: str, pe: int = PRESET_PE, age_window_s: float | None = None) -> fw.Variant:
-    """``config`` (a key of :data:`CONFIGS`) at ``pe`` P/E (and, when given, data ages spread
-    over ``age_window_s`` seconds instead of the preset's)."""
+#: The P/E sweep (Fig. 24c) and the data-age sweep (days) on a configuration's run.
+PE = fw.Sweep("pe={x}", PE_SWEEP, lambda pe: {"precondition.initial_pe_cycles": pe},
+              PRESET_PE, QUICK_PE_SWEEP)  # fmt: skip
+AGE = fw.Sweep("age={x:g}d", AGE_SWEEP, lambda d: {"precondition.initial_age_window_s":
+               d * 86_400.0}, PRESET_AGE_DAYS, QUICK_AGE_SWEEP)  # fmt: skip
+
+
+def variant(config: str) -> fw.Variant:
+    """``config`` (a key of :data:`CONFIGS`) at the preset's P/E and data age."""
     scheme, ov = CONFIGS[config]
-    o: dict[str, object] = dict(ov)
-    label = config
-    if pe != PRESET_PE:
-        o["precondition.initial_pe_cycles"] = pe
-        label = f"{config} pe={pe}"
-    if age_window_s is not None:
-        o["precondition.initial_age_window_s"] = age_window_s
-        label = f"{label} age={age_window_s / 86_400:g}d"
-    return fw.Variant(label, scheme, o)
+    return fw.Variant(config, scheme, dict(ov))
 
 
 def plan(traces: list[TraceChoice], quick: bool) -> list[tuple[TraceChoice, fw.Variant]]:
     out = []
     for t in traces:
         out += [(t, variant(c)) for c in CONFIGS]
-        for pe in QUICK_PE_SWEEP if quick else PE_SWEEP:
-            if pe != PRESET_PE:
-                out += [(t, variant(c, pe)) for c in ("baseline", "access_eval")]
-        for days in QUICK_AGE_SWEEP if quick else AGE_SWEEP:
-            if days != PRESET_AGE_DAYS:
-                out += [(t, variant(c, PRESET_PE, days * 86_400.0)) for c in AGED_CONFIGS]
-        for c in GC_CONFIGS:
-            v = variant(c)
-            out.append((t, fw.Variant(f"{c} gc", v.scheme, {**v.overrides, **GC_FILL})))
+        out += [(t, v) for v in PE.variants(map(variant, ("baseline", "access_eval")), quick)]
+        out += [(t, v) for v in AGE.variants(map(variant, AGED_CONFIGS), quick)]
+        out += [(t, variant(c).derive("gc", GC_FILL)) for c in GC_CONFIGS]
     return out
-
-
-def _age(res: fw.Results, t: str, c: str, days: float) -> dict[str, Any]:
-    return res.get(t, c if days == PRESET_AGE_DAYS else variant(c, PRESET_PE, days * 86_400.0).name)
-
-
-def _count(v: Any) -> int | None:
-    """A counter of the report as an int (tables print counts without decimals)."""
-    f = finite(v)
-    return None if f is None else round(f)
 
 
 def run_metrics(rep: Mapping[str, Any]) -> dict[str, Any]:
     ss = rep.get("scheme_stats") or {}
     return {
-        **fw.host_metrics(rep, counts=_count),
-        "migrations": _count(ss.get("migrations_to_reduced")),
+        **fw.host_metrics(rep, counts=fw.as_int),
+        "migrations": fw.as_int(ss.get("migrations_to_reduced")),
         "false_id": finite(ss.get("false_identification_rate")),
         "frequently_read": finite(ss.get("frequently_read_lpns")),
         "iwfr": finite(ss.get("iwfr_lpns")),
@@ -186,13 +168,13 @@ def rows(res: fw.Results) -> list[dict[str, Any]]:
         row["baseline_soft_levels"] = base.get("soft_levels")
         row["gain_by_pe"] = {}
         for pe in PE_SWEEP:
-            b = res.get(t, variant("baseline", pe).name).get("mean_us")
-            g = ratio(res.get(t, variant("access_eval", pe).name).get("mean_us"), b)
+            b = res.get(t, PE.name("baseline", pe)).get("mean_us")
+            g = ratio(res.get(t, PE.name("access_eval", pe)).get("mean_us"), b)
             if g is not None:
                 row["gain_by_pe"][str(pe)] = 1.0 - g
         row["age_sweep"] = {}
         for days in AGE_SWEEP:
-            b, la, ae = (_age(res, t, c, days) for c in AGED_CONFIGS)
+            b, la, ae = (res.get(t, AGE.name(c, days)) for c in AGED_CONFIGS)
             if b:
                 row["age_sweep"][f"{days:g}"] = {
                     "baseline_read_us": b.get("read_us"),
@@ -205,7 +187,7 @@ def rows(res: fw.Results) -> list[dict[str, Any]]:
         row.update(fw.ratios(ga, gb, {k: k for k in ("programs", "erases", "mean_us")},
                              "gc_{k}_ratio_access_eval"))  # fmt: skip
         row["gc_baseline_erases"] = gb.get("erases")
-        row["gc_overloaded"] = any((m.get("load") or {}).get("overloaded") for m in (gb, ga))
+        row["gc_overloaded"] = any(fw.load_of(m, "overloaded") for m in (gb, ga))
         row["gc_lifetime_change"] = lifetime_change(row.get("gc_erases_ratio_access_eval"))
         out.append(row)
     return out

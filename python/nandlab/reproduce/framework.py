@@ -88,16 +88,20 @@ from nandlab.reproduce.present import (
     render,
     run_ratio,
     run_value,
+    scheme_cols,
+    size_sweep,
     stacked,
 )
 from nandlab.reproduce.rows import (
     HOST_METRICS,
     SCHEME_KEYS,
+    as_int,
     as_ratio,
     below,
     change,
     check,
     host_metrics,
+    load_of,
     monotone,
     pick,
     ratios,
@@ -132,6 +136,39 @@ class Variant:
     label: str | None = None
     suffix: str = ""
     scaled: bool = True
+
+    def derive(self, suffix: str, overrides: Mapping[str, object]) -> Variant:
+        """This run with more ``overrides``, its name (and label) followed by ``suffix``."""
+        label = None if self.label is None else f"{self.label} {suffix}"
+        ov = {**self.overrides, **overrides}
+        return replace(self, name=f"{self.name} {suffix}", overrides=ov, label=label)
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A parameter swept over runs (a P/E, a timing, a data age): value ``x`` of ``values``
+    (``quick`` with ``--quick``) adds ``overrides(x)`` to a run and `` <label.format(x=x)>`` to
+    its name; the ``preset`` value is the run itself (no run of its own)."""
+
+    label: str
+    values: tuple[Any, ...]
+    overrides: Callable[[Any], Mapping[str, object]]
+    preset: Any = None
+    quick: tuple[Any, ...] | None = None
+
+    def xs(self, quick: bool) -> tuple[Any, ...]:
+        """The values swept (``quick``: with ``--quick``)."""
+        return self.quick if quick and self.quick is not None else self.values
+
+    def name(self, base: str, x: Any) -> str:
+        """The name of run ``base`` at ``x``."""
+        return base if x == self.preset else f"{base} {self.label.format(x=x)}"
+
+    def variants(self, bases: Iterable[Variant], quick: bool) -> list[Variant]:
+        """Every run of ``bases`` at every value swept but the preset (values outermost)."""
+        vs = list(bases)
+        return [v.derive(self.label.format(x=x), self.overrides(x))
+                for x in self.xs(quick) if x != self.preset for v in vs]  # fmt: skip
 
 
 @dataclass
@@ -726,6 +763,7 @@ __all__ = [
     "RowSource",
     "Selection",
     "Study",
+    "Sweep",
     "Table",
     "TraceDef",
     "TraceRows",
@@ -733,6 +771,7 @@ __all__ = [
     "Variant",
     "analyse",
     "analyse_reports",
+    "as_int",
     "as_ratio",
     "bars",
     "below",
@@ -747,6 +786,7 @@ __all__ = [
     "get",
     "host_metrics",
     "lines",
+    "load_of",
     "monotone",
     "pick",
     "plan_runs",
@@ -764,6 +804,8 @@ __all__ = [
     "run_spec",
     "run_study",
     "run_value",
+    "scheme_cols",
+    "size_sweep",
     "stacked",
     "standin",
     "study_json",

@@ -71,8 +71,9 @@ TRACES = fw.Traces(
 )
 
 
-def _timing(dtr: float) -> dict[str, object]:
-    return {"timing.read_us": [LSB_READ_US, LSB_READ_US + dtr, LSB_READ_US + 2 * dtr]}
+#: Fig. 9's ΔtR sweep (50 µs: Table II, the main runs) on baseline and IDA-E20.
+DTR = fw.Sweep("dtR={x}", DTR_SWEEP, lambda d: {"timing.read_us": [LSB_READ_US, LSB_READ_US + d,
+               LSB_READ_US + 2 * d]}, 50, QUICK_DTR_SWEEP)  # fmt: skip
 
 
 def variant(label: str, kind: str = "", ov: Mapping[str, object] | None = None) -> fw.Variant:
@@ -100,9 +101,7 @@ def plan(traces: list[TraceChoice], quick: bool) -> list[tuple[TraceChoice, fw.V
         labels = ("baseline", *(f"E{e}" for e in ERROR_FRACTIONS))
         vs = [variant(lab) for lab in labels]
         vs += [variant(lab, "timed", timed) for lab in labels]
-        for d in QUICK_DTR_SWEEP if quick else DTR_SWEEP:
-            if d != 50:
-                vs += [variant(lab, f"dtR={d}", _timing(d)) for lab in ("baseline", "E20")]
+        vs += DTR.variants([variant(lab) for lab in ("baseline", "E20")], quick)
         for lab in ("baseline", "E20"):
             vs += [variant(lab, "mlc", mlc), variant(lab, "closed", closed)]
         out += [(t, v) for v in vs]
@@ -193,8 +192,7 @@ def rows(res: fw.Results) -> list[dict[str, Any]]:
             row["E20_moved_lsb_on_lsb_share"] = lsb.get("lsb", 0) / sum(lsb.values())
         row["dtr"] = {}
         for d in DTR_SWEEP:
-            b = rd("baseline" if d == 50 else f"baseline dtR={d}")
-            i = rd("E20" if d == 50 else f"E20 dtR={d}")
+            b, i = rd(DTR.name("baseline", d)), rd(DTR.name("E20", d))
             if b is not None and i is not None:
                 row["dtr"][str(d)] = fw.reduction(i, b)
         row["throughput_baseline"] = thr("baseline closed")
@@ -242,14 +240,13 @@ def quick_check(an: fw.Analysis) -> list[dict[str, Any]]:
         for x in an.trace_rows
         if bound is not None and (x.get("reduction_E0") or 0) > (x.get("bound_all_lsb_on_lsb") or 1)
     ]
-    return [{"name": "IDA-E20 reads faster than the baseline refresh",
-             "passed": red is not None and red > 0,
-             "detail": f"{r.get('trace')}: IDA-E20 read response reduction "
-             f"{fmt_pct(red, signed=False)}; expected > 0"},
-            {"name": "no untimed run beats the page-read bound",
-             "passed": bound is not None and not over,
-             "detail": f"IDA-E0 {fmt_pct(r.get('reduction_E0'), signed=False)} <= bound "
-             f"{fmt_pct(bound, signed=False)}" + (f"; not on {over}" if over else "")}]  # fmt: skip
+    not_on = f"; not on {over}" if over else ""
+    return [fw.check("IDA-E20 reads faster than the baseline refresh", red is not None and red > 0,
+                     f"{r.get('trace')}: IDA-E20 read response reduction "
+                     f"{fmt_pct(red, signed=False)}; expected > 0"),
+            fw.check("no untimed run beats the page-read bound", bound is not None and not over,
+                     f"IDA-E0 {fmt_pct(r.get('reduction_E0'), signed=False)} <= bound "
+                     f"{fmt_pct(bound, signed=False)}{not_on}")]  # fmt: skip
 
 
 #: Why the read gain is smaller than the paper's (docs/reproductions.md, IDA).

@@ -52,6 +52,11 @@ class Runner:
         self.runs: list[tuple[str, dict[str, Any], dict[str, Any]]] = []
         self.t0 = time.time()
 
+    def result_json(self) -> dict[str, Any]:
+        """The result's ``failed_runs`` and ``grid`` (runs executed, cached, wall time)."""
+        grid = {"executed": self.done, "cached": self.cached, "wall_s": time.time() - self.t0}
+        return {"failed_runs": self.failed, "grid": grid}
+
     def _key(self, what: dict[str, Any]) -> Path:
         h = hashlib.sha256(json.dumps(what, sort_keys=True, default=str).encode()).hexdigest()
         return self.dir / f"{h[:20]}.json"

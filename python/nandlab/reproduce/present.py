@@ -1,9 +1,10 @@
 """The tables and figures of a reproduction (:mod:`~nandlab.reproduce.framework` re-exports
-every name): a table's columns and cells (:class:`Col`, :func:`cell`), a table of the output
-(:class:`Table`, :func:`render`, :func:`print_table`), the checks as a table
-(:func:`print_checks`), and a figure file (:class:`Fig`) drawn from the rows of an analysis or
-of :class:`TraceRows` (:func:`bars`, :func:`lines`, :func:`stacked`, :func:`cdfs`; values by
-:data:`Getter`: :func:`run_value`, :func:`run_ratio`).
+every name): a table's columns and cells (:class:`Col`, :func:`cell`; a column per scheme:
+:func:`scheme_cols`), a table of the output (:class:`Table`, :func:`render`,
+:func:`print_table`), the checks as a table (:func:`print_checks`), and a figure file
+(:class:`Fig`) drawn from the rows of an analysis or of :class:`TraceRows` (:func:`bars`,
+:func:`lines`, :func:`stacked`, :func:`cdfs`, :func:`size_sweep`; values by :data:`Getter`:
+:func:`run_value`, :func:`run_ratio`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from nandlab.reproduce.fmt import fmt_num, fmt_pct, out_console
+from nandlab.reproduce.fmt import KIB, fmt_num, fmt_pct, out_console
 from nandlab.reproduce.headline import value_of
 from nandlab.reproduce.load import ratio
 
@@ -77,6 +78,14 @@ class Col:
     header: str
     value: str | Callable[[Mapping[str, Any]], Any]
     fmt: str = "num"
+
+
+def scheme_cols(
+    key: str, schemes: Iterable[str], labels: Mapping[str, str], fmt: str = "num", suffix: str = ""
+) -> list[Col]:
+    """A column per scheme ``s``: row key ``key.format(s=s)``, headed by its label and
+    ``suffix``."""
+    return [Col(f"{labels[s]}{suffix}", key.format(s=s), fmt) for s in schemes]
 
 
 def cell(v: Any, fmt: str) -> str:
@@ -302,6 +311,25 @@ def cdfs(name: str, key: str, styles: Mapping[str, str], title: str) -> Fig:
         return fig
 
     return Fig(name, "custom", draw)
+
+
+def size_sweep(
+    name: str, prefix: str, panels: Mapping[str, tuple[str, str | None]], **options: Any
+) -> Fig:
+    """Lines over a size sweep from :class:`TraceRows` whose rows hold the runs by key
+    (``"<prefix><bytes>"``): per panel ``(metric, reference run)``, per trace the sweep's runs
+    as (size in KiB, the metric / the reference run's; the metric itself without one)."""
+
+    def points(t: Mapping[str, Any], m: str, ref: str | None) -> list[tuple[int, float]]:
+        base = t[ref][m] if ref else 1
+        return [(int(k.split("_")[1]) // KIB, r[m] / base) for k, r in t.items()
+                if k.startswith(prefix) and r[m] is not None and base]  # fmt: skip
+
+    def data(rs: TraceRows) -> dict[str, Any]:
+        return rs.trace_rows and {title: {t["trace"]: points(t, m, ref) for t in rs.trace_rows}
+                                  for title, (m, ref) in panels.items()}  # fmt: skip
+
+    return Fig(name, "lines", data, options)
 
 
 def run_ratio(name: str, metric: str, ref: str) -> Callable[..., Any]:

@@ -1,8 +1,9 @@
 """What the rows of a reproduction are made of (:mod:`~nandlab.reproduce.framework` re-exports
-every name): a run's usual metrics (:func:`host_metrics`), row entries picked or as ratios
-(:func:`pick`, :func:`ratios`), the summary rows (:func:`with_means`), changes and reductions
-(:func:`change`, :func:`reduction`; :func:`as_ratio` shows one as a ratio) and the checks
-(:func:`check`, with the comparisons :func:`below` and :func:`monotone`).
+every name): a run's usual metrics (:func:`host_metrics`, :func:`as_int`, :func:`load_of`),
+row entries picked or as ratios (:func:`pick`, :func:`ratios`), the summary rows
+(:func:`with_means`), changes and reductions (:func:`change`, :func:`reduction`;
+:func:`as_ratio` shows one as a ratio) and the checks (:func:`check`, with the comparisons
+:func:`below` and :func:`monotone`).
 """
 
 from __future__ import annotations
@@ -37,6 +38,19 @@ def host_metrics(
     for k in ("requests", "reads", "programs", "erases"):
         out[k] = counts(out[k])
     return {**out, "load": load_info(rep)}
+
+
+def as_int(v: Any) -> int | None:
+    """A counter of a report as an int (tables print counts without decimals; ``counts`` of
+    :func:`host_metrics`); ``None`` when missing."""
+    f = finite(v)
+    return None if f is None else round(f)
+
+
+def load_of(run: Mapping[str, Any], key: str) -> Any:
+    """Entry ``key`` (``overloaded``, ``die_utilization``, …) of a run's load
+    (:func:`host_metrics`); ``None`` when the run has none."""
+    return (run.get("load") or {}).get(key)
 
 
 def pick(run: Mapping[str, Any], keys: Iterable[str], name: str) -> dict[str, Any]:

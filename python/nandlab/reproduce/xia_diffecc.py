@@ -87,8 +87,7 @@ def plan(traces: list[TraceChoice], quick: bool) -> list[tuple[TraceChoice, fw.V
         out += [(t, fw.Variant("baseline", "baseline")), (t, fw.Variant("agcr", "agcr"))]
         out.append((t, _diffecc("diffecc_wa", DEFAULT_M, DEFAULT_N)))
         # the paper's device (DiskSim's SSD extension): FIFO, no program/erase suspension
-        out += [(t, fw.Variant(f"{v.name} fifo", v.scheme, {**v.overrides, **FIFO},
-                               f"{v.label or v.name} fifo")) for _, v in out[-3:]]  # fmt: skip
+        out += [(t, v.derive("fifo", FIFO)) for _, v in out[-3:]]
     for t in traces[:1] if quick else traces:
         out += [
             (t, _diffecc(f"m={m}", m, M_SWEEP_N)) for m in (QUICK_M_SWEEP if quick else M_SWEEP)
@@ -167,7 +166,7 @@ def rows(res: fw.Results) -> list[dict[str, Any]]:
             row[f"fifo_diffecc_{m}_norm"] = ratio(fd.get(k), fb.get(k))
             row[f"fifo_agcr_{m}_norm"] = ratio(fa.get(k), fb.get(k))
             row[f"fifo_diffecc_{m}_vs_agcr"] = ratio(fd.get(k), fa.get(k))
-        row["fifo_overloaded"] = (fb.get("load") or {}).get("overloaded") if fb else None
+        row["fifo_overloaded"] = fw.load_of(fb, "overloaded") if fb else None
         out.append(row)
     return fw.with_means(out, lambda k: k.endswith(("_norm", "_vs_agcr")), geomean=True, count=True)
 

@@ -7,6 +7,7 @@ use std::time::Instant;
 use serde_json::{json, Value};
 
 use crate::config::Config;
+use crate::host::threaded::fill_batch;
 use crate::osd::objfs::ObjfsSource;
 use crate::osd::{OsdCommand, OsdReport, RunOpts};
 use crate::trace::{fs_stats, TraceError};
@@ -80,31 +81,21 @@ impl Translator {
                     }
                 };
                 loop {
-                    let mut b = spent
-                        .try_recv()
-                        .unwrap_or_else(|_| Vec::with_capacity(BATCH));
-                    b.clear();
-                    let mut end = false;
-                    while b.len() < BATCH {
-                        match src.next_command() {
-                            Ok(Some(c)) => b.push(c),
-                            Ok(None) => {
-                                end = true;
-                                break;
+                    let (b, more) = fill_batch(&spent, BATCH, || src.next_command());
+                    let full = match more {
+                        Ok(full) => full,
+                        Err(e) => {
+                            if !b.is_empty() {
+                                let _ = tx.send(Ok(b));
                             }
-                            Err(e) => {
-                                if !b.is_empty() {
-                                    let _ = tx.send(Ok(b));
-                                }
-                                let _ = tx.send(Err(e));
-                                return Some(src);
-                            }
+                            let _ = tx.send(Err(e));
+                            return Some(src);
                         }
-                    }
+                    };
                     if !b.is_empty() && tx.send(Ok(b)).is_err() {
                         return Some(src); // the replay stopped (limit reached or error)
                     }
-                    if end {
+                    if !full {
                         return Some(src);
                     }
                 }
@@ -369,13 +360,15 @@ pub struct CrashSpec<'a> {
 
 impl CrashSpec<'_> {
     /// The crash test on `cmds` with cuts from command `window_start` on, as a JSON report
-    /// (`t0`: when the caller started, for `wall_s`).
-    fn run(
+    /// (`t0`: when the caller started, for `wall_s`) with the `extra` keys (what the commands
+    /// were) added after its own.
+    fn run<const N: usize>(
         &self,
         cfg: &Config,
         cmds: &[OsdCommand],
         window_start: usize,
         t0: Instant,
+        extra: [(&str, Value); N],
     ) -> Result<Value, NandlabError> {
         let opts = crate::osd::CrashOpts {
             window_start,
@@ -384,12 +377,18 @@ impl CrashSpec<'_> {
         };
         let v = crash_variant(self.variant)?;
         let rep = crate::osd::crash_test_with(cfg, cmds, self.cuts, self.seed, v, &opts)?;
-        crash_json(
+        let mut out = crash_json(
             &rep,
             self.variant,
             self.cut_only,
             t0.elapsed().as_secs_f64(),
-        )
+        )?;
+        if let Value::Object(m) = &mut out {
+            for (k, v) in extra {
+                m.insert(k.into(), v);
+            }
+        }
+        Ok(out)
     }
 }
 
@@ -443,20 +442,18 @@ pub fn osd_crash_test_trace(
     }
     // The preconditioning runs once; every cut starts from a clone of the device after it.
     let window_start = cmds.iter().take_while(|c| c.precondition).count();
-    let mut out = spec.run(cfg, &cmds, window_start, t0)?;
-    if let Value::Object(m) = &mut out {
-        m.insert(
-            "objfs".into(),
-            serde_json::to_value(src.objfs().counters())
-                .map_err(|e| NandlabError::Sim(format!("cannot serialise objfs counters: {e}")))?,
-        );
-        m.insert(
-            "trace".into(),
-            json!({"file": trace.display().to_string(), "records": src.reader().counters().records,
-                   "measured_commands": measured}),
-        );
-    }
-    Ok(out)
+    let objfs = serde_json::to_value(src.objfs().counters())
+        .map_err(|e| NandlabError::Sim(format!("cannot serialise objfs counters: {e}")))?;
+    let read = json!({"file": trace.display().to_string(),
+                       "records": src.reader().counters().records,
+                       "measured_commands": measured});
+    spec.run(
+        cfg,
+        &cmds,
+        window_start,
+        t0,
+        [("objfs", objfs), ("trace", read)],
+    )
 }
 
 /// The crash test's small device: `cfg`'s design and page size on 4 dies of 24 blocks of 64
@@ -508,14 +505,8 @@ pub fn osd_crash_test_mixed(
         objects,
         cfg.device.page_size_bytes as u64,
     );
-    let mut out = spec.run(cfg, &cmds, 0, t0)?;
-    if let Value::Object(m) = &mut out {
-        m.insert(
-            "mixed".into(),
-            json!({"commands": commands, "objects": objects, "seed": cfg.seed}),
-        );
-    }
-    Ok(out)
+    let mixed = json!({"commands": commands, "objects": objects, "seed": cfg.seed});
+    spec.run(cfg, &cmds, 0, t0, [("mixed", mixed)])
 }
 
 /// Power-cut test on DMMbench (`pattern`, `request_bytes`, `total_bytes` as
@@ -535,12 +526,7 @@ pub fn osd_crash_test_bench(
     crash_variant(spec.variant)?;
     let b = dmm_bench(cfg, pattern, request_bytes, total_bytes)?;
     let cmds: Vec<OsdCommand> = b.commands().collect();
-    let mut out = spec.run(cfg, &cmds, 0, t0)?;
-    if let Value::Object(m) = &mut out {
-        m.insert(
-            "bench".into(),
-            json!({"pattern": b.pattern.name(), "request_bytes": request_bytes, "total_bytes": total_bytes}),
-        );
-    }
-    Ok(out)
+    let bench = json!({"pattern": b.pattern.name(), "request_bytes": request_bytes,
+                       "total_bytes": total_bytes});
+    spec.run(cfg, &cmds, 0, t0, [("bench", bench)])
 }

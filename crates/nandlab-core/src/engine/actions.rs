@@ -38,16 +38,7 @@ impl Engine {
                         if owner != NONE {
                             self.slots[owner as usize].pending += 1;
                         }
-                        let plane = self.ftl.plane_for_write_in(lpn, pl.region);
-                        let die = self.sched.enqueue(
-                            TxnKind::Program,
-                            Source::Migration,
-                            lpn,
-                            NONE,
-                            plane,
-                            owner,
-                            pl,
-                        );
+                        let die = self.enqueue_program(Source::Migration, lpn, owner, pl);
                         self.dispatch(die);
                     }
                 }
@@ -111,5 +102,21 @@ impl Engine {
             owner,
             Placement::NONE,
         )
+    }
+
+    /// Queue a program of `lpn` placed by `pl` (on the plane the FTL writes it to) for
+    /// `source`, tied to the host request slot `owner` ([`NONE`]: background); returns its
+    /// die ([`NONE`]: not queued). The caller dispatches it.
+    #[inline]
+    pub(super) fn enqueue_program(
+        &mut self,
+        source: Source,
+        lpn: u32,
+        owner: u32,
+        pl: Placement,
+    ) -> u32 {
+        let plane = self.ftl.plane_for_write_in(lpn, pl.region);
+        self.sched
+            .enqueue(TxnKind::Program, source, lpn, NONE, plane, owner, pl)
     }
 }

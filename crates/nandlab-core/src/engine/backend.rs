@@ -9,7 +9,6 @@ use super::{Engine, EV_BACKEND, EV_DISK_READ, EV_FAULT};
 use crate::ftl::{NONE, UNMAPPED};
 use crate::host::cache::CacheOp;
 use crate::reliability::faults::Fault;
-use crate::sched::TxnKind;
 use crate::scheme::Source;
 
 impl Engine {
@@ -140,10 +139,7 @@ impl Engine {
         if !self.placement_ok(pl) {
             return;
         }
-        let plane = self.ftl.plane_for_write_in(lpn, pl.region);
-        let die = self
-            .sched
-            .enqueue(TxnKind::Program, Source::Scrub, lpn, NONE, plane, NONE, pl);
+        let die = self.enqueue_program(Source::Scrub, lpn, NONE, pl);
         self.dispatch(die);
     }
 

@@ -83,16 +83,7 @@ impl Engine {
                             self.host_page_done(t.owner, end, end - done.start_ns);
                         }
                     } else {
-                        let plane = self.ftl.plane_for_write_in(t.lpn, pl.region);
-                        let d2 = self.sched.enqueue(
-                            TxnKind::Program,
-                            t.source,
-                            t.lpn,
-                            NONE,
-                            plane,
-                            t.owner,
-                            pl,
-                        );
+                        let d2 = self.enqueue_program(t.source, t.lpn, t.owner, pl);
                         if d2 != die {
                             self.dispatch(d2);
                         }

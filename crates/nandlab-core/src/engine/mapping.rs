@@ -27,7 +27,6 @@ use serde_json::{json, Value};
 use super::{Engine, WrappingLpns, EV_MAP};
 use crate::ftl::cmt::{Cmt, Evicted};
 use crate::ftl::{NONE, UNMAPPED};
-use crate::sched::TxnKind;
 use crate::scheme::{Placement, Source};
 use crate::trace::Op;
 
@@ -276,16 +275,7 @@ impl Engine {
     fn map_program(&mut self, tp: u32) {
         let m = self.map.as_ref().expect("cached mapping");
         let (tlpn, pl) = (m.cmt.base + tp, m.placement);
-        let plane = self.ftl.plane_for_write_in(tlpn, pl.region);
-        let die = self.sched.enqueue(
-            TxnKind::Program,
-            Source::Mapping,
-            tlpn,
-            NONE,
-            plane,
-            NONE,
-            pl,
-        );
+        let die = self.enqueue_program(Source::Mapping, tlpn, NONE, pl);
         if die == NONE {
             for d in 0..self.exec.dies() {
                 self.dispatch(d);

@@ -685,6 +685,16 @@ mod tests {
         NO_TXN
     }
 
+    /// Stage one transaction of `phases` on idle `die` and start it at `now_ns` (`tail_ns`
+    /// after its last phase).
+    fn run(x: &mut Executor, die: u32, phases: &[Phase], tail_ns: u64, now_ns: u64) {
+        x.stage(die, 0, txn());
+        for &p in phases {
+            x.push_phase(die, p);
+        }
+        x.start(die, 1, tail_ns, now_ns);
+    }
+
     fn drain(x: &mut Executor) -> Vec<(u64, u32)> {
         let mut out = Vec::new();
         while let Some((t, ev)) = x.events.pop() {
@@ -702,14 +712,8 @@ mod tests {
     fn shared_channel_serves_transfers_in_request_order() {
         // Two dies on one channel: both sense 10, then transfer 5. The second transfer waits.
         let mut x = Executor::new(2, 1, 1);
-        x.stage(0, 0, txn());
-        x.push_phase(0, Phase::Array(10));
-        x.push_phase(0, Phase::Bus(5));
-        x.start(0, 1, 0, 0);
-        x.stage(1, 0, txn());
-        x.push_phase(1, Phase::Array(10));
-        x.push_phase(1, Phase::Bus(5));
-        x.start(1, 1, 0, 0);
+        run(&mut x, 0, &[Phase::Array(10), Phase::Bus(5)], 0, 0);
+        run(&mut x, 1, &[Phase::Array(10), Phase::Bus(5)], 0, 0);
         assert_eq!(drain(&mut x), vec![(15, 0), (20, 1)]);
         assert_eq!(x.channel_busy_ns, vec![10]);
         assert_eq!(x.die_busy_ns, vec![15, 20]);
@@ -718,10 +722,7 @@ mod tests {
     #[test]
     fn own_channel_runs_a_whole_read_as_one_event() {
         let mut x = Executor::new(2, 2, 1);
-        x.stage(1, 0, txn());
-        x.push_phase(1, Phase::Array(10));
-        x.push_phase(1, Phase::Bus(5));
-        x.start(1, 1, 3, 0);
+        run(&mut x, 1, &[Phase::Array(10), Phase::Bus(5)], 3, 0);
         assert_eq!(x.events.die_time(1), Some(15));
         let (t, ev) = x.events.pop().unwrap();
         assert_eq!((t, ev), (15, Event::Die(1)));
@@ -736,17 +737,14 @@ mod tests {
     fn phase_at_follows_the_run() {
         // Own channel: a move (sense 10, out 5, decode 2, in 5, program 100) is one segment.
         let mut x = Executor::new(2, 2, 1);
-        x.stage(0, 0, txn());
-        for p in [
+        let mv = [
             Phase::Array(10),
             Phase::Bus(5),
             Phase::Ctrl(2),
             Phase::Bus(5),
             Phase::Array(100),
-        ] {
-            x.push_phase(0, p);
-        }
-        x.start(0, 1, 0, 1000);
+        ];
+        run(&mut x, 0, &mv, 0, 1000);
         assert_eq!(x.phase_at(0, 999), None);
         assert_eq!(x.phase_at(0, 1000), Some((Phase::Array(10), 1010)));
         assert_eq!(x.phase_at(0, 1012), Some((Phase::Bus(5), 1015)));
@@ -757,10 +755,7 @@ mod tests {
         // Shared channel: die 1 waits for die 0's transfer; its segment starts with the wait.
         let mut x = Executor::new(2, 1, 1);
         for d in 0..2 {
-            x.stage(d, 0, txn());
-            x.push_phase(d, Phase::Bus(8));
-            x.push_phase(d, Phase::Array(100));
-            x.start(d, 1, 0, 0);
+            run(&mut x, d, &[Phase::Bus(8), Phase::Array(100)], 0, 0);
         }
         assert_eq!(x.phase_at(1, 3), Some((Phase::Bus(8), 16)));
         assert_eq!(x.phase_at(1, 16), Some((Phase::Array(100), 116)));
@@ -826,11 +821,7 @@ mod tests {
                      die: u32,
                      now: u64| {
             if let Some((id, ph)) = q.pop_front() {
-                x.stage(die, 0, txn());
-                for p in ph {
-                    x.push_phase(die, p);
-                }
-                x.start(die, 1, 0, now);
+                run(x, die, &ph, 0, now);
                 *running = id;
             }
         };
@@ -922,15 +913,9 @@ mod tests {
         // 0's booking is undone and its transfer waits until 13.
         let mut x = Executor::new(2, 1, 1);
         x.set_book_ahead(true);
-        x.stage(0, 0, txn());
-        x.push_phase(0, Phase::Array(10));
-        x.push_phase(0, Phase::Bus(5));
-        x.start(0, 1, 0, 0);
+        run(&mut x, 0, &[Phase::Array(10), Phase::Bus(5)], 0, 0);
         assert_eq!(x.events.die_time(0), Some(15));
-        x.stage(1, 0, txn());
-        x.push_phase(1, Phase::Bus(8));
-        x.push_phase(1, Phase::Array(100));
-        x.start(1, 1, 0, 5);
+        run(&mut x, 1, &[Phase::Bus(8), Phase::Array(100)], 0, 5);
         assert_eq!(x.events.die_time(0), Some(10));
         assert_eq!(drain(&mut x), vec![(18, 0), (113, 1)]);
         assert_eq!(x.channel_busy_ns, vec![13]);
@@ -939,14 +924,8 @@ mod tests {
     #[test]
     fn a_transfer_requested_now_queues_behind_the_channel() {
         let mut x = Executor::new(2, 1, 1);
-        x.stage(0, 0, txn());
-        x.push_phase(0, Phase::Bus(8));
-        x.push_phase(0, Phase::Array(100));
-        x.start(0, 1, 0, 0);
-        x.stage(1, 0, txn());
-        x.push_phase(1, Phase::Bus(8));
-        x.push_phase(1, Phase::Array(100));
-        x.start(1, 1, 0, 2);
+        run(&mut x, 0, &[Phase::Bus(8), Phase::Array(100)], 0, 0);
+        run(&mut x, 1, &[Phase::Bus(8), Phase::Array(100)], 0, 2);
         assert_eq!(drain(&mut x), vec![(108, 0), (116, 1)]);
     }
 }

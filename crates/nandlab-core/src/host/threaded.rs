@@ -41,27 +41,13 @@ impl ThreadedSource {
         let worker = std::thread::Builder::new()
             .name("nandlab-parse".into())
             .spawn(move || loop {
-                let mut b = spent
-                    .try_recv()
-                    .unwrap_or_else(|_| Vec::with_capacity(BATCH));
-                b.clear();
-                let mut err = None;
-                while b.len() < BATCH {
-                    match src.next_request() {
-                        Ok(Some(r)) => b.push(r),
-                        Ok(None) => break,
-                        Err(e) => {
-                            err = Some(e);
-                            break;
-                        }
-                    }
-                }
-                let full = b.len() == BATCH && err.is_none();
+                let (b, more) = fill_batch(&spent, BATCH, || src.next_request());
+                let full = matches!(more, Ok(true));
                 if !b.is_empty() && tx.send(Msg::Batch(b)).is_err() {
                     return; // the consumer is gone
                 }
                 if !full {
-                    let _ = tx.send(Msg::End(err, src.describe()));
+                    let _ = tx.send(Msg::End(more.err(), src.describe()));
                     return;
                 }
             })
@@ -76,6 +62,27 @@ impl ThreadedSource {
             worker,
         }
     }
+}
+
+/// A reader thread's next batch: a spent batch from `spent` (or a new one of capacity `cap`)
+/// filled with up to `cap` items of `next`, in order, and how it ended: `Ok(true)` full (more
+/// may follow), `Ok(false)` the source ended, `Err` the source's error after the batch's items.
+/// Shared with the object device's trace translator ([`crate::api::osd`]).
+pub(crate) fn fill_batch<T, E>(
+    spent: &Receiver<Vec<T>>,
+    cap: usize,
+    mut next: impl FnMut() -> Result<Option<T>, E>,
+) -> (Vec<T>, Result<bool, E>) {
+    let mut b = spent.try_recv().unwrap_or_else(|_| Vec::with_capacity(cap));
+    b.clear();
+    while b.len() < cap {
+        match next() {
+            Ok(Some(x)) => b.push(x),
+            Ok(None) => return (b, Ok(false)),
+            Err(e) => return (b, Err(e)),
+        }
+    }
+    (b, Ok(true))
 }
 
 impl RequestSource for ThreadedSource {

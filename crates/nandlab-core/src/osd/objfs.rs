@@ -375,6 +375,23 @@ impl Objfs {
         &mut self.objs[oid as usize - 1]
     }
 
+    /// [`Self::emit`] a WRITE of `len` bytes at `off` of `oid`.
+    fn emit_write(
+        &mut self,
+        out: &mut VecDeque<OsdCommand>,
+        t: u64,
+        oid: ObjectId,
+        off: u64,
+        len: u64,
+    ) {
+        let op = OsdOp::Write {
+            oid,
+            offset_bytes: off,
+            len_bytes: len,
+        };
+        self.emit(out, t, op);
+    }
+
     fn emit(&mut self, out: &mut VecDeque<OsdCommand>, t: u64, op: OsdOp) {
         self.cmd_counts[op_index(&op)] += 1;
         match op {
@@ -586,15 +603,7 @@ impl Objfs {
         }
         match host_cache {
             HostCache::Sync => {
-                self.emit(
-                    out,
-                    t,
-                    OsdOp::Write {
-                        oid,
-                        offset_bytes: off,
-                        len_bytes: len,
-                    },
-                );
+                self.emit_write(out, t, oid, off, len);
                 self.emit(out, t, OsdOp::SetAttr { oid });
             }
             HostCache::Writeback => {
@@ -735,15 +744,7 @@ impl Objfs {
             let mut off = start;
             while off < end {
                 let len = (end - off).min(MAX_COMMAND_BYTES);
-                self.emit(
-                    out,
-                    t,
-                    OsdOp::Write {
-                        oid,
-                        offset_bytes: off,
-                        len_bytes: len,
-                    },
-                );
+                self.emit_write(out, t, oid, off, len);
                 off += len;
             }
         }

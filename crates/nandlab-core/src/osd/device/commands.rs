@@ -17,6 +17,15 @@ impl Device {
         }
     }
 
+    /// The slot of `oid` for command `cmd` ([`Device::slot`]), touched by the command (`host`:
+    /// it changes the object) with its onode in DRAM.
+    fn open_obj(&mut self, oid: ObjectId, cmd: &'static str, host: bool) -> Result<u32, OsdError> {
+        let s = self.slot(oid, cmd)?;
+        self.touch_obj(s, host);
+        self.need_onode(s);
+        Ok(s)
+    }
+
     /// Apply one command; its cost is left in [`Device::plan`].
     pub fn execute(&mut self, op: &OsdOp) -> Result<(), OsdError> {
         self.execute_batch(std::slice::from_ref(op))
@@ -38,6 +47,12 @@ impl Device {
         }
         // finish: A2's index and onode stages, or the diff cache's eviction
         let r = r.and_then(|_| self.finish());
+        self.clear_touched();
+        r
+    }
+
+    /// Forget which objects the command touched (their flags and the list).
+    pub(super) fn clear_touched(&mut self) {
         for &s in &self.touched {
             let ob = &mut self.objs[s as usize];
             ob.touched = false;
@@ -45,7 +60,6 @@ impl Device {
             ob.onode_read = false;
         }
         self.touched.clear();
-        r
     }
 
     pub(super) fn finish(&mut self) -> Result<(), OsdError> {
@@ -131,6 +145,21 @@ impl Device {
         Ok(())
     }
 
+    /// Walk the index paths to pages `p0..=p1` of `s` except its tail page, one walk per
+    /// leaf, not per page ([`Device::lookup`]'s bound; `write` as there), and emit the path
+    /// reads; returns the tail page.
+    fn walk_pages(&mut self, s: u32, p0: u64, p1: u64, write: bool) -> u64 {
+        let tail = self.objs[s as usize].tail_page;
+        let mut walked_until = 0;
+        for i in p0..=p1 {
+            if i != tail && i >= walked_until {
+                walked_until = self.lookup(s, i, write);
+            }
+        }
+        self.emit_path_reads();
+        tail
+    }
+
     pub(super) fn execute_inner(&mut self, op: &OsdOp) -> Result<(), OsdError> {
         let ps = self.page as u64;
         match *op {
@@ -145,14 +174,10 @@ impl Device {
                 self.touch_obj(s, true);
             }
             OsdOp::GetAttr { oid } => {
-                let s = self.slot(oid, "get_attr")?;
-                self.touch_obj(s, false);
-                self.need_onode(s);
+                self.open_obj(oid, "get_attr", false)?;
             }
             OsdOp::SetAttr { oid } => {
-                let s = self.slot(oid, "set_attr")?;
-                self.touch_obj(s, true);
-                self.need_onode(s);
+                let s = self.open_obj(oid, "set_attr", true)?;
                 self.set_onode_dirty(s, true);
             }
             OsdOp::Flush { oid } => {
@@ -172,24 +197,14 @@ impl Device {
                 offset_bytes,
                 len_bytes,
             } => {
-                let s = self.slot(oid, "read")?;
-                self.touch_obj(s, false);
-                self.need_onode(s);
+                let s = self.open_obj(oid, "read", false)?;
                 let size = self.objs[s as usize].size;
                 if len_bytes == 0 || offset_bytes >= size {
                     return Ok(());
                 }
                 let end = (offset_bytes + len_bytes).min(size);
                 let (p0, p1) = (offset_bytes / ps, (end - 1) / ps);
-                let tail = self.objs[s as usize].tail_page;
-                // One walk per leaf, not per page ([`Device::lookup`]'s bound).
-                let mut walked_until = 0;
-                for i in p0..=p1 {
-                    if i != tail && i >= walked_until {
-                        walked_until = self.lookup(s, i, false);
-                    }
-                }
-                self.emit_path_reads();
+                let tail = self.walk_pages(s, p0, p1, false);
                 // One extent search per extent, not per page: reads change no mapping.
                 let mut near = super::objects::MapCursor::default();
                 for i in p0..=p1 {
@@ -207,9 +222,7 @@ impl Device {
                 offset_bytes,
                 len_bytes,
             } => {
-                let s = self.slot(oid, "write")?;
-                self.touch_obj(s, true);
-                self.need_onode(s);
+                let s = self.open_obj(oid, "write", true)?;
                 if len_bytes == 0 {
                     return Ok(());
                 }
@@ -218,15 +231,7 @@ impl Device {
                 if p1 >= u32::MAX as u64 {
                     return Err(OsdError::TooLarge { oid, offset_bytes });
                 }
-                let tail = self.objs[s as usize].tail_page;
-                // One walk per leaf, not per page ([`Device::lookup`]'s bound).
-                let mut walked_until = 0;
-                for i in p0..=p1 {
-                    if i != tail && i >= walked_until {
-                        walked_until = self.lookup(s, i, true);
-                    }
-                }
-                self.emit_path_reads();
+                let tail = self.walk_pages(s, p0, p1, true);
                 // Read-before-write of partial pages over existing data (§4.5.4.1).
                 let edges = [p0, p1];
                 let n_edges = if p0 == p1 { 1 } else { 2 };
@@ -251,10 +256,7 @@ impl Device {
                         let c = self.data_content(s, i, 0, b1);
                         self.program_data(s, i, ps as u32, c)?;
                         if self.objs[s as usize].tail_page == i {
-                            let ob = &mut self.objs[s as usize];
-                            ob.tail_page = u64::MAX;
-                            ob.tail_segs.clear();
-                            self.tails_used -= 1;
+                            self.drop_tail(s);
                         }
                     } else if self.objs[s as usize].tail_page == i {
                         let rec = self.contents.is_some();
@@ -285,9 +287,7 @@ impl Device {
                 self.set_onode_dirty(s, true);
             }
             OsdOp::Truncate { oid, size_bytes } => {
-                let s = self.slot(oid, "truncate")?;
-                self.touch_obj(s, true);
-                self.need_onode(s);
+                let s = self.open_obj(oid, "truncate", true)?;
                 let keep = size_bytes.div_ceil(ps);
                 self.collect_entries(s);
                 let doomed: Vec<(u64, u64)> = self

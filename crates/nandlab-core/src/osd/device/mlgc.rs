@@ -273,12 +273,7 @@ impl Device {
                     ob.onode_csn = new_csn;
                     ob.lcs = new_csn;
                     self.unpin_all(s);
-                    let ob = &mut self.objs[s as usize];
-                    if ob.tail_page != u64::MAX {
-                        ob.tail_page = u64::MAX;
-                        ob.tail_segs.clear();
-                        self.tails_used -= 1;
-                    }
+                    self.drop_tail(s);
                     self.set_uncommitted(s, false);
                     live += 1;
                 } else {
@@ -487,12 +482,7 @@ impl Device {
                 ob.onode_csn = e.csn;
                 ob.lcs = e.csn;
                 self.unpin_all(s);
-                let ob = &mut self.objs[s as usize];
-                if ob.tail_page != u64::MAX {
-                    ob.tail_page = u64::MAX;
-                    ob.tail_segs.clear();
-                    self.tails_used -= 1;
-                }
+                self.drop_tail(s);
                 self.set_uncommitted(s, false);
             } else if e.commit {
                 // Whether the object is committed was settled when the version was buffered

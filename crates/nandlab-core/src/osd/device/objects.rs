@@ -215,13 +215,8 @@ impl Device {
         let pb = self.page as u64;
         let old = if self.objs[s as usize].root == NONE {
             self.inline_to_scratch(s);
-            let (mut ks, mut vs) = (
-                std::mem::take(&mut self.ext_keys),
-                std::mem::take(&mut self.ext_vals),
-            );
-            let (old, _) = crate::osd::tree::ext_set(&mut ks, &mut vs, key, val, pb, &self.stripes);
-            self.ext_keys = ks;
-            self.ext_vals = vs;
+            let (keys, vals) = (&mut self.ext_keys, &mut self.ext_vals);
+            let (old, _) = crate::osd::tree::ext_set(keys, vals, key, val, pb, &self.stripes);
             self.scratch_to_mapping(s);
             old
         } else {
@@ -244,14 +239,8 @@ impl Device {
         let pb = self.page as u64;
         let old = if self.objs[s as usize].root == NONE {
             self.inline_to_scratch(s);
-            let (mut ks, mut vs) = (
-                std::mem::take(&mut self.ext_keys),
-                std::mem::take(&mut self.ext_vals),
-            );
-            let r = crate::osd::tree::ext_remove(&mut ks, &mut vs, key, pb, &self.stripes);
-            self.ext_keys = ks;
-            self.ext_vals = vs;
-            let (old, _) = r?;
+            let (keys, vals) = (&mut self.ext_keys, &mut self.ext_vals);
+            let (old, _) = crate::osd::tree::ext_remove(keys, vals, key, pb, &self.stripes)?;
             self.scratch_to_mapping(s);
             Some(old)
         } else {
@@ -452,6 +441,17 @@ impl Device {
         Ok(())
     }
 
+    /// Drop `s`'s tail buffer, if it has one, without writing it (its page was written whole,
+    /// or the object is gone).
+    pub(super) fn drop_tail(&mut self, s: u32) {
+        let ob = &mut self.objs[s as usize];
+        if ob.tail_page != u64::MAX {
+            ob.tail_page = u64::MAX;
+            ob.tail_segs.clear();
+            self.tails_used -= 1;
+        }
+    }
+
     pub(super) fn start_tail(
         &mut self,
         s: u32,
@@ -468,10 +468,7 @@ impl Device {
                 if self.objs[t as usize].live {
                     self.flush_tail(t)?;
                 } else {
-                    let ob = &mut self.objs[t as usize];
-                    ob.tail_page = u64::MAX;
-                    ob.tail_segs.clear();
-                    self.tails_used -= 1;
+                    self.drop_tail(t);
                 }
             }
         }

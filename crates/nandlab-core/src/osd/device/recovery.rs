@@ -726,13 +726,7 @@ impl Device {
                 }
                 Ok(())
             });
-        for &s in &self.touched {
-            let ob = &mut self.objs[s as usize];
-            ob.touched = false;
-            ob.touched_host = false;
-            ob.onode_read = false;
-        }
-        self.touched.clear();
+        self.clear_touched();
         self.plan.clear();
         self.cur.clear();
         self.gc_reads.clear();
