@@ -167,8 +167,9 @@ def bench(
     CPU ratio is the cache layer's cost.
 
     With --flows: two synthetic traces of --requests/2 requests each (seeds 42 and 43, 1000
-    IOPS each) replayed together as concurrent flows, and each replayed alone; runs alternate,
-    medians of --repeat; the ratio is the two-flow run's CPU over the two single runs' sum.
+    IOPS each) replayed together as concurrent flows, each replayed alone (on its own device,
+    and on the two-flow device: host.replay_only_flow), and both merged into one trace on the
+    two-flow device; runs alternate, medians of --repeat.
     """
     overrides = [cli_override(x) for x in sets]
     if flows:
@@ -410,18 +411,18 @@ def _bench_flows(
                     )
             traces.append(p)
         a, b = traces
-        runs: dict[str, list[dict[str, Any]]] = {"flows": [], "merged": [], "a": [], "b": []}
+        order = ["flows", "merged", "a", "b", "a_same", "b_same"]
+        runs: dict[str, list[dict[str, Any]]] = {k: [] for k in order}
         merged = gen_dir / f"flows_{half}_merged.csv"
         for i in range(repeat):
-            order = ["flows", "merged", "a", "b"]
             for k in order if i % 2 == 0 else order[::-1]:
                 with err_console.status(f"{k} run {i + 1}…"):
-                    if k == "flows":
+                    if k in ("flows", "a_same", "b_same"):
                         extra = ["--flow", str(b)]
-                        runs[k].append(
-                            _bench_child("sim", a, config, scheme or None, overrides, extra)
-                        )
-                        if not merged.is_file():
+                        only = {"a_same": a.name, "b_same": b.name}.get(k)
+                        ov = [*overrides, f'host.replay_only_flow="{only}"'] if only else overrides
+                        runs[k].append(_bench_child("sim", a, config, scheme or None, ov, extra))
+                        if k == "flows" and not merged.is_file():
                             _merge_flows(a, b, int(runs[k][0]["flow_bases"][1]), merged)
                     else:
                         t = {"a": a, "b": b}.get(k, merged)
@@ -437,6 +438,8 @@ def _bench_flows(
         ("a", "flow A alone"),
         ("b", "flow B alone"),
         ("merged", "A and B as one trace"),
+        ("a_same", "flow A alone, same device"),
+        ("b_same", "flow B alone, same device"),
     ):
         n = runs[k][0].get("requests")
         cpu = med(runs[k], "cpu_s")
@@ -459,6 +462,8 @@ def _bench_flows(
     )
     mc = rows[3]["sim_cpu_s"]
     merged_ratio = rows[0]["sim_cpu_s"] / mc if rows[0]["sim_cpu_s"] and mc else None
+    same = (rows[4]["replay_cpu_s"] or 0) + (rows[5]["replay_cpu_s"] or 0)
+    same_ratio = rows[0]["replay_cpu_s"] / same if rows[0]["replay_cpu_s"] and same else None
     write_json_out(
         json_out,
         {
@@ -469,6 +474,7 @@ def _bench_flows(
             "flows_over_singles_cpu": ratio,
             "flows_over_singles_replay_cpu": replay_ratio,
             "flows_over_merged_cpu": merged_ratio,
+            "flows_over_alone_same_device_replay_cpu": same_ratio,
         },
     )
     if json_out == "-":
@@ -500,7 +506,8 @@ def _bench_flows(
         f"two flows / two single runs, CPU: {fmt_value(ratio)} (replay only: "
         f"{fmt_value(replay_ratio)}; issue 35's budget: 1.0 within noise); over the same "
         f"requests as one trace on the same device: {fmt_value(merged_ratio)} (the single "
-        "runs' devices are half the size: the rest is the larger device's memory footprint)"
+        "runs' devices are half the size: the rest is the larger device's memory footprint); "
+        f"replay over the two flows alone on the same device: {fmt_value(same_ratio)}"
     )
 
 
