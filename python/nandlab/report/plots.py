@@ -278,6 +278,19 @@ def _cdf_points(rep: Mapping[str, Any], cls: str) -> tuple[list[float], list[flo
     return xs, ys, False
 
 
+def _cdf_line(
+    ax: Any, rep: Mapping[str, Any], cls: str, color: str, dash: str, label: str
+) -> tuple[bool, bool]:
+    """Draw class ``cls`` of report (or flow block) ``rep`` on ``ax``: steps from its
+    ``host.cdf``, else markers at its percentiles. Returns (drawn, exact)."""
+    xs, ys, exact = _cdf_points(rep, cls)
+    if not xs:
+        return False, exact
+    style = {"drawstyle": "steps-post"} if exact else {"marker": "o", "markersize": 3}
+    ax.plot(xs, ys, color=color, ls=dash, lw=1.2, label=label, **style)
+    return True, exact
+
+
 def _plain_log_ticks(axis: Any) -> None:
     """Log-axis tick labels as plain numbers (100, 1000, 1e+04), no minor labels."""
     from matplotlib.ticker import FuncFormatter, NullFormatter
@@ -301,13 +314,9 @@ def _fig_cdf(trace: str, runs: Sequence[_Run], files: Path) -> Figure | None:
     for ax, cls in zip(axes, classes):
         n = 0
         for r, (color, dash) in zip(runs, styles):
-            xs, ys, exact = _cdf_points(r.report or {}, cls)
-            if not xs:
-                continue
-            approx |= not exact
-            style = {"drawstyle": "steps-post"} if exact else {"marker": "o", "markersize": 3}
-            ax.plot(xs, ys, color=color, ls=dash, lw=1.2, label=r.label, **style)
-            n += 1
+            drawn, exact = _cdf_line(ax, r.report or {}, cls, color, dash, r.label)
+            n += drawn
+            approx |= drawn and not exact
         _cdf_axis(ax, trace, cls)
         if cls == classes[-1]:
             _legend(ax, n)
@@ -352,13 +361,9 @@ def _fig_flow_cdf(trace: str, runs: Sequence[_Run], files: Path) -> Figure | Non
     for ax, cls in zip(axes, classes):
         n = 0
         for label, fi, ri, f in lines:
-            xs, ys, exact = _cdf_points(f, cls)
-            if not xs:
-                continue
-            approx |= not exact
-            style = {"drawstyle": "steps-post"} if exact else {"marker": "o", "markersize": 3}
-            ax.plot(xs, ys, color=colors[fi], ls=dashes[ri % 4], lw=1.2, label=label, **style)
-            n += 1
+            drawn, exact = _cdf_line(ax, f, cls, colors[fi], dashes[ri % 4], label)
+            n += drawn
+            approx |= drawn and not exact
         _cdf_axis(ax, trace, cls)
         if cls == classes[-1]:
             _legend(ax, n)

@@ -9,7 +9,7 @@
 //! One flow replayed with this loop gives the same report as the single-trace loop
 //! (`replay.rs`) apart from the `flows` block: the test `one_flow_is_the_single_trace_run`.
 
-use super::replay::{Beat, Feed, PROGRESS_EVERY};
+use super::replay::{Beat, Feed};
 use super::{Engine, MAX_ARRIVAL_NS};
 use crate::config::ReplayMode;
 use crate::error::{NandlabError, ProgressFn};
@@ -123,15 +123,8 @@ impl Engine {
         total_hint: u64,
         progress: &mut ProgressFn<'_>,
     ) -> Result<(), NandlabError> {
-        let max = match self.cfg.host.max_requests {
-            0 => u64::MAX,
-            n => n,
-        };
-        let mut beat = Beat {
-            progress,
-            next: PROGRESS_EVERY,
-            total: total_hint,
-        };
+        let max = self.max_requests();
+        let mut beat = Beat::new(progress, total_hint);
         self.flow_rt = Some(Box::new(FlowRuntime {
             stats: vec![Stats::default(); n_flows],
             outstanding: vec![0; n_flows],

@@ -128,7 +128,26 @@ pub(super) struct Beat<'p, 'a> {
     pub(super) total: u64,
 }
 
+impl<'p, 'a> Beat<'p, 'a> {
+    /// Progress reports of a replay of `total` requests (0 = unknown).
+    pub(super) fn new(progress: &'p mut ProgressFn<'a>, total: u64) -> Self {
+        Beat {
+            progress,
+            next: PROGRESS_EVERY,
+            total,
+        }
+    }
+}
+
 impl Engine {
+    /// Requests to read from a source: `host.max_requests`, or all when it is 0.
+    pub(super) fn max_requests(&self) -> u64 {
+        match self.cfg.host.max_requests {
+            0 => u64::MAX,
+            n => n,
+        }
+    }
+
     /// Replay every request of `src`. `total_hint` (0 = unknown) feeds
     /// `progress(Stage::Replay, done, total)`,
     /// called every 65,536 completed requests and once at the end.
@@ -142,15 +161,8 @@ impl Engine {
         total_hint: u64,
         progress: &mut ProgressFn<'_>,
     ) -> Result<(), NandlabError> {
-        let max = match self.cfg.host.max_requests {
-            0 => u64::MAX,
-            n => n,
-        };
-        let mut beat = Beat {
-            progress,
-            next: PROGRESS_EVERY,
-            total: total_hint.min(max),
-        };
+        let max = self.max_requests();
+        let mut beat = Beat::new(progress, total_hint.min(max));
         self.start_replay();
         let mut feed = Feed::new(max, self.cfg.host.time_scale);
         match self.cfg.host.mode {
