@@ -231,6 +231,11 @@ fn a_flow_alone_is_not_slower_than_shared_and_the_report_names_the_flows() {
         assert_eq!(alone["flows"][i]["replayed"], true);
         assert_eq!(alone["flows"][1 - i]["replayed"], false);
         assert_eq!(alone["flows"][1 - i]["host"]["requests"], 0);
+        // the silent flow's trace is still described (its pre-pass read it)
+        assert_eq!(
+            alone["flows"][1 - i]["trace"]["counters"],
+            both["flows"][1 - i]["trace"]["counters"]
+        );
         // The same device: sized and preconditioned by both flows.
         assert_eq!(alone["device"], both["device"]);
         assert_eq!(alone["precondition"], both["precondition"]);

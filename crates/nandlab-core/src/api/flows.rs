@@ -315,13 +315,23 @@ pub(super) fn simulate_flows(
         Some(i) => vec![i],
         None => (0..n).collect(),
     };
-    let mut described: Vec<Value> = vec![Value::Null; n];
+    // Each flow's trace as its pre-pass read it (a flow left silent by
+    // `host.replay_only_flow` too); without a pre-pass, as the replay reads it, or its path.
+    let mut described: Vec<Value> = (0..n)
+        .map(|i| match &pres[i] {
+            Some((_, _, d)) => d.clone(),
+            None => json!({ "path": traces[i].display().to_string() }),
+        })
+        .collect();
+    // A flow replayed from its pre-pass's spill is described by the pre-pass (as one trace
+    // is); one read again (`host.max_requests`, or no pre-pass) by what the replay read.
+    let mut from_spill = vec![false; n];
     let mut inputs = Vec::with_capacity(replayed.len());
     for &i in &replayed {
         let fc = &cfg.host.flows[i];
         let inner: Box<dyn RequestSource> = match pres[i].take() {
-            Some((_, Some(w), d)) => {
-                described[i] = d;
+            Some((_, Some(w), _)) => {
+                from_spill[i] = true;
                 Box::new(w.into_source()?)
             }
             _ => open_trace(&traces[i], topts, threaded)?,
@@ -356,7 +366,7 @@ pub(super) fn simulate_flows(
     let total = pre.as_ref().map_or(0, |p| p.requests);
     engine.run_flows(&mut inputs, &ids, n, arbiter, total, progress)?;
     for (k, &i) in replayed.iter().enumerate() {
-        if described[i].is_null() {
+        if !from_spill[i] {
             described[i] = inputs[k].src.describe();
         }
     }
