@@ -83,6 +83,7 @@ def test_cli_run_prints_the_flows_and_writes_them(flows: tuple[Path, Path], tmp_
     assert r.exit_code == 0, r.output
     assert "light.csv" in r.output and "heavy.csv" in r.output
     assert "fairness (least slowdown / greatest)" in r.output
+    assert "2 flows: light.csv, heavy.csv" in r.output
     rep = json.loads(out.read_text())
     assert len(rep["flows"]) == 2 and rep["fairness"] is not None
     # one trace: no flows

@@ -231,7 +231,10 @@ def flow_rows(report: dict[str, Any]) -> list[list[str]]:
 
 def print_summary(res: RunResult, console: Console = out_console) -> None:
     title = "nandlab run"
-    if res.trace is not None:
+    flows = res.report.get("flows")
+    if isinstance(flows, list):
+        title += f" — {len(flows)} flows: " + ", ".join(str(f.get("name")) for f in flows)
+    elif res.trace is not None:
         title += f" — {res.trace.name}"
     if res.config:
         title += f" on {Path(res.config).name if '/' in res.config else res.config}"
