@@ -299,48 +299,62 @@ def _plain_log_ticks(axis: Any) -> None:
     axis.set_minor_formatter(NullFormatter())
 
 
-def _fig_cdf(trace: str, runs: Sequence[_Run], files: Path) -> Figure | None:
-    """A line per run (at most :data:`MAX_LINES` runs)."""
+#: one line of a CDF figure: (report or flow block, colour, dash pattern, label)
+_CdfLine = tuple[Mapping[str, Any], str, str, str]
+
+
+def _cdf_figure(
+    trace: str, lines: Sequence[_CdfLine], files: Path, name: str, title: str, cap: str, what: str
+) -> Figure | None:
+    """A panel per class (read, write) with the ``lines`` that have it; ``what`` names what a
+    line is in the caption's note on lines drawn from percentiles."""
     from nandlab.figures import _figure, save
 
-    runs = list(runs)
-    classes = [c for c in ("read", "write") if any(_cdf_points(r.report or {}, c)[0] for r in runs)]
+    classes = [c for c in ("read", "write") if any(_cdf_points(ln[0], c)[0] for ln in lines)]
     if not classes:
         return None
-    fig = _figure(5.0 * len(classes) + _legend_inches([r.label for r in runs]), 3.6)
+    fig = _figure(5.0 * len(classes) + _legend_inches([ln[3] for ln in lines]), 3.6)
     axes = fig.subplots(1, len(classes), squeeze=False)[0]
     approx = False
-    styles = _styles(runs)
     for ax, cls in zip(axes, classes):
         n = 0
-        for r, (color, dash) in zip(runs, styles):
-            drawn, exact = _cdf_line(ax, r.report or {}, cls, color, dash, r.label)
+        for rep, color, dash, label in lines:
+            drawn, exact = _cdf_line(ax, rep, cls, color, dash, label)
             n += drawn
             approx |= drawn and not exact
         _cdf_axis(ax, trace, cls)
         if cls == classes[-1]:
             _legend(ax, n)
-    name = f"cdf-{_slug(trace)}"
     png, svg = save(fig, files / name)
+    if approx:
+        cap += (
+            f" Markers: {what} without host.cdf in their report, drawn from p50 / p90 / p99 / "
+            "p99.9 / max only."
+        )
+    return Figure(name, title, cap, png, svg)
+
+
+def _fig_cdf(trace: str, runs: Sequence[_Run], files: Path) -> Figure | None:
+    """A line per run (at most :data:`MAX_LINES` runs)."""
+    runs = list(runs)
+    lines = [
+        (r.report or {}, color, dash, r.label) for r, (color, dash) in zip(runs, _styles(runs))
+    ]
     cap = (
         f"Response-time CDF of {trace}, one line per run (a colour per scheme, a dash pattern "
         "per setting)."
     )
-    if approx:
-        cap += (
-            " Markers: runs without host.cdf in their report, drawn from p50 / p90 / p99 / "
-            "p99.9 / max only."
-        )
-    return Figure(name, f"Latency CDF — {trace}", cap, png, svg)
+    return _cdf_figure(
+        trace, lines, files, f"cdf-{_slug(trace)}", f"Latency CDF — {trace}", cap, "runs"
+    )
 
 
 def _fig_flow_cdf(trace: str, runs: Sequence[_Run], files: Path) -> Figure | None:
     """Runs of concurrent flows (``flows`` in the report): a line per flow of each run (at
     most :data:`MAX_LINES` lines), a colour per flow, a dash pattern per run."""
-    from nandlab.figures import _figure, save
-
-    lines: list[tuple[str, int, int, Mapping[str, Any]]] = []
+    lines: list[_CdfLine] = []
     flow_names: list[str] = []
+    dashes = ["-", "--", ":", "-."]
     with_flows = [r for r in runs if isinstance((r.report or {}).get("flows"), list)]
     for ri, r in enumerate(with_flows):
         for f in (r.report or {}).get("flows") or []:
@@ -348,38 +362,22 @@ def _fig_flow_cdf(trace: str, runs: Sequence[_Run], files: Path) -> Figure | Non
             if name not in flow_names:
                 flow_names.append(name)
             label = f"{name}" if len(with_flows) == 1 else f"{r.label} · {name}"
-            lines.append((label, flow_names.index(name), ri, f))
-    lines = lines[:MAX_LINES]
-    classes = [c for c in ("read", "write") if any(_cdf_points(f, c)[0] for *_, f in lines)]
-    if not classes:
-        return None
-    fig = _figure(5.0 * len(classes) + _legend_inches([lb for lb, *_ in lines]), 3.6)
-    axes = fig.subplots(1, len(classes), squeeze=False)[0]
-    colors = [f"C{i % 10}" for i in range(len(flow_names))]
-    dashes = ["-", "--", ":", "-."]
-    approx = False
-    for ax, cls in zip(axes, classes):
-        n = 0
-        for label, fi, ri, f in lines:
-            drawn, exact = _cdf_line(ax, f, cls, colors[fi], dashes[ri % 4], label)
-            n += drawn
-            approx |= drawn and not exact
-        _cdf_axis(ax, trace, cls)
-        if cls == classes[-1]:
-            _legend(ax, n)
-    name = f"cdf-flows-{_slug(trace)}"
-    png, svg = save(fig, files / name)
+            color = f"C{flow_names.index(name) % 10}"
+            lines.append((f, color, dashes[ri % 4], label))
     cap = (
         f"Response-time CDF of each concurrent flow of {trace} (docs/multi-tenant.md), a colour "
         "per flow, a dash pattern per run; the report's flows[].slowdown and fairness say how "
         "much the flows slowed each other."
     )
-    if approx:
-        cap += (
-            " Markers: flows without host.cdf in their report, drawn from p50 / p90 / p99 / "
-            "p99.9 / max only."
-        )
-    return Figure(name, f"Latency CDF per flow — {trace}", cap, png, svg)
+    return _cdf_figure(
+        trace,
+        lines[:MAX_LINES],
+        files,
+        f"cdf-flows-{_slug(trace)}",
+        f"Latency CDF per flow — {trace}",
+        cap,
+        "flows",
+    )
 
 
 def _cdf_axis(ax: Any, trace: str, cls: str) -> None:
