@@ -362,24 +362,19 @@ def _bench_cache(
     )
     if json_out == "-":
         return
-    t = Table(
-        title=f"nandlab bench --cache — {trace.name}, {config}, {scheme or 'config scheme'}",
-        title_justify="left",
+    _print_rows(
+        f"nandlab bench --cache — {trace.name}, {config}, {scheme or 'config scheme'}",
+        [
+            ("case", "case"),
+            ("SSD ops", "ssd_ops"),
+            ("CPU s", "sim_cpu_s"),
+            ("wall s", "sim_wall_s"),
+            ("events/op", "events_per_request"),
+            ("mean µs", "mean_us"),
+            ("peak RSS MiB", "sim_peak_rss_mib"),
+        ],
+        rows,
     )
-    cols = [
-        ("case", "case"),
-        ("SSD ops", "ssd_ops"),
-        ("CPU s", "sim_cpu_s"),
-        ("wall s", "sim_wall_s"),
-        ("events/op", "events_per_request"),
-        ("mean µs", "mean_us"),
-        ("peak RSS MiB", "sim_peak_rss_mib"),
-    ]
-    for label, _ in cols:
-        t.add_column(label, justify="left" if label == "case" else "right")
-    for r in rows:
-        t.add_row(*(fmt_value(r.get(k)) for _, k in cols))
-    out_console.print(t)
     out_console.print(
         f"cache layer / plain CPU: {fmt_value(ratio)} (issue 14 budget 1.5); "
         f"cache slots {fmt_value(d.get('slots'))}; same simulation (SSD ops, events, mean "
@@ -479,29 +474,19 @@ def _bench_flows(
     )
     if json_out == "-":
         return
-    t = Table(
-        title=f"nandlab bench --flows — {config}, {scheme or 'config scheme'}",
-        title_justify="left",
+    _print_rows(
+        f"nandlab bench --flows — {config}, {scheme or 'config scheme'}",
+        [
+            ("run", "run"),
+            ("requests", "requests"),
+            ("CPU s", "sim_cpu_s"),
+            ("replay CPU s", "replay_cpu_s"),
+            ("CPU µs/request", "cpu_us_per_request"),
+            ("events/req", "events_per_request"),
+            ("RSS MiB", "peak_rss_mib"),
+        ],
+        rows,
     )
-    heads = ("run", "requests", "CPU s", "replay CPU s", "CPU µs/request", "events/req", "RSS MiB")
-    for c in heads:
-        t.add_column(c, justify="left" if c == "run" else "right")
-    for r in rows:
-        t.add_row(
-            r["run"],
-            *(
-                fmt_value(r[k])
-                for k in (
-                    "requests",
-                    "sim_cpu_s",
-                    "replay_cpu_s",
-                    "cpu_us_per_request",
-                    "events_per_request",
-                    "peak_rss_mib",
-                )
-            ),
-        )
-    out_console.print(t)
     out_console.print(
         f"two flows / two single runs, CPU: {fmt_value(ratio)} (replay only: "
         f"{fmt_value(replay_ratio)}; issue 35's budget: 1.0 within noise); over the same "
@@ -531,3 +516,13 @@ def _merge_flows(a: Path, b: Path, base: int, out: Path) -> None:
         f.write("time_ns,op,offset_bytes,size_bytes\n")
         for t, op, o, sz in merged:
             f.write(f"{t},{op},{o},{sz}\n")
+
+
+def _print_rows(title: str, cols: list[tuple[str, str]], rows: list[dict[str, Any]]) -> None:
+    """A table of ``rows``: a column per (label, key) of ``cols``, the first left-aligned."""
+    t = Table(title=title, title_justify="left")
+    for i, (label, _) in enumerate(cols):
+        t.add_column(label, justify="left" if i == 0 else "right")
+    for r in rows:
+        t.add_row(*(fmt_value(r.get(k)) for _, k in cols))
+    out_console.print(t)
